@@ -1,0 +1,120 @@
+//! The command line: one file per subcommand, one error type mapped to exit codes
+//! (0 ok, 1 failure, 2 bad input or usage).
+
+mod plan;
+mod run;
+mod schema;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::plan::{Diagnostic, Severity};
+
+#[derive(Debug, Parser)]
+#[command(name = "feedbench", version, about = "A declarative experiment orchestrator for service benchmarks")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a plan, expand it into runs and print its hash.
+    Plan(plan::PlanArgs),
+    /// Print the plan's JSON Schema.
+    Schema(schema::SchemaArgs),
+    /// Execute a plan's runs.
+    Run(run::RunArgs),
+}
+
+impl Cli {
+    pub fn exec(self) -> Result<(), CliError> {
+        let mut out = std::io::stdout().lock();
+        match self.command {
+            Command::Plan(a) => a.exec(&mut out),
+            Command::Schema(a) => a.exec(&mut out),
+            Command::Run(a) => a.exec(),
+        }
+    }
+}
+
+/// Output formats for commands a machine may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+/// The binary's one error type.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The plan or the command line is wrong: exit 2.
+    #[error("{0}")]
+    Invalid(String, Vec<Diagnostic>),
+    /// Something failed that the input did not cause: exit 1.
+    #[error(transparent)]
+    Failure(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Invalid(..) => 2,
+            CliError::Failure(_) => 1,
+        }
+    }
+
+    /// The message for stderr: each diagnostic, then a summary line.
+    pub fn render(&self) -> String {
+        match self {
+            CliError::Invalid(summary, diagnostics) => {
+                let mut s = String::new();
+                for d in diagnostics {
+                    s.push_str(match d.severity {
+                        Severity::Error => "error: ",
+                        Severity::Warning => "warning: ",
+                    });
+                    s.push_str(&d.to_string());
+                    s.push('\n');
+                }
+                s.push_str("error: ");
+                s.push_str(summary);
+                s
+            }
+            CliError::Failure(e) => format!("error: {e:#}"),
+        }
+    }
+}
+
+impl From<crate::plan::LoadError> for CliError {
+    fn from(e: crate::plan::LoadError) -> Self {
+        match e {
+            crate::plan::LoadError::Invalid { ref diagnostics, .. } => {
+                let d = diagnostics.clone();
+                CliError::Invalid(e.to_string(), d)
+            }
+            crate::plan::LoadError::Read { .. } => CliError::Invalid(e.to_string(), Vec::new()),
+        }
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Failure(e.into())
+    }
+}
+
+/// Cores the engine's host offers, for the oversubscription warning.
+pub fn host_cores() -> Option<f64> {
+    std::thread::available_parallelism().ok().map(|n| n.get() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,123 @@
+//! `feedbench plan`: validate a plan, expand it into runs, print its hash and the runs.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{CliError, Format};
+use crate::plan::{expand, load_file, Diagnostic, LoadedPlan, RunSpec, Severity};
+
+/// The version of `feedbench plan --format json`'s output.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// The plan file, e.g. experiments/study.yaml.
+    pub plan: PathBuf,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+impl PlanArgs {
+    pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
+        let loaded = load_file(&self.plan, super::host_cores())?;
+        let summary = Summary::new(&loaded);
+        match self.format {
+            Format::Json => {
+                serde_json::to_writer_pretty(&mut *out, &summary).map_err(anyhow::Error::from)?;
+                writeln!(out)?;
+            }
+            Format::Human => {
+                print_human(&summary, out)?;
+                for w in &loaded.warnings {
+                    eprintln!("warning: {w}");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What `feedbench plan` reports; `--format json` prints exactly this.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub format_version: u32,
+    pub study: String,
+    pub registered: String,
+    pub plan_hash: String,
+    pub runs: Vec<RunSpec>,
+    /// Every run's warm-up and measured phase plus the deploy/teardown allowance; runs whose
+    /// length depends on a measurement count their allowance only.
+    pub estimated_duration_s: f64,
+    /// Runs whose length is not known in advance.
+    pub runs_of_unknown_length: usize,
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    pub fn new(loaded: &LoadedPlan) -> Self {
+        let runs = expand(&loaded.plan);
+        let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
+        let estimated = runs
+            .iter()
+            .map(|r| r.estimated_duration_s.unwrap_or(0.0) + allowance)
+            .sum();
+        Summary {
+            format_version: FORMAT_VERSION,
+            study: loaded.plan.study.name.to_string(),
+            registered: loaded.plan.study.registered.to_string(),
+            plan_hash: loaded.plan_hash.clone(),
+            runs_of_unknown_length: runs.iter().filter(|r| r.estimated_duration_s.is_none()).count(),
+            runs,
+            estimated_duration_s: estimated,
+            warnings: loaded
+                .warnings
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+                .map(Diagnostic::to_string)
+                .collect(),
+        }
+    }
+}
+
+fn print_human(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "study      {} (registered {})", s.study, s.registered)?;
+    writeln!(out, "plan hash  {}", s.plan_hash)?;
+    writeln!(out)?;
+    let id_w = s.runs.iter().map(|r| r.id.len()).max().unwrap_or(3).max(3);
+    let dep_w = s
+        .runs
+        .iter()
+        .map(|r| r.depends_on.join(", ").len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    writeln!(out, "{:>4}  {:id_w$}  {:dep_w$}  {:>9}  run hash", "#", "run", "depends on", "estimate")?;
+    for (i, r) in s.runs.iter().enumerate() {
+        let deps = if r.depends_on.is_empty() { "-".to_string() } else { r.depends_on.join(", ") };
+        let est = r.estimated_duration_s.map_or_else(|| "measured".to_string(), clock);
+        writeln!(out, "{:>4}  {:id_w$}  {deps:dep_w$}  {est:>9}  {}", i + 1, r.id, &r.run_hash[..12])?;
+    }
+    writeln!(out)?;
+    write!(out, "{} runs, about {} including deploy and teardown", s.runs.len(), clock(s.estimated_duration_s))?;
+    if s.runs_of_unknown_length > 0 {
+        write!(out, " ({} run(s) last as long as their measurements need, not counted)", s.runs_of_unknown_length)?;
+    }
+    writeln!(out)?;
+    if !s.warnings.is_empty() {
+        writeln!(out, "{} warning(s), on stderr", s.warnings.len())?;
+    }
+    Ok(())
+}
+
+/// `1h02m03s`-style wall time.
+fn clock(secs: f64) -> String {
+    let t = secs.round() as u64;
+    let (h, m, s) = (t / 3600, t / 60 % 60, t % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s:02}s"),
+        _ => format!("{h}h{m:02}m{s:02}s"),
+    }
+}

@@ -1,0 +1,7 @@
+//! feedbench: a declarative experiment orchestrator for service benchmarks.
+//!
+//! The pure core (`plan`) loads, validates, hashes and expands a pre-registered study plan;
+//! it depends on neither tokio nor bollard.
+
+pub mod cli;
+pub mod plan;

@@ -1,0 +1,132 @@
+//! Loading a plan file: YAML → positioned tree → typed plan → validated, hashed plan, with
+//! every problem reported as a diagnostic at file:line:column and field path.
+
+use std::path::{Path, PathBuf};
+
+use super::de::from_node;
+use super::diagnostic::{Diagnostic, Severity};
+use super::hash::plan_hash;
+use super::model::Plan;
+use super::validate::{validate, Context};
+use super::yaml::{parse, Positions};
+
+/// A plan that loaded and validated, with its hash and its warnings.
+#[derive(Debug, Clone)]
+pub struct LoadedPlan {
+    /// The file as the user named it.
+    pub file: String,
+    /// The directory relative paths in the plan are resolved from.
+    pub base_dir: PathBuf,
+    pub plan: Plan,
+    pub plan_hash: String,
+    pub warnings: Vec<Diagnostic>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the plan `{file}`: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{file}` is not a valid plan ({} error(s))", .diagnostics.iter().filter(|d| d.severity == Severity::Error).count())]
+    Invalid {
+        file: String,
+        /// Errors first, then warnings.
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+/// Reads and loads a plan file; relative paths inside it are checked against its directory.
+pub fn load_file(path: &Path, host_cores: Option<f64>) -> Result<LoadedPlan, LoadError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    let base_dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let source = match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => {
+            let before = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            return Err(LoadError::Invalid {
+                file: file.clone(),
+                diagnostics: vec![Diagnostic {
+                    severity: Severity::Error,
+                    file,
+                    line,
+                    column,
+                    path: String::new(),
+                    message: "the plan is not UTF-8 text".into(),
+                    hint: None,
+                }],
+            });
+        }
+    };
+    let dir = base_dir.clone();
+    let exists = move |rel: &str| dir.join(rel).exists();
+    let ctx = Context {
+        host_cores,
+        exists: Some(&exists),
+    };
+    let mut loaded = load_str(&file, &source, &ctx)?;
+    loaded.base_dir = base_dir;
+    Ok(loaded)
+}
+
+/// Loads a plan from text; `file` names it in diagnostics.
+pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, LoadError> {
+    let invalid = |d: Diagnostic| LoadError::Invalid {
+        file: file.to_string(),
+        diagnostics: vec![d],
+    };
+    let root = parse(source)
+        .map_err(|e| invalid(Diagnostic::new(Severity::Error, file, e.mark, "", e.message)))?;
+    let plan: Plan = from_node(&root).map_err(|e| {
+        let mark = e.mark.unwrap_or(root.mark);
+        invalid(
+            Diagnostic::new(Severity::Error, file, mark, e.path.unwrap_or_default(), e.message)
+                .with_hint(e.hint),
+        )
+    })?;
+    let positions = Positions::index(&root);
+    let mut diagnostics: Vec<Diagnostic> = validate(&plan, ctx)
+        .into_iter()
+        .map(|f| {
+            let mark = if f.at_key {
+                positions.key(&f.path)
+            } else {
+                positions.value(&f.path)
+            };
+            Diagnostic::new(f.severity, file, mark, f.path, f.message).with_hint(f.hint)
+        })
+        .collect();
+    let hash = match plan_hash(&root) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            diagnostics.insert(0, Diagnostic::new(Severity::Error, file, e.mark, "", e.message));
+            None
+        }
+    };
+    match hash {
+        Some(plan_hash) if diagnostics.iter().all(|d| d.severity == Severity::Warning) => {
+            Ok(LoadedPlan {
+                file: file.to_string(),
+                base_dir: PathBuf::new(),
+                plan,
+                plan_hash,
+                warnings: diagnostics,
+            })
+        }
+        _ => Err(LoadError::Invalid {
+            file: file.to_string(),
+            diagnostics,
+        }),
+    }
+}

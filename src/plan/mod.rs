@@ -1,0 +1,17 @@
+//! The plan: load a YAML study plan, validate it, hash it and expand it into runs.
+//! This is the pure core: it does no Docker and no async work.
+
+pub mod de;
+pub mod diagnostic;
+pub mod expand;
+pub mod hash;
+pub mod load;
+pub mod model;
+pub mod units;
+pub mod validate;
+pub mod yaml;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use expand::{expand, RunSpec};
+pub use load::{load_file, load_str, LoadError, LoadedPlan};
+pub use model::Plan;

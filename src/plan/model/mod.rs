@@ -1,0 +1,52 @@
+//! The typed plan: everything a study pre-registers. Field names are the plan's YAML keys;
+//! the doc comments become the JSON Schema's descriptions.
+
+mod contender;
+mod fault;
+mod matrix;
+mod profile;
+mod study;
+mod topology;
+
+pub use contender::{BuildRecipe, Contender, Gate, ServiceOverride, Variant};
+pub use fault::{Fault, Injection, Stream, ToxicType};
+pub use matrix::{Matrix, MatrixEntry, Order};
+pub use profile::{IdRange, Method, Profile, Route, Workload};
+pub use study::{Guards, Hypothesis, Objective, Study};
+pub use topology::{
+    Balancer, Cap, Caps, CapsOverride, HealthCheck, Link, Role, Service, ServiceKind, Sidecar,
+    Topology,
+};
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::units::Name;
+
+/// A study plan. Commit it before any run: that commit is the pre-registration.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[schemars(title = "feedbench plan")]
+pub struct Plan {
+    /// What is studied, why, and what counts as success.
+    pub study: Study,
+    /// The implementations of one service contract that are compared, by name.
+    pub contenders: IndexMap<Name, Contender>,
+    /// What each contender is deployed with: its services, links, balancer and proxies.
+    pub topology: Topology,
+    /// CPU and memory caps per role.
+    pub caps: Caps,
+    /// The requests the load generator sends.
+    pub workload: Workload,
+    /// Load profiles, by name.
+    pub profiles: IndexMap<Name, Profile>,
+    /// Faults, by name; each is injected at an offset into the profile it is paired with.
+    #[serde(default)]
+    pub faults: IndexMap<Name, Fault>,
+    /// Conditions that abort or invalidate a run.
+    #[serde(default)]
+    pub guards: Guards,
+    /// Which (profile, fault) pairs each contender runs, how often, in what order.
+    pub matrix: Matrix,
+}

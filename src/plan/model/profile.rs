@@ -1,0 +1,149 @@
+//! Load profiles (always an open model: arrivals do not wait for responses) and the
+//! workload's route mix.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::units::{Duration, Name, Percent, Rate};
+
+/// A load profile. Every kind has a warm-up whose requests are sent but not evaluated.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", rename_all_fields = "kebab-case")]
+pub enum Profile {
+    /// Steps of rising arrival rate, to find the rate at which the objective breaks.
+    StepRamp {
+        /// First step's rate.
+        start: Rate,
+        /// Rate added at each step (arrivals per second).
+        step: f64,
+        /// How long each step lasts.
+        step_duration: Duration,
+        /// The last step's rate is at most this.
+        max: Rate,
+        /// Stop at the first step that breaks the objective.
+        #[serde(default = "yes")]
+        stop_on_breach: bool,
+        #[serde(default)]
+        warmup: Duration,
+    },
+    /// One rate for a duration.
+    Constant {
+        rate: Rate,
+        duration: Duration,
+        #[serde(default)]
+        warmup: Duration,
+    },
+    /// A day's curve compressed into `period`: the rate moves between `trough` and `peak`
+    /// shares of `base` along a cosine.
+    Diurnal {
+        base: Rate,
+        period: Duration,
+        peak: Percent,
+        trough: Percent,
+        #[serde(default = "one")]
+        cycles: u32,
+        #[serde(default)]
+        warmup: Duration,
+    },
+    /// A long constant load, to find leaks and drift.
+    Soak {
+        rate: Rate,
+        duration: Duration,
+        #[serde(default)]
+        warmup: Duration,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> u32 {
+    1
+}
+
+impl Profile {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Profile::StepRamp { .. } => "step-ramp",
+            Profile::Constant { .. } => "constant",
+            Profile::Diurnal { .. } => "diurnal",
+            Profile::Soak { .. } => "soak",
+        }
+    }
+
+    pub fn warmup(&self) -> Duration {
+        match self {
+            Profile::StepRamp { warmup, .. }
+            | Profile::Constant { warmup, .. }
+            | Profile::Diurnal { warmup, .. }
+            | Profile::Soak { warmup, .. } => *warmup,
+        }
+    }
+
+    /// Every rate in the profile, with its field name.
+    pub fn rates(&self) -> Vec<(&'static str, &Rate)> {
+        match self {
+            Profile::StepRamp { start, max, .. } => vec![("start", start), ("max", max)],
+            Profile::Constant { rate, .. } | Profile::Soak { rate, .. } => vec![("rate", rate)],
+            Profile::Diurnal { base, .. } => vec![("base", base)],
+        }
+    }
+
+    /// Step count of a ramp whose rates are known.
+    pub fn ramp_steps(start: f64, step: f64, max: f64) -> u64 {
+        if step <= 0.0 || max < start {
+            return 1;
+        }
+        ((max - start) / step + 1e-9).floor() as u64 + 1
+    }
+}
+
+/// The requests sent: a weighted mix of routes, with IDs drawn from ranges.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Workload {
+    /// Routes by name. A path may contain `{id-name}` placeholders from `ids`.
+    pub routes: IndexMap<Name, Route>,
+    /// ID ranges placeholders draw from, uniformly.
+    #[serde(default)]
+    pub ids: IndexMap<Name, IdRange>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Route {
+    #[serde(default = "get")]
+    pub method: Method,
+    /// The path, e.g. "/feed?viewer={viewer}".
+    pub path: String,
+    /// Relative weight in the mix.
+    pub weight: u32,
+    /// A JSON body template for writes; may contain placeholders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// The links this route's requests cross (so a fault's effect can be checked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touches: Vec<Name>,
+}
+
+fn get() -> Method {
+    Method::Get
+}
+
+/// An inclusive range of IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct IdRange {
+    pub min: u64,
+    pub max: u64,
+}

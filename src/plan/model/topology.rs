@@ -1,0 +1,254 @@
+//! The topology a contender is deployed in, and the caps of every role in it.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::contender::BuildRecipe;
+use crate::plan::units::{ByteSize, Duration, EnvName, ImageRef, Name};
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Topology {
+    /// Replicas of each contender behind the balancer.
+    pub replicas: u32,
+    /// The services a contender depends on, by name.
+    pub services: IndexMap<Name, Service>,
+    /// Links from the contender to a service; each is routed through the fault proxy.
+    pub links: IndexMap<Name, Link>,
+    /// The balancer in front of the replicas (HAProxy).
+    pub balancer: Balancer,
+    /// The fault proxy on every link (Toxiproxy, or an image speaking its API).
+    pub fault_proxy: Sidecar,
+    /// The load generator (k6).
+    pub load_generator: Sidecar,
+    /// The co-tenant that steals CPU in a `cpu-steal` fault (stress-ng).
+    pub co_tenant: Sidecar,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceKind {
+    Database,
+    ObjectStore,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Service {
+    /// What the service is; it decides which caps apply.
+    pub kind: ServiceKind,
+    pub image: ImageRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecipe>,
+    /// The port the service listens on.
+    pub port: u16,
+    #[serde(default)]
+    pub env: IndexMap<EnvName, String>,
+    /// Init scripts (paths relative to the plan file), mounted where the image runs them.
+    #[serde(default)]
+    pub init: Vec<String>,
+    /// Where the image looks for init scripts.
+    #[serde(default = "default_init_dir")]
+    pub init_dir: String,
+}
+
+fn default_init_dir() -> String {
+    "/docker-entrypoint-initdb.d".into()
+}
+
+/// A link from the contender to a service, through the fault proxy.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Link {
+    /// The service the link leads to.
+    pub service: Name,
+    /// The service port; by default the service's `port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The port the fault proxy listens on for this link.
+    pub listen: u16,
+}
+
+/// An infrastructure role's image and optional local build.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Sidecar {
+    pub image: ImageRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecipe>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Balancer {
+    pub image: ImageRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecipe>,
+    /// Health checks on each replica's readiness path.
+    #[serde(default)]
+    pub check: HealthCheck,
+    /// Times a failed connection is retried (HAProxy `retries`).
+    #[serde(default = "one")]
+    pub retries: u32,
+    /// Retry on another replica (HAProxy `option redispatch`).
+    #[serde(default = "yes")]
+    pub redispatch: bool,
+    /// How long a connection to a replica may take (HAProxy `timeout connect`).
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout: Duration,
+}
+
+fn one() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_connect_timeout() -> Duration {
+    Duration::from_secs(1)
+}
+
+/// HAProxy's `inter`, `fall` and `rise`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HealthCheck {
+    #[serde(default = "default_inter")]
+    pub inter: Duration,
+    #[serde(default = "default_fall")]
+    pub fall: u32,
+    #[serde(default = "default_rise")]
+    pub rise: u32,
+}
+
+fn default_inter() -> Duration {
+    Duration { millis: 1000 }
+}
+fn default_fall() -> u32 {
+    3
+}
+fn default_rise() -> u32 {
+    2
+}
+
+impl Default for HealthCheck {
+    fn default() -> Self {
+        HealthCheck {
+            inter: default_inter(),
+            fall: default_fall(),
+            rise: default_rise(),
+        }
+    }
+}
+
+/// A CPU and memory cap. Memory is a hard limit with no swap.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Cap {
+    /// Cores, fractional (e.g. 0.5).
+    pub cpus: f64,
+    pub memory: ByteSize,
+}
+
+/// The roles that carry caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Replica,
+    Database,
+    ObjectStore,
+    FaultProxy,
+    Balancer,
+    LoadGenerator,
+}
+
+impl Role {
+    pub fn key(self) -> &'static str {
+        match self {
+            Role::Replica => "replica",
+            Role::Database => "database",
+            Role::ObjectStore => "object-store",
+            Role::FaultProxy => "fault-proxy",
+            Role::Balancer => "balancer",
+            Role::LoadGenerator => "load-generator",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Caps {
+    pub replica: Cap,
+    pub database: Cap,
+    /// Required when the topology declares an object store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_store: Option<Cap>,
+    pub fault_proxy: Cap,
+    pub balancer: Cap,
+    pub load_generator: Cap,
+    /// Allow the caps of one run to sum to more than the host's cores (recorded as a
+    /// warning in every run).
+    #[serde(default)]
+    pub allow_oversubscription: bool,
+}
+
+impl Caps {
+    pub fn get(&self, role: Role) -> Option<Cap> {
+        match role {
+            Role::Replica => Some(self.replica),
+            Role::Database => Some(self.database),
+            Role::ObjectStore => self.object_store,
+            Role::FaultProxy => Some(self.fault_proxy),
+            Role::Balancer => Some(self.balancer),
+            Role::LoadGenerator => Some(self.load_generator),
+        }
+    }
+}
+
+/// Caps that differ for one contender or variant; roles left out keep the study's caps.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CapsOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<Cap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<Cap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_store: Option<Cap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_proxy: Option<Cap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balancer: Option<Cap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_generator: Option<Cap>,
+}
+
+impl CapsOverride {
+    /// `self` over `base`.
+    pub fn apply(&self, base: &Caps) -> Caps {
+        Caps {
+            replica: self.replica.unwrap_or(base.replica),
+            database: self.database.unwrap_or(base.database),
+            object_store: self.object_store.or(base.object_store),
+            fault_proxy: self.fault_proxy.unwrap_or(base.fault_proxy),
+            balancer: self.balancer.unwrap_or(base.balancer),
+            load_generator: self.load_generator.unwrap_or(base.load_generator),
+            allow_oversubscription: base.allow_oversubscription,
+        }
+    }
+
+    /// Every role this override sets, with its cap.
+    pub fn entries(&self) -> Vec<(Role, Cap)> {
+        [
+            (Role::Replica, self.replica),
+            (Role::Database, self.database),
+            (Role::ObjectStore, self.object_store),
+            (Role::FaultProxy, self.fault_proxy),
+            (Role::Balancer, self.balancer),
+            (Role::LoadGenerator, self.load_generator),
+        ]
+        .into_iter()
+        .filter_map(|(r, c)| c.map(|c| (r, c)))
+        .collect()
+    }
+}

@@ -1,0 +1,630 @@
+//! Semantic checks of a typed plan: ranges, cross-references, dependencies, and warnings.
+//! Every finding carries the field path it is about; `load` turns paths into positions.
+
+use std::collections::{HashMap, HashSet};
+
+use super::de::suggest;
+use super::expand::{profile_dependencies, profile_length, resolve_contenders, selects, ResolvedContender};
+use super::model::{Cap, CapsOverride, Injection, Plan, Profile, Role, ServiceKind};
+use super::units::{Duration, Name, Rate};
+use super::yaml::join_key;
+use super::Severity;
+
+/// What validation may know about the world, passed in so the core stays pure.
+pub struct Context<'a> {
+    /// Cores on the host, for the oversubscription warning.
+    pub host_cores: Option<f64>,
+    /// Whether a path relative to the plan file exists (init scripts, build contexts).
+    pub exists: Option<&'a dyn Fn(&str) -> bool>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub path: String,
+    pub message: String,
+    pub hint: Option<String>,
+    /// Point at the key rather than the value (for names that are wrong).
+    pub at_key: bool,
+}
+
+#[derive(Default)]
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) -> &mut Finding {
+        self.push(Severity::Error, path.into(), message.into())
+    }
+    fn warn(&mut self, path: impl Into<String>, message: impl Into<String>) -> &mut Finding {
+        self.push(Severity::Warning, path.into(), message.into())
+    }
+    fn push(&mut self, severity: Severity, path: String, message: String) -> &mut Finding {
+        self.0.push(Finding {
+            severity,
+            path,
+            message,
+            hint: None,
+            at_key: false,
+        });
+        self.0.last_mut().expect("just pushed")
+    }
+}
+
+impl Finding {
+    fn hint(&mut self, hint: impl Into<String>) -> &mut Self {
+        self.hint = Some(hint.into());
+        self
+    }
+    fn at_key(&mut self) -> &mut Self {
+        self.at_key = true;
+        self
+    }
+}
+
+fn p(parts: &[&str]) -> String {
+    parts.iter().fold(String::new(), |acc, k| join_key(&acc, k))
+}
+
+/// "unknown X `y`" with a did-you-mean over the known names.
+fn unknown<'a, 'f>(
+    f: &'f mut Findings,
+    path: String,
+    what: &str,
+    found: &str,
+    known: impl Iterator<Item = &'a str>,
+) -> &'f mut Finding {
+    let known: Vec<&str> = known.collect();
+    let hint = suggest(found, &known, what);
+    f.error(path, format!("unknown {what} `{found}`")).hint(hint)
+}
+
+/// Checks a plan; returns errors and warnings, errors first.
+pub fn validate(plan: &Plan, ctx: &Context) -> Vec<Finding> {
+    let mut f = Findings::default();
+    study(plan, &mut f);
+    caps(plan, &mut f);
+    topology(plan, ctx, &mut f);
+    contenders(plan, ctx, &mut f);
+    workload(plan, &mut f);
+    profiles(plan, &mut f);
+    faults(plan, &mut f);
+    guards(plan, &mut f);
+    matrix(plan, ctx, &mut f);
+    let mut all = f.0;
+    all.sort_by_key(|x| x.severity != Severity::Error);
+    all
+}
+
+fn study(plan: &Plan, f: &mut Findings) {
+    let s = &plan.study;
+    if s.hypotheses.is_empty() {
+        f.error("study.hypotheses", "a study states at least one hypothesis before any run")
+            .hint("add `- {id: H1, text: \"...\"}`: pre-registration means writing it down first");
+    }
+    let mut seen = HashSet::new();
+    for (i, h) in s.hypotheses.iter().enumerate() {
+        let path = format!("study.hypotheses[{i}]");
+        if h.id.trim().is_empty() {
+            f.error(format!("{path}.id"), "a hypothesis needs an id, e.g. \"H1\"");
+        } else if !seen.insert(h.id.as_str()) {
+            f.error(format!("{path}.id"), format!("the hypothesis id `{}` is used twice", h.id));
+        }
+        if h.text.trim().is_empty() {
+            f.error(format!("{path}.text"), "a hypothesis needs its text");
+        }
+    }
+    let o = &s.objective;
+    if o.p99.millis == 0 {
+        f.error("study.objective.p99", "the p99 bound must be above 0");
+    }
+    if o.window.millis < 1000 {
+        f.error("study.objective.window", "the evaluation window must be at least 1s");
+    }
+    if o.error_rate.percent > 100.0 {
+        f.error("study.objective.error-rate", format!("an error rate of {} is above 100%", o.error_rate));
+    }
+}
+
+fn cap(f: &mut Findings, path: String, c: &Cap) {
+    if !(c.cpus.is_finite() && c.cpus > 0.0) {
+        f.error(format!("{path}.cpus"), format!("cpus must be above 0, found {}", c.cpus))
+            .hint("fractional cores are fine, e.g. 0.5");
+    }
+    if c.memory.bytes < 6 << 20 {
+        f.error(format!("{path}.memory"), format!("memory must be at least 6MiB (the engine's minimum), found {}", c.memory));
+    }
+}
+
+fn caps_override(f: &mut Findings, path: &str, o: &CapsOverride) {
+    for (role, c) in o.entries() {
+        cap(f, p(&[path, role.key()]), &c);
+    }
+}
+
+fn caps(plan: &Plan, f: &mut Findings) {
+    let c = &plan.caps;
+    for role in [Role::Replica, Role::Database, Role::ObjectStore, Role::FaultProxy, Role::Balancer, Role::LoadGenerator] {
+        if let Some(x) = c.get(role) {
+            cap(f, p(&["caps", role.key()]), &x);
+        }
+    }
+    let has_store = plan.topology.services.values().any(|s| s.kind == ServiceKind::ObjectStore);
+    if has_store && c.object_store.is_none() {
+        f.error("caps", "the topology declares an object store but `caps.object-store` is missing")
+            .hint("add `object-store: {cpus: 1, memory: 512MiB}` under `caps`");
+    }
+}
+
+fn port(f: &mut Findings, path: String, port: u16) {
+    if port == 0 {
+        f.error(path, "a port must be between 1 and 65535");
+    }
+}
+
+fn file(f: &mut Findings, ctx: &Context, path: String, rel: &str, what: &str) {
+    if let Some(exists) = ctx.exists {
+        if !exists(rel) {
+            f.error(path, format!("{what} `{rel}` does not exist"))
+                .hint("paths are relative to the plan file's directory");
+        }
+    }
+}
+
+fn topology(plan: &Plan, ctx: &Context, f: &mut Findings) {
+    let t = &plan.topology;
+    if t.replicas == 0 {
+        f.error("topology.replicas", "at least 1 replica is needed");
+    }
+    for (name, s) in &t.services {
+        let base = p(&["topology", "services", name.as_str()]);
+        port(f, format!("{base}.port"), s.port);
+        for (i, init) in s.init.iter().enumerate() {
+            file(f, ctx, format!("{base}.init[{i}]"), init, "the init script");
+        }
+        if let Some(b) = &s.build {
+            file(f, ctx, format!("{base}.build.context"), &b.context, "the build context");
+        }
+    }
+    let mut listens: HashMap<u16, &Name> = HashMap::new();
+    for (name, l) in &t.links {
+        let base = p(&["topology", "links", name.as_str()]);
+        if !t.services.contains_key(&l.service) {
+            unknown(f, format!("{base}.service"), "service", l.service.as_str(), t.services.keys().map(Name::as_str));
+        }
+        if let Some(pt) = l.port {
+            port(f, format!("{base}.port"), pt);
+        }
+        port(f, format!("{base}.listen"), l.listen);
+        if l.listen == 8474 {
+            f.error(format!("{base}.listen"), "port 8474 is the fault proxy's API port; choose another");
+        }
+        if let Some(other) = listens.insert(l.listen, name) {
+            f.error(format!("{base}.listen"), format!("link `{other}` already listens on {}", l.listen));
+        }
+    }
+    let b = &t.balancer;
+    if b.check.inter.millis < 100 {
+        f.error("topology.balancer.check.inter", "the check interval must be at least 100ms");
+    }
+    if b.check.fall == 0 {
+        f.error("topology.balancer.check.fall", "fall must be at least 1");
+    }
+    if b.check.rise == 0 {
+        f.error("topology.balancer.check.rise", "rise must be at least 1");
+    }
+    if b.connect_timeout.millis == 0 {
+        f.error("topology.balancer.connect-timeout", "the connect timeout must be above 0");
+    }
+    for (role, build) in [
+        ("balancer", &b.build),
+        ("fault-proxy", &t.fault_proxy.build),
+        ("load-generator", &t.load_generator.build),
+        ("co-tenant", &t.co_tenant.build),
+    ] {
+        if let Some(b) = build {
+            file(f, ctx, format!("topology.{role}.build.context"), &b.context, "the build context");
+        }
+    }
+}
+
+/// Names a template may use: `links.<link>.host` and `links.<link>.port`.
+fn template(f: &mut Findings, plan: &Plan, path: String, text: &str) {
+    let env = minijinja::Environment::new();
+    let tmpl = match env.template_from_str(text) {
+        Ok(t) => t,
+        Err(e) => {
+            f.error(path, format!("not a valid template: {}", e.detail().unwrap_or("syntax error")))
+                .hint("write `{{ links.<link>.host }}`; a literal `{{` is written `{{ '{{' }}`");
+            return;
+        }
+    };
+    let mut names: Vec<String> = tmpl.undeclared_variables(true).into_iter().collect();
+    names.sort();
+    for name in names {
+        let parts: Vec<&str> = name.split('.').collect();
+        let ok = match parts.as_slice() {
+            ["links", link, field] => plan.topology.links.contains_key(*link) && matches!(*field, "host" | "port"),
+            _ => false,
+        };
+        if !ok {
+            let links: Vec<String> = plan.topology.links.keys().flat_map(|l| [format!("links.{l}.host"), format!("links.{l}.port")]).collect();
+            let known: Vec<&str> = links.iter().map(String::as_str).collect();
+            f.error(path.clone(), format!("the template names `{name}`, which is not defined"))
+                .hint(suggest(&name, &known, "name"));
+        }
+    }
+}
+
+fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
+    if plan.contenders.is_empty() {
+        f.error("contenders", "a study needs at least one contender");
+    }
+    for (name, c) in &plan.contenders {
+        let base = p(&["contenders", name.as_str()]);
+        port(f, format!("{base}.port"), c.port);
+        if c.replicas == Some(0) {
+            f.error(format!("{base}.replicas"), "at least 1 replica is needed");
+        }
+        for (k, v) in &c.env {
+            template(f, plan, p(&[&base, "env", k.as_str()]), v);
+        }
+        if let Some(b) = &c.build {
+            file(f, ctx, format!("{base}.build.context"), &b.context, "the build context");
+        }
+        if let Some(g) = &c.gate {
+            if g.command.is_empty() {
+                f.error(format!("{base}.gate.command"), "the gate needs a command (an argv list)");
+            }
+            if g.timeout.millis == 0 {
+                f.error(format!("{base}.gate.timeout"), "the gate timeout must be above 0");
+            }
+        }
+        if let Some(o) = &c.caps {
+            caps_override(f, &format!("{base}.caps"), o);
+        }
+        for (vname, v) in &c.variants {
+            let vbase = p(&[&base, "variants", vname.as_str()]);
+            for (k, val) in &v.env {
+                template(f, plan, p(&[&vbase, "env", k.as_str()]), val);
+            }
+            if let Some(o) = &v.caps {
+                caps_override(f, &format!("{vbase}.caps"), o);
+            }
+            for (svc, o) in &v.services {
+                let sbase = p(&[&vbase, "services", svc.as_str()]);
+                if !plan.topology.services.contains_key(svc) {
+                    unknown(f, sbase.clone(), "service", svc.as_str(), plan.topology.services.keys().map(Name::as_str)).at_key();
+                }
+                for (i, init) in o.init.iter().flatten().enumerate() {
+                    file(f, ctx, format!("{sbase}.init[{i}]"), init, "the init script");
+                }
+            }
+        }
+    }
+    // `a` with variant `b` and a contender named `a.b` cannot both exist (names have no
+    // dots), but two variants must not collide with each other either.
+    let mut seen = HashSet::new();
+    for c in resolve_contenders(plan) {
+        if !seen.insert(c.name.clone()) {
+            f.error(p(&["contenders", c.declared.as_str()]), format!("the contender `{}` is declared twice", c.name));
+        }
+    }
+}
+
+fn workload(plan: &Plan, f: &mut Findings) {
+    let w = &plan.workload;
+    if w.routes.is_empty() {
+        f.error("workload.routes", "the workload needs at least one route");
+    }
+    for (name, r) in &w.routes {
+        let base = p(&["workload", "routes", name.as_str()]);
+        if r.weight == 0 {
+            f.error(format!("{base}.weight"), "a route's weight must be at least 1").hint("remove the route to leave it out of the mix");
+        }
+        if !r.path.starts_with('/') || r.path.contains(char::is_whitespace) {
+            f.error(format!("{base}.path"), format!("expected a path starting with `/` and without spaces, found \"{}\"", r.path));
+        }
+        for (field, text) in [("path", Some(r.path.as_str())), ("body", r.body.as_deref())] {
+            for ph in placeholders(text.unwrap_or("")) {
+                if !w.ids.contains_key(ph) {
+                    unknown(f, format!("{base}.{field}"), "id range", ph, w.ids.keys().map(Name::as_str));
+                }
+            }
+        }
+        for (i, link) in r.touches.iter().enumerate() {
+            if !plan.topology.links.contains_key(link) {
+                unknown(f, format!("{base}.touches[{i}]"), "link", link.as_str(), plan.topology.links.keys().map(Name::as_str));
+            }
+        }
+    }
+    for (name, r) in &w.ids {
+        if r.min > r.max {
+            f.error(p(&["workload", "ids", name.as_str()]), format!("min {} is above max {}", r.min, r.max));
+        }
+    }
+}
+
+/// `{name}` placeholders in a route's path or body.
+fn placeholders(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start + 1..];
+        match after.find('}') {
+            Some(end) => {
+                let name = &after[..end];
+                if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+                    out.push(name);
+                }
+                rest = &after[end + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+fn rate(f: &mut Findings, plan: &Plan, path: String, r: &Rate) {
+    match r {
+        Rate::Fixed(v) if *v <= 0.0 => {
+            f.error(path, format!("a rate must be above 0 arrivals per second, found {v}"));
+        }
+        Rate::Fixed(_) => {}
+        Rate::OfSaturation { share, profile } => {
+            if share.percent <= 0.0 {
+                f.error(path.clone(), "the share of saturation must be above 0%");
+            }
+            match plan.profiles.get(profile) {
+                None => {
+                    unknown(f, path, "profile", profile.as_str(), plan.profiles.keys().map(Name::as_str));
+                }
+                Some(Profile::StepRamp { .. }) => {}
+                Some(other) => {
+                    f.error(path, format!("`{profile}` is a {} profile; saturation comes from a step-ramp profile", other.kind()));
+                }
+            }
+        }
+    }
+}
+
+fn positive(f: &mut Findings, path: String, d: Duration) {
+    if d.millis == 0 {
+        f.error(path, "must be longer than 0s");
+    }
+}
+
+fn profiles(plan: &Plan, f: &mut Findings) {
+    if plan.profiles.is_empty() {
+        f.error("profiles", "the plan needs at least one profile");
+    }
+    for (name, prof) in &plan.profiles {
+        let base = p(&["profiles", name.as_str(), prof.kind()]);
+        for (field, r) in prof.rates() {
+            rate(f, plan, format!("{base}.{field}"), r);
+        }
+        match prof {
+            Profile::StepRamp { start, step, step_duration, max, .. } => {
+                if !(step.is_finite() && *step > 0.0) {
+                    f.error(format!("{base}.step"), format!("the step must be above 0 arrivals per second, found {step}"));
+                }
+                positive(f, format!("{base}.step-duration"), *step_duration);
+                if step_duration.millis > 0 && step_duration.millis < plan.study.objective.window.millis {
+                    f.warn(format!("{base}.step-duration"), format!(
+                        "each step ({step_duration}) is shorter than the objective's window ({}), so no step is judged over a full window",
+                        plan.study.objective.window
+                    ));
+                }
+                if let (Rate::Fixed(s), Rate::Fixed(m)) = (start, max) {
+                    if m < s {
+                        f.warn(format!("{base}.max"), format!("the ramp's max ({m}) is below its start ({s}): it runs a single step"));
+                    }
+                }
+            }
+            Profile::Constant { duration, .. } | Profile::Soak { duration, .. } => {
+                positive(f, format!("{base}.duration"), *duration);
+            }
+            Profile::Diurnal { period, peak, trough, cycles, .. } => {
+                positive(f, format!("{base}.period"), *period);
+                if trough.percent > peak.percent {
+                    f.error(format!("{base}.trough"), format!("the trough ({trough}) is above the peak ({peak})"));
+                }
+                if peak.percent <= 0.0 {
+                    f.error(format!("{base}.peak"), "the peak must be above 0%");
+                }
+                if *cycles == 0 {
+                    f.error(format!("{base}.cycles"), "at least 1 cycle is needed");
+                }
+            }
+        }
+    }
+    // Cycles among derived rates: a ramp whose bounds derive from a ramp that derives from it.
+    for start in plan.profiles.keys() {
+        let mut path = vec![start];
+        if let Some(cycle) = find_cycle(plan, start, &mut path) {
+            let names: Vec<&str> = cycle.iter().map(|n| n.as_str()).collect();
+            f.error(p(&["profiles", start.as_str()]), format!("the profile depends on itself: {}", names.join(" → ")))
+                .hint("a rate such as \"70% of ramp\" must lead back to a ramp with fixed rates");
+            break;
+        }
+    }
+}
+
+fn find_cycle<'a>(plan: &'a Plan, node: &'a Name, path: &mut Vec<&'a Name>) -> Option<Vec<&'a Name>> {
+    let prof = plan.profiles.get(node)?;
+    for dep in profile_dependencies(prof) {
+        if dep == path[0] {
+            let mut c = path.clone();
+            c.push(dep);
+            return Some(c);
+        }
+        if path.contains(&dep) || path.len() > plan.profiles.len() {
+            continue;
+        }
+        path.push(dep);
+        if let Some(c) = find_cycle(plan, dep, path) {
+            return Some(c);
+        }
+        path.pop();
+    }
+    None
+}
+
+fn faults(plan: &Plan, f: &mut Findings) {
+    let contenders = resolve_contenders(plan);
+    let min_replicas = contenders.iter().map(|c| c.replicas).min().unwrap_or(plan.topology.replicas);
+    for (name, fault) in &plan.faults {
+        let base = p(&["faults", name.as_str()]);
+        positive(f, format!("{base}.duration"), fault.duration);
+        let ibase = format!("{base}.inject.{}", fault.inject.kind());
+        if let Some(link) = fault.inject.link() {
+            if !plan.topology.links.contains_key(link) {
+                unknown(f, format!("{ibase}.link"), "link", link.as_str(), plan.topology.links.keys().map(Name::as_str));
+            }
+        }
+        if let Some(r) = fault.inject.replica() {
+            if r == 0 || r > min_replicas {
+                f.error(format!("{ibase}.replica"), format!("replica {r} does not exist; replicas count from 1 to {min_replicas}"));
+            }
+        }
+        match &fault.inject {
+            Injection::CpuSteal { cores } => {
+                if !(cores.is_finite() && *cores > 0.0) {
+                    f.error(format!("{ibase}.cores"), format!("cores must be above 0, found {cores}"));
+                }
+            }
+            Injection::LinkLatency { latency, .. } => positive(f, format!("{ibase}.latency"), *latency),
+            Injection::Toxic { toxic_type, toxicity, attributes, .. } => {
+                if !(0.0..=1.0).contains(toxicity) {
+                    f.error(format!("{ibase}.toxicity"), format!("toxicity is a probability from 0 to 1, found {toxicity}"));
+                }
+                for key in attributes.keys() {
+                    if !toxic_type.attributes().contains(&key.as_str()) {
+                        unknown(f, format!("{ibase}.attributes.{key}"), "attribute", key, toxic_type.attributes().iter().copied()).at_key();
+                    }
+                }
+            }
+            Injection::StopReplica { grace, .. } => positive(f, format!("{ibase}.grace"), *grace),
+            Injection::KillReplica { .. } | Injection::LinkDown { .. } => {}
+        }
+    }
+}
+
+fn guards(plan: &Plan, f: &mut Findings) {
+    let g = &plan.guards;
+    for (field, v) in [
+        ("measurement-cpu-ceiling", g.measurement_cpu_ceiling),
+        ("measurement-throttle-ceiling", g.measurement_throttle_ceiling),
+    ] {
+        if v.percent <= 0.0 || v.percent > 100.0 {
+            f.error(format!("guards.{field}"), format!("expected a share from above 0% to 100%, found {v}"));
+        }
+    }
+    if g.dropped_iterations.percent > 100.0 {
+        f.error("guards.dropped-iterations", format!("expected at most 100%, found {}", g.dropped_iterations));
+    }
+}
+
+fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
+    let m = &plan.matrix;
+    if m.repetitions == 0 {
+        f.error("matrix.repetitions", "at least 1 repetition is needed");
+    } else if m.repetitions < 3 {
+        f.warn("matrix.repetitions", format!("{} repetition(s): with fewer than 3, no difference can be called significant", m.repetitions));
+    }
+    if m.runs.is_empty() {
+        f.error("matrix.runs", "the matrix needs at least one entry");
+    }
+    let contenders = resolve_contenders(plan);
+    let names: Vec<&str> = contenders.iter().map(|c| c.name.as_str()).chain(plan.contenders.keys().map(Name::as_str)).collect();
+    let mut seen: HashSet<(String, &Name, Option<&Name>)> = HashSet::new();
+    for (i, e) in m.runs.iter().enumerate() {
+        let base = format!("matrix.runs[{i}]");
+        let profile = plan.profiles.get(&e.profile);
+        if profile.is_none() {
+            unknown(f, format!("{base}.profile"), "profile", e.profile.as_str(), plan.profiles.keys().map(Name::as_str));
+        }
+        let fault = e.fault.as_ref().and_then(|n| {
+            let x = plan.faults.get(n);
+            if x.is_none() {
+                unknown(f, format!("{base}.fault"), "fault", n.as_str(), plan.faults.keys().map(Name::as_str));
+            }
+            x
+        });
+        if let Some(sel) = &e.contenders {
+            if sel.is_empty() {
+                f.error(format!("{base}.contenders"), "an empty list selects no contender").hint("leave `contenders` out to select every contender");
+            }
+            for (j, s) in sel.iter().enumerate() {
+                if !names.contains(&s.as_str()) {
+                    unknown(f, format!("{base}.contenders[{j}]"), "contender", s, names.iter().copied());
+                }
+            }
+        }
+        let picked: Vec<&ResolvedContender> = contenders
+            .iter()
+            .filter(|c| e.contenders.as_ref().is_none_or(|sel| sel.iter().any(|s| selects(s, c))))
+            .collect();
+        for c in &picked {
+            if !seen.insert((c.name.clone(), &e.profile, e.fault.as_ref())) {
+                f.error(base.clone(), format!("`{}` runs this (profile, fault) pair twice", c.name)).hint("use `repetitions` to repeat runs");
+            }
+        }
+        if let (Some(prof), Some(fault)) = (profile, fault) {
+            if let (_, Some(measured)) = profile_length(prof) {
+                let end = fault.at.millis + fault.duration.millis + fault.observe.millis;
+                if end > measured.millis {
+                    f.error(format!("{base}.fault"), format!(
+                        "the fault `{}` needs {} (at + duration + observe) but the profile `{}` measures for {}",
+                        e.fault.as_ref().map(Name::as_str).unwrap_or(""),
+                        Duration { millis: end },
+                        e.profile,
+                        measured
+                    )).hint("lengthen the profile or move the fault earlier");
+                }
+            }
+        }
+        // A derived rate needs its ramp, faultless, for the same contender.
+        if let Some(prof) = profile {
+            for dep in profile_dependencies(prof) {
+                for c in &picked {
+                    let has_ramp = m.runs.iter().any(|o| {
+                        &o.profile == dep && o.fault.is_none() && o.contenders.as_ref().is_none_or(|sel| sel.iter().any(|s| selects(s, c)))
+                    });
+                    if !has_ramp {
+                        f.error(format!("{base}.profile"), format!(
+                            "`{}` takes its rate from `{dep}`, but `{}` never runs `{dep}` without a fault",
+                            e.profile, c.name
+                        )).hint(format!("add `- profile: {dep}` to matrix.runs for this contender"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(host) = ctx.host_cores {
+        for c in &contenders {
+            let total = total_cpus(c);
+            if total > host {
+                let what = if c.caps.allow_oversubscription { "allowed by caps.allow-oversubscription" } else { "deploying will refuse unless caps.allow-oversubscription is true" };
+                f.warn(p(&["contenders", c.declared.as_str()]), format!(
+                    "the caps of a `{}` run sum to {total} cores, more than this host's {host} ({what})", c.name
+                ));
+            }
+        }
+    }
+}
+
+/// Cores one run of this contender reserves: replicas, services and the measurement path.
+pub fn total_cpus(c: &ResolvedContender) -> f64 {
+    let mut total = f64::from(c.replicas) * c.caps.replica.cpus
+        + c.caps.fault_proxy.cpus
+        + c.caps.balancer.cpus
+        + c.caps.load_generator.cpus;
+    for s in c.services.values() {
+        let cap = match s.kind {
+            ServiceKind::Database => Some(c.caps.database),
+            ServiceKind::ObjectStore => c.caps.object_store,
+        };
+        total += cap.map_or(0.0, |x| x.cpus);
+    }
+    (total * 1000.0).round() / 1000.0
+}
