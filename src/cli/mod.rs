@@ -56,6 +56,15 @@ pub enum CliError {
 }
 
 impl CliError {
+    pub fn is_broken_pipe(&self) -> bool {
+        match self {
+            CliError::Failure(e) => e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe),
+            CliError::Invalid(..) => false,
+        }
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Invalid(..) => 2,

@@ -30,8 +30,10 @@ impl PlanArgs {
             }
             Format::Human => {
                 print_human(&summary, out)?;
+                let mut err = std::io::stderr().lock();
                 for w in &loaded.warnings {
-                    eprintln!("warning: {w}");
+                    // Warnings are advisory; a closed stderr does not fail the command.
+                    let _ = writeln!(err, "warning: {w}");
                 }
             }
         }

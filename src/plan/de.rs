@@ -207,10 +207,26 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de> {
         r.map_err(|e| self.place(e))
     }
 
+    /// A struct is written as a mapping, never as a sequence of its fields.
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, DeError> {
+        match &self.node.value {
+            Value::Map(_) => self.deserialize_any(v),
+            _ => Err(self.place(<DeError as de::Error>::custom(format_args!(
+                "expected a mapping of `key: value` lines, found {}",
+                self.unexpected()
+            )))),
+        }
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char
         bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct identifier ignored_any
+        tuple_struct map identifier ignored_any
     }
 }
 

@@ -11,7 +11,7 @@ use super::model::{
     BuildRecipe, Caps, Contender, Fault, Injection, Objective, Order, Plan, Profile, Service,
     Topology, Workload,
 };
-use super::units::{Duration, EnvName, ImageRef, Name, Rate, UrlPath};
+use super::units::{Duration, EnvName, EnvValue, ImageRef, Name, Rate, UrlPath};
 
 /// A contender as it runs: a declared contender with one of its variants applied.
 #[derive(Debug, Clone, Serialize)]
@@ -24,7 +24,7 @@ pub struct ResolvedContender {
     pub image: ImageRef,
     pub build: Option<BuildRecipe>,
     pub port: u16,
-    pub env: IndexMap<EnvName, String>,
+    pub env: IndexMap<EnvName, EnvValue>,
     pub readiness: UrlPath,
     pub liveness: UrlPath,
     pub replicas: u32,

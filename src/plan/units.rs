@@ -39,16 +39,50 @@ impl Visitor<'_> for Text {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
         Ok(v.to_string())
     }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+}
+
+/// Reads a scalar's text and parses it inside the visitor, so that a parse error is raised
+/// while the value's own node is read and is placed at that node.
+struct Parsed<T>(&'static str, std::marker::PhantomData<T>);
+
+impl<T: std::str::FromStr<Err = ()>> Visitor<'_> for Parsed<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        v.parse::<T>()
+            .map_err(|()| E::custom(format_args!("expected {}, found \"{}\"", self.0, v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+}
+
+fn parsed<'de, T: std::str::FromStr<Err = ()>, D: Deserializer<'de>>(
+    d: D,
+    expecting: &'static str,
+) -> Result<T, D::Error> {
+    d.deserialize_str(Parsed(expecting, std::marker::PhantomData))
 }
 
 macro_rules! text_type {
     ($ty:ident, $expecting:literal, $pattern:literal, $desc:literal) => {
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let text = d.deserialize_str(Text($expecting))?;
-                text.parse::<$ty>().map_err(|()| {
-                    de::Error::custom(format_args!("expected {}, found \"{}\"", $expecting, text))
-                })
+                parsed(d, $expecting)
             }
         }
         impl Serialize for $ty {
@@ -290,9 +324,7 @@ impl<'de> Deserialize<'de> for Rate {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         const EXPECTING: &str =
             "a rate in arrivals per second such as 50, or a share of a ramp's saturation such as \"70% of ramp\"";
-        let text = d.deserialize_str(Text(EXPECTING))?;
-        text.parse::<Rate>()
-            .map_err(|()| de::Error::custom(format_args!("expected {EXPECTING}, found \"{text}\"")))
+        parsed(d, EXPECTING)
     }
 }
 
@@ -531,6 +563,41 @@ text_type!(
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
     "A calendar date, YYYY-MM-DD."
 );
+
+/// An environment value: written as any scalar (`16`, `true`, `"off"`), kept as its text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct EnvValue(pub String);
+
+impl EnvValue {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(Text("a string, number or boolean")).map(EnvValue)
+    }
+}
+
+impl JsonSchema for EnvValue {
+    fn schema_name() -> String {
+        "EnvValue".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let mut s = SchemaObject {
+            instance_type: Some(SingleOrVec::Vec(vec![
+                InstanceType::String,
+                InstanceType::Number,
+                InstanceType::Boolean,
+            ])),
+            ..Default::default()
+        };
+        s.metadata().description = Some("An environment value; numbers and booleans are taken as written.".into());
+        Schema::Object(s)
+    }
+}
 
 #[cfg(test)]
 mod tests {

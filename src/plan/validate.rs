@@ -61,8 +61,11 @@ impl Finding {
     }
 }
 
+/// A field path: `parts[0]` is a path already, the rest are keys appended to it.
 fn p(parts: &[&str]) -> String {
-    parts.iter().fold(String::new(), |acc, k| join_key(&acc, k))
+    parts[1..]
+        .iter()
+        .fold(parts[0].to_string(), |acc, k| join_key(&acc, k))
 }
 
 /// "unknown X `y`" with a did-you-mean over the known names.
@@ -266,7 +269,7 @@ fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
             f.error(format!("{base}.replicas"), "at least 1 replica is needed");
         }
         for (k, v) in &c.env {
-            template(f, plan, p(&[&base, "env", k.as_str()]), v);
+            template(f, plan, p(&[&base, "env", k.as_str()]), v.as_str());
         }
         if let Some(b) = &c.build {
             file(f, ctx, format!("{base}.build.context"), &b.context, "the build context");
@@ -285,7 +288,7 @@ fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
         for (vname, v) in &c.variants {
             let vbase = p(&[&base, "variants", vname.as_str()]);
             for (k, val) in &v.env {
-                template(f, plan, p(&[&vbase, "env", k.as_str()]), val);
+                template(f, plan, p(&[&vbase, "env", k.as_str()]), val.as_str());
             }
             if let Some(o) = &v.caps {
                 caps_override(f, &format!("{vbase}.caps"), o);
@@ -535,7 +538,12 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
         f.error("matrix.runs", "the matrix needs at least one entry");
     }
     let contenders = resolve_contenders(plan);
-    let names: Vec<&str> = contenders.iter().map(|c| c.name.as_str()).chain(plan.contenders.keys().map(Name::as_str)).collect();
+    let mut names: Vec<&str> = plan.contenders.keys().map(Name::as_str).collect();
+    for c in &contenders {
+        if !names.contains(&c.name.as_str()) {
+            names.push(&c.name);
+        }
+    }
     let mut seen: HashSet<(String, &Name, Option<&Name>)> = HashSet::new();
     for (i, e) in m.runs.iter().enumerate() {
         let base = format!("matrix.runs[{i}]");

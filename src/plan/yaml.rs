@@ -217,7 +217,9 @@ impl MarkedEventReceiver for Builder {
                     ),
                     Some(Open::Map(m, a, entries, _)) => (
                         Node {
-                            mark: m,
+                            // A block mapping's start event comes after its first key; the
+                            // mapping is where that key is.
+                            mark: entries.first().map_or(m, |e| m.min(e.key_mark)),
                             value: Value::Map(entries),
                             text: String::new(),
                         },

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::topology::CapsOverride;
-use crate::plan::units::{Duration, EnvName, ImageRef, Name, UrlPath};
+use crate::plan::units::{Duration, EnvName, EnvValue, ImageRef, Name, UrlPath};
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -20,7 +20,7 @@ pub struct Contender {
     /// Environment of every replica. Values are templates: `{{ links.db.host }}` and
     /// `{{ links.db.port }}` name the fault-proxy end of a link.
     #[serde(default)]
-    pub env: IndexMap<EnvName, String>,
+    pub env: IndexMap<EnvName, EnvValue>,
     /// The readiness path; the balancer's health check uses it.
     pub readiness: UrlPath,
     /// The liveness path.
@@ -87,7 +87,7 @@ pub struct Variant {
     pub image: Option<ImageRef>,
     /// Environment merged over the contender's.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub env: IndexMap<EnvName, String>,
+    pub env: IndexMap<EnvName, EnvValue>,
     /// Per-service changes, e.g. a database schema with other indexes.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub services: IndexMap<Name, ServiceOverride>,
@@ -102,7 +102,7 @@ pub struct Variant {
 pub struct ServiceOverride {
     /// Environment merged over the service's.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub env: IndexMap<EnvName, String>,
+    pub env: IndexMap<EnvName, EnvValue>,
     /// Init scripts replacing the service's (paths relative to the plan file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<Vec<String>>,

@@ -18,11 +18,13 @@ pub enum Profile {
         /// Rate added at each step (arrivals per second).
         step: f64,
         /// How long each step lasts.
+        // Named explicitly: schemars does not read `rename_all_fields`.
+        #[serde(rename = "step-duration")]
         step_duration: Duration,
         /// The last step's rate is at most this.
         max: Rate,
         /// Stop at the first step that breaks the objective.
-        #[serde(default = "yes")]
+        #[serde(default = "yes", rename = "stop-on-breach")]
         stop_on_breach: bool,
         #[serde(default)]
         warmup: Duration,

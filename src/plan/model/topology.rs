@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::contender::BuildRecipe;
-use crate::plan::units::{ByteSize, Duration, EnvName, ImageRef, Name};
+use crate::plan::units::{ByteSize, Duration, EnvName, EnvValue, ImageRef, Name};
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -44,7 +44,7 @@ pub struct Service {
     /// The port the service listens on.
     pub port: u16,
     #[serde(default)]
-    pub env: IndexMap<EnvName, String>,
+    pub env: IndexMap<EnvName, EnvValue>,
     /// Init scripts (paths relative to the plan file), mounted where the image runs them.
     #[serde(default)]
     pub init: Vec<String>,

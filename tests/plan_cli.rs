@@ -1,0 +1,343 @@
+//! `feedbench plan` and `feedbench schema` on real plan files: valid plans expand, invalid
+//! plans fail with their expected diagnostics, hashes are stable where they must be.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value as Json;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn feedbench() -> Command {
+    let mut c = Command::cargo_bin("feedbench").unwrap();
+    c.current_dir(repo());
+    c
+}
+
+fn plan_json(path: &Path) -> Json {
+    let out = feedbench()
+        .args(["plan", "--format", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn every_invalid_plan_exits_2_naming_line_column_and_field() {
+    let dir = repo().join("tests/plans/invalid");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 40, "only {} invalid plans", files.len());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let expect = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# expect: "))
+            .unwrap_or_else(|| panic!("{} has no `# expect:` first line", file.display()));
+        let rel = format!("tests/plans/invalid/{}", file.file_name().unwrap().to_string_lossy());
+        let out = feedbench().args(["plan", &rel]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{rel}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error: {rel}:{expect}")),
+            "{rel}: expected `{expect}`, got:\n{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{rel}: {stderr}");
+    }
+}
+
+#[test]
+fn a_missing_plan_file_is_bad_input() {
+    let out = feedbench().args(["plan", "experiments/nope.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the plan `experiments/nope.yaml`"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = feedbench().args(["plan", "--format", "xml", "x.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Contenders as the plan expands them: each variant, or the contender itself.
+fn expanded_contenders(doc: &serde_yaml::Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, c) in doc["contenders"].as_mapping().unwrap() {
+        let name = name.as_str().unwrap().to_string();
+        match c.get("variants").and_then(|v| v.as_mapping()) {
+            Some(vs) => {
+                for v in vs.keys() {
+                    out.push((name.clone(), format!("{name}.{}", v.as_str().unwrap())));
+                }
+            }
+            None => out.push((name.clone(), name.clone())),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_study_expands_into_contenders_times_entries_times_repetitions() {
+    let path = repo().join("experiments/study.yaml");
+    let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let contenders = expanded_contenders(&doc);
+    let reps = doc["matrix"]["repetitions"].as_u64().unwrap() as usize;
+    let mut expected = 0;
+    for entry in doc["matrix"]["runs"].as_sequence().unwrap() {
+        expected += match entry.get("contenders") {
+            None => contenders.len(),
+            Some(sel) => {
+                let sel: Vec<&str> = sel.as_sequence().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+                contenders.iter().filter(|(d, n)| sel.contains(&d.as_str()) || sel.contains(&n.as_str())).count()
+            }
+        } * reps;
+    }
+
+    let json = plan_json(&path);
+    assert_eq!(json["format_version"], 1);
+    assert_eq!(json["study"], "feed-runtimes");
+    let hash = json["plan_hash"].as_str().unwrap();
+    assert!(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), expected);
+    assert!(json["estimated_duration_s"].as_f64().unwrap() > 0.0);
+    assert!(json["warnings"].is_array());
+    let mut seen = std::collections::HashSet::new();
+    let mut position = HashMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let id = r["id"].as_str().unwrap();
+        assert!(seen.insert(id.to_string()), "duplicate run id {id}");
+        position.insert(id.to_string(), i);
+        assert_eq!(r["run_hash"].as_str().unwrap().len(), 64);
+        assert!(r["fault"].is_null() || r["fault"].is_string());
+        assert!(r["repetition"].as_u64().unwrap() >= 1);
+        let expect_id = match r["fault"].as_str() {
+            Some(f) => format!("{}/{}+{f}/r{}", r["contender"].as_str().unwrap(), r["profile"].as_str().unwrap(), r["repetition"]),
+            None => format!("{}/{}/r{}", r["contender"].as_str().unwrap(), r["profile"].as_str().unwrap(), r["repetition"]),
+        };
+        assert_eq!(id, expect_id);
+    }
+    // A baseline at 70% of saturation depends on the same contender's ramp in the same
+    // repetition, and runs after it.
+    for (i, r) in runs.iter().enumerate() {
+        let deps: Vec<&str> = r["depends_on"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        if r["profile"] == "ramp" {
+            assert!(deps.is_empty());
+        } else {
+            let ramp = format!("{}/ramp/r{}", r["contender"].as_str().unwrap(), r["repetition"]);
+            assert_eq!(deps, vec![ramp.as_str()]);
+            assert!(position[&ramp] < i, "{} runs before its ramp", r["id"]);
+        }
+    }
+
+    let human = feedbench().args(["plan", "experiments/study.yaml"]).output().unwrap();
+    assert!(human.status.success());
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains(&format!("plan hash  {hash}")));
+    assert!(text.contains(&format!("{expected} runs, about ")));
+    assert!(text.contains("feed-rs.indexed/baseline+db-cut/r2"));
+}
+
+/// A copy of a plan in a temporary tree laid out like the repository, so that its relative
+/// paths (init scripts, build contexts) resolve.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("experiments")).unwrap();
+        for sub in ["contenders", "images"] {
+            std::os::unix::fs::symlink(repo().join(sub), dir.path().join(sub)).unwrap();
+        }
+        Scratch { dir }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join("experiments").join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// Reverses the key order of every mapping.
+fn reverse_keys(v: &serde_yaml::Value) -> serde_yaml::Value {
+    match v {
+        serde_yaml::Value::Mapping(m) => {
+            let mut out = serde_yaml::Mapping::new();
+            for (k, val) in m.iter().collect::<Vec<_>>().into_iter().rev() {
+                out.insert(k.clone(), reverse_keys(val));
+            }
+            serde_yaml::Value::Mapping(out)
+        }
+        serde_yaml::Value::Sequence(s) => serde_yaml::Value::Sequence(s.iter().map(reverse_keys).collect()),
+        other => other.clone(),
+    }
+}
+
+fn run_hashes(json: &Json) -> HashMap<String, String> {
+    json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap().to_string(), r["run_hash"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn formatting_key_order_and_comments_do_not_change_the_plan_hash() {
+    let original = plan_json(&repo().join("experiments/study.yaml"));
+    let text = std::fs::read_to_string(repo().join("experiments/study.yaml")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    // Re-emitted: block style instead of flow, other quoting, keys reversed, the whole
+    // document indented by three spaces, and a comment on every key that opens a block.
+    let emitted = serde_yaml::to_string(&reverse_keys(&doc)).unwrap();
+    let mut rewritten = String::from("# rewritten by a test\n\n");
+    for line in emitted.lines() {
+        rewritten.push_str("   ");
+        rewritten.push_str(line);
+        if line.ends_with(':') {
+            rewritten.push_str("   # a comment");
+        }
+        rewritten.push('\n');
+    }
+    assert_ne!(rewritten, text);
+    let scratch = Scratch::new();
+    let again = plan_json(&scratch.write("study.yaml", &rewritten));
+    assert_eq!(original["plan_hash"], again["plan_hash"]);
+    assert_eq!(run_hashes(&original), run_hashes(&again));
+}
+
+/// Applies `edit` to the study's document and returns (plan hash changed, changed run ids).
+fn edit_study(edit: impl FnOnce(&mut serde_yaml::Value)) -> (bool, Vec<String>, usize) {
+    let original = plan_json(&repo().join("experiments/study.yaml"));
+    let text = std::fs::read_to_string(repo().join("experiments/study.yaml")).unwrap();
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    edit(&mut doc);
+    let scratch = Scratch::new();
+    let edited = plan_json(&scratch.write("study.yaml", &serde_yaml::to_string(&doc).unwrap()));
+    let (before, after) = (run_hashes(&original), run_hashes(&edited));
+    assert_eq!(before.len(), after.len());
+    let mut changed: Vec<String> = before.iter().filter(|(id, h)| after[*id] != **h).map(|(id, _)| id.clone()).collect();
+    changed.sort();
+    (original["plan_hash"] != edited["plan_hash"], changed, before.len())
+}
+
+#[test]
+fn one_contenders_cap_changes_only_that_contenders_run_hashes() {
+    let (plan_changed, changed, total) = edit_study(|doc| {
+        doc["contenders"]["feed-py"]["caps"] = serde_yaml::from_str("{replica: {cpus: 0.3, memory: 512MiB}}").unwrap();
+    });
+    assert!(plan_changed);
+    assert!(!changed.is_empty() && changed.len() < total);
+    let expected: Vec<String> = {
+        let json = plan_json(&repo().join("experiments/study.yaml"));
+        let mut v: Vec<String> = run_hashes(&json).into_keys().filter(|id| id.starts_with("feed-py.")).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(changed, expected);
+}
+
+#[test]
+fn one_faults_window_changes_only_its_runs() {
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["faults"]["db-cut"]["observe"] = "2m30s".into();
+    });
+    assert!(plan_changed);
+    assert!(!changed.is_empty());
+    assert!(changed.iter().all(|id| id.contains("+db-cut/")), "{changed:?}");
+}
+
+#[test]
+fn a_shared_cap_changes_every_run_hash_and_a_note_changes_none() {
+    let (plan_changed, changed, total) = edit_study(|doc| {
+        doc["caps"]["database"]["cpus"] = 0.75.into();
+    });
+    assert!(plan_changed);
+    assert_eq!(changed.len(), total);
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["study"]["notes"] = "Edited notes.".into();
+    });
+    assert!(plan_changed, "any change of value changes the plan hash");
+    assert!(changed.is_empty(), "notes do not define any run: {changed:?}");
+}
+
+#[test]
+fn a_ramps_change_reaches_the_runs_that_depend_on_it() {
+    let (_, changed, _) = edit_study(|doc| {
+        doc["profiles"]["ramp"]["step-ramp"]["max"] = 120.into();
+    });
+    // Baselines do not name the ramp's fields; they change through their dependency's hash.
+    assert!(changed.iter().any(|id| id.contains("/baseline")), "dependent runs must change too");
+}
+
+#[test]
+fn the_committed_schema_is_current() {
+    let out = feedbench().arg("schema").output().unwrap();
+    assert!(out.status.success());
+    let committed = std::fs::read_to_string(repo().join("schemas/plan.schema.json")).unwrap();
+    assert!(
+        committed == String::from_utf8_lossy(&out.stdout),
+        "schemas/plan.schema.json is stale: run `cargo run -- schema > schemas/plan.schema.json`"
+    );
+}
+
+#[test]
+fn every_example_plan_is_valid_and_points_editors_at_the_schema() {
+    for dir in ["experiments", "tests/plans/valid"] {
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                text.starts_with("# yaml-language-server: $schema="),
+                "{} does not name the schema on its first line",
+                path.display()
+            );
+            plan_json(&path);
+        }
+    }
+}
+
+/// The pure core must not reach for the async runtime or the engine client.
+#[test]
+fn the_plan_core_uses_neither_tokio_nor_bollard() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&repo().join("src/plan"), &mut files);
+    assert!(files.len() > 5);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for word in ["tokio", "bollard"] {
+            assert!(!text.contains(word), "{} mentions {word}", f.display());
+        }
+    }
+}
