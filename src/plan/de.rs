@@ -427,7 +427,7 @@ mod tests {
         let doc = parse("inner: {count: 1, label: 2}\nkinds: [plain, {shaped: {size: 3}}]\n")
             .unwrap();
         let o: Outer = from_node(&doc).unwrap();
-        assert_eq!(o.inner.label, "2");
+        assert_eq!((o.inner.count, o.inner.label.as_str()), (1, "2"));
         assert_eq!(o.kinds, vec![Kind::Plain, Kind::Shaped { size: 3 }]);
         let e = err("inner: {count: 1, label: x}\nkinds: [{shapd: {size: 3}}]\n");
         assert_eq!(e.path.as_deref(), Some("kinds[0].shapd"));

@@ -164,6 +164,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    #[allow(clippy::excessive_precision)] // the RFC's own input literal
     fn rfc8785_examples() {
         // From RFC 8785 section 3.2.2 and appendix B.
         let v = json!({"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
