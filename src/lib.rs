@@ -4,4 +4,5 @@
 //! it depends on neither tokio nor bollard.
 
 pub mod cli;
+pub mod engine;
 pub mod plan;

@@ -1,6 +1,8 @@
 //! The command line: one file per subcommand, one error type mapped to exit codes
 //! (0 ok, 1 failure, 2 bad input or usage).
 
+mod clean;
+mod deploy;
 mod plan;
 mod run;
 mod schema;
@@ -24,6 +26,10 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Execute a plan's runs.
     Run(run::RunArgs),
+    /// Deploy one run's topology and leave it up for inspection.
+    Deploy(deploy::DeployArgs),
+    /// Remove everything carrying feedbench's labels.
+    Clean(clean::CleanArgs),
 }
 
 impl Cli {
@@ -33,6 +39,8 @@ impl Cli {
             Command::Plan(a) => a.exec(&mut out),
             Command::Schema(a) => a.exec(&mut out),
             Command::Run(a) => a.exec(),
+            Command::Deploy(a) => a.exec(),
+            Command::Clean(a) => a.exec(),
         }
     }
 }
@@ -109,6 +117,27 @@ impl From<crate::plan::LoadError> for CliError {
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::Failure(e.into())
+    }
+}
+
+/// Runs an async command body on a runtime made for it.
+pub fn block_on<F: std::future::Future<Output = Result<(), CliError>>>(f: F) -> Result<(), CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failure(anyhow::anyhow!("cannot start the async runtime: {e}")))?
+        .block_on(f)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn interrupted() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
 }
 

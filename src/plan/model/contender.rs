@@ -15,6 +15,9 @@ pub struct Contender {
     /// How to build `image` locally when it is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildRecipe>,
+    /// The command each replica runs (argv, never a shell string); by default the image's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
     /// The port the contender listens on inside its container.
     pub port: u16,
     /// Environment of every replica. Values are templates: `{{ links.db.host }}` and

@@ -41,6 +41,9 @@ pub struct Service {
     pub image: ImageRef,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildRecipe>,
+    /// The command the service runs (argv, never a shell string); by default the image's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
     /// The port the service listens on.
     pub port: u16,
     #[serde(default)]
@@ -51,6 +54,11 @@ pub struct Service {
     /// Where the image looks for init scripts.
     #[serde(default = "default_init_dir")]
     pub init_dir: String,
+    /// A command run inside the container that exits 0 once the service takes requests.
+    /// By default `pg_isready` on the service port for a database, and a TCP connection for
+    /// an object store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_command: Option<Vec<String>>,
 }
 
 fn default_init_dir() -> String {

@@ -1,0 +1,71 @@
+//! `feedbench deploy <PLAN> --run <ID>`: deploy one run's topology and leave it up for
+//! inspection. Ctrl-C or SIGTERM during the deploy tears it down.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::CliError;
+use crate::engine::deploy::{check_caps, deploy, teardown};
+use crate::engine::runtime::Runtime;
+use crate::engine::topology::{topology, Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use crate::plan::{expand, load_file};
+
+#[derive(Debug, clap::Args)]
+pub struct DeployArgs {
+    /// The plan file.
+    pub plan: PathBuf,
+    /// The run to deploy, by id (see `feedbench plan`), e.g. `feed-rs/ramp/r1`.
+    #[arg(long)]
+    pub run: String,
+    /// How long the whole topology may take to become ready, in seconds.
+    #[arg(long, default_value_t = 180)]
+    pub deadline: u64,
+}
+
+impl DeployArgs {
+    pub fn exec(self) -> Result<(), CliError> {
+        let loaded = load_file(&self.plan, None)?;
+        let runs = expand(&loaded.plan);
+        let Some(run) = runs.iter().find(|r| r.id == self.run) else {
+            let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+            let hint = crate::plan::de::suggest(&self.run, &ids, "run");
+            return Err(CliError::Invalid(format!("the plan has no run `{}`; {hint}", self.run), Vec::new()));
+        };
+        let base = loaded.base_dir.clone();
+        let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+        let topo = topology(&loaded.plan, run, &read).map_err(|e| CliError::Failure(e.into()))?;
+        let allowed = loaded.plan.caps.allow_oversubscription;
+        super::block_on(async move {
+            let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
+            let facts = rt.facts().await.map_err(anyhow::Error::from)?;
+            if let Some(warning) = check_caps(&topo, facts.cores, allowed).map_err(anyhow::Error::from)? {
+                eprintln!("warning: {warning}");
+            }
+            eprintln!("deploying {} ({} containers) on network {}", topo.run_id, topo.containers.len(), topo.network);
+            let logs = std::env::temp_dir().join(format!("{}-logs", topo.network));
+            let outcome = tokio::select! {
+                r = deploy(&rt, &topo, Duration::from_secs(self.deadline), Some(&logs)) => Some(r),
+                _ = super::interrupted() => None,
+            };
+            match outcome {
+                Some(Ok(d)) => {
+                    let at = |role, port| d.addr(role, port).map(|a| a.to_string()).unwrap_or_default();
+                    println!("ready in {:.1} s", d.ready_after.as_secs_f64());
+                    println!("balancer     http://{}/", at(Role::Balancer, BALANCER_PORT));
+                    println!("stats        http://{}/stats", at(Role::Balancer, STATS_PORT));
+                    println!("fault proxy  http://{}/proxies", at(Role::FaultProxy, FAULT_PROXY_API_PORT));
+                    println!("tear down    feedbench clean --study {}", topo.study);
+                    Ok(())
+                }
+                Some(Err(e)) => {
+                    let _ = teardown(&rt, &topo).await;
+                    Err(anyhow::Error::from(e).into())
+                }
+                None => {
+                    teardown(&rt, &topo).await.map_err(anyhow::Error::from)?;
+                    Err(anyhow::anyhow!("interrupted; the run's containers were removed").into())
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,8 @@
+//! Deploying a run on Docker: the topology as data (pure), and the runtime that realises it.
+
+pub mod balancer;
+pub mod deploy;
+pub mod fault_proxy;
+pub mod http;
+pub mod runtime;
+pub mod topology;

@@ -1,0 +1,447 @@
+//! The runtime: the one module that talks to the Docker engine about containers and
+//! networks. One error variant per operation, naming what it acted on; 404 and 409 are
+//! handled deliberately so that redeploys, resumes and cleanups are idempotent.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use bollard::container::{
+    Config, CreateContainerOptions, KillContainerOptions, ListContainersOptions, LogOutput,
+    LogsOptions, RemoveContainerOptions, StartContainerOptions, UploadToContainerOptions,
+};
+use bollard::errors::Error as DockerError;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{EndpointSettings, HostConfig};
+use bollard::network::{CreateNetworkOptions, ListNetworksOptions};
+use bollard::volume::{ListVolumesOptions, RemoveVolumeOptions};
+use bollard::{ClientVersion, Docker};
+use futures_util::StreamExt;
+
+use super::topology::{ContainerSpec, FileSpec, LABEL_STUDY};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot reach the Docker engine: {0}")]
+    Connect(#[source] DockerError),
+    #[error("cannot read the engine's facts: {0}")]
+    Info(#[source] DockerError),
+    #[error("cannot create network `{name}`: {source}")]
+    CreateNetwork { name: String, source: DockerError },
+    #[error("network `{name}` exists but does not belong to study `{study}`; remove it or rename the study")]
+    ForeignNetwork { name: String, study: String },
+    #[error("cannot create container `{name}` from image `{image}`: {source}")]
+    CreateContainer { name: String, image: String, source: DockerError },
+    #[error("image `{image}` for container `{name}` is not in the engine; build it with `feedbench images build` (images cannot be pulled here)")]
+    MissingImage { name: String, image: String },
+    #[error("cannot copy files into container `{name}`: {source}")]
+    Upload { name: String, source: DockerError },
+    #[error("cannot start container `{name}`: {source}")]
+    Start { name: String, source: DockerError },
+    #[error("cannot inspect container `{name}`: {source}")]
+    Inspect { name: String, source: DockerError },
+    #[error("container `{name}` has no address on network `{network}`")]
+    NoAddress { name: String, network: String },
+    #[error("cannot run {argv:?} in container `{name}`: {source}")]
+    Exec { name: String, argv: Vec<String>, source: DockerError },
+    #[error("cannot read the logs of container `{name}`: {source}")]
+    Logs { name: String, source: DockerError },
+    #[error("cannot send {signal} to container `{name}`: {source}")]
+    Kill { name: String, signal: String, source: DockerError },
+    #[error("cannot remove container `{name}`: {source}")]
+    RemoveContainer { name: String, source: DockerError },
+    #[error("cannot remove network `{name}`: {source}")]
+    RemoveNetwork { name: String, source: DockerError },
+    #[error("cannot remove volume `{name}`: {source}")]
+    RemoveVolume { name: String, source: DockerError },
+    #[error("cannot list what carries feedbench's labels: {0}")]
+    List(#[source] DockerError),
+}
+
+fn status(e: &DockerError) -> Option<u16> {
+    match e {
+        DockerError::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+/// Facts about the engine's host that decide caps and go into run records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineFacts {
+    pub cores: f64,
+    pub memory_bytes: i64,
+    pub engine_version: String,
+    pub kernel: String,
+    pub cgroup_version: String,
+}
+
+/// A container's caps as the engine reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppliedCaps {
+    pub nano_cpus: i64,
+    pub memory_bytes: i64,
+    pub memory_swap_bytes: i64,
+}
+
+/// What a cleanup removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Removed {
+    pub containers: Vec<String>,
+    pub networks: Vec<String>,
+    pub volumes: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct Runtime {
+    docker: Docker,
+}
+
+impl Runtime {
+    /// Connects to the engine named by `DOCKER_HOST`, or the local socket, with API 1.41
+    /// negotiated down for older engines.
+    pub async fn connect() -> Result<Self, RuntimeError> {
+        let version = ClientVersion {
+            major_version: 1,
+            minor_version: 41,
+        };
+        let host = std::env::var("DOCKER_HOST").unwrap_or_default();
+        let docker = if let Some(rest) = host.strip_prefix("tcp://") {
+            Docker::connect_with_http(&format!("http://{rest}"), 120, &version)
+        } else if host.starts_with("unix://") {
+            Docker::connect_with_unix(&host, 120, &version)
+        } else {
+            Docker::connect_with_unix("unix:///var/run/docker.sock", 120, &version)
+        }
+        .map_err(RuntimeError::Connect)?;
+        let docker = docker.negotiate_version().await.map_err(RuntimeError::Connect)?;
+        docker.ping().await.map_err(RuntimeError::Connect)?;
+        Ok(Runtime { docker })
+    }
+
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    pub async fn facts(&self) -> Result<EngineFacts, RuntimeError> {
+        let info = self.docker.info().await.map_err(RuntimeError::Info)?;
+        Ok(EngineFacts {
+            cores: info.ncpu.unwrap_or(0) as f64,
+            memory_bytes: info.mem_total.unwrap_or(0),
+            engine_version: info.server_version.unwrap_or_default(),
+            kernel: info.kernel_version.unwrap_or_default(),
+            cgroup_version: info.cgroup_version.map(|v| v.to_string()).unwrap_or_default(),
+        })
+    }
+
+    /// Creates the run's private network, or reuses it if this study already made it. The
+    /// network is internal: containers reach each other and nothing outside.
+    pub async fn ensure_network(&self, name: &str, labels: &HashMap<String, String>) -> Result<(), RuntimeError> {
+        let study = labels.get(LABEL_STUDY).cloned().unwrap_or_default();
+        match self.docker.inspect_network::<String>(name, None).await {
+            Ok(n) => {
+                let owner = n.labels.as_ref().and_then(|l| l.get(LABEL_STUDY));
+                return if owner == Some(&study) {
+                    Ok(())
+                } else {
+                    Err(RuntimeError::ForeignNetwork { name: name.into(), study })
+                };
+            }
+            Err(e) if status(&e) == Some(404) => {}
+            Err(source) => return Err(RuntimeError::CreateNetwork { name: name.into(), source }),
+        }
+        let options = CreateNetworkOptions {
+            name: name.to_string(),
+            driver: "bridge".to_string(),
+            internal: true,
+            labels: labels.clone(),
+            ..Default::default()
+        };
+        match self.docker.create_network(options).await {
+            Ok(_) => Ok(()),
+            // Created concurrently by another call for the same run: fine.
+            Err(e) if status(&e) == Some(409) => Ok(()),
+            Err(source) => Err(RuntimeError::CreateNetwork { name: name.into(), source }),
+        }
+    }
+
+    /// Creates a container from its spec on `network`. A container of the same name left by
+    /// an earlier attempt is removed first, so a redeploy always starts from the spec.
+    pub async fn create(&self, spec: &ContainerSpec, network: &str) -> Result<(), RuntimeError> {
+        self.remove_container(&spec.name).await?;
+        let alias = spec.role.key();
+        let mut endpoints = HashMap::new();
+        endpoints.insert(
+            network.to_string(),
+            EndpointSettings {
+                aliases: Some(vec![alias.clone()]),
+                ..Default::default()
+            },
+        );
+        let config = Config {
+            image: Some(spec.image.clone()),
+            hostname: Some(alias),
+            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            cmd: spec.cmd.clone(),
+            labels: Some(spec.labels.clone().into_iter().collect()),
+            host_config: Some(HostConfig {
+                nano_cpus: Some(spec.nano_cpus),
+                memory: Some(spec.memory_bytes),
+                // Equal to memory: no swap, so the cap is a hard limit.
+                memory_swap: Some(spec.memory_bytes),
+                network_mode: Some(network.to_string()),
+                privileged: Some(false),
+                ..Default::default()
+            }),
+            networking_config: Some(bollard::container::NetworkingConfig {
+                endpoints_config: endpoints,
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: spec.name.clone(),
+            platform: None,
+        };
+        match self.docker.create_container(Some(options), config).await {
+            Ok(_) => {}
+            Err(e) if status(&e) == Some(404) => {
+                return Err(RuntimeError::MissingImage { name: spec.name.clone(), image: spec.image.clone() })
+            }
+            Err(source) => {
+                return Err(RuntimeError::CreateContainer { name: spec.name.clone(), image: spec.image.clone(), source })
+            }
+        }
+        if !spec.files.is_empty() {
+            self.upload(&spec.name, &spec.files).await?;
+        }
+        Ok(())
+    }
+
+    /// Copies files into a container (created or running) as one tar at `/`.
+    pub async fn upload(&self, name: &str, files: &[FileSpec]) -> Result<(), RuntimeError> {
+        let tar = files_tar(files);
+        let options = UploadToContainerOptions {
+            path: "/".to_string(),
+            ..Default::default()
+        };
+        self.docker
+            .upload_to_container(name, Some(options), tar.into())
+            .await
+            .map_err(|source| RuntimeError::Upload { name: name.into(), source })
+    }
+
+    pub async fn start(&self, name: &str) -> Result<(), RuntimeError> {
+        match self.docker.start_container(name, None::<StartContainerOptions<String>>).await {
+            Ok(()) => Ok(()),
+            // 304: already running.
+            Err(e) if status(&e) == Some(304) => Ok(()),
+            Err(source) => Err(RuntimeError::Start { name: name.into(), source }),
+        }
+    }
+
+    /// The container's address on `network`, once it has one.
+    pub async fn address(&self, name: &str, network: &str) -> Result<IpAddr, RuntimeError> {
+        let c = self
+            .docker
+            .inspect_container(name, None)
+            .await
+            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+        c.network_settings
+            .and_then(|n| n.networks)
+            .and_then(|n| n.get(network).cloned())
+            .and_then(|e| e.ip_address)
+            .and_then(|ip| ip.parse().ok())
+            .ok_or_else(|| RuntimeError::NoAddress { name: name.into(), network: network.into() })
+    }
+
+    /// Whether the container is running, and if it exited, how and why.
+    pub async fn state(&self, name: &str) -> Result<(bool, String), RuntimeError> {
+        let c = self
+            .docker
+            .inspect_container(name, None)
+            .await
+            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+        let s = c.state.unwrap_or_default();
+        let running = s.running.unwrap_or(false);
+        let why = format!(
+            "status {}, exit code {}{}{}",
+            s.status.map(|x| x.to_string()).unwrap_or_default(),
+            s.exit_code.unwrap_or(0),
+            if s.oom_killed == Some(true) { ", killed out of memory" } else { "" },
+            s.error.filter(|e| !e.is_empty()).map(|e| format!(", {e}")).unwrap_or_default()
+        );
+        Ok((running, why))
+    }
+
+    pub async fn caps(&self, name: &str) -> Result<AppliedCaps, RuntimeError> {
+        let c = self
+            .docker
+            .inspect_container(name, None)
+            .await
+            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+        let h = c.host_config.unwrap_or_default();
+        Ok(AppliedCaps {
+            nano_cpus: h.nano_cpus.unwrap_or(0),
+            memory_bytes: h.memory.unwrap_or(0),
+            memory_swap_bytes: h.memory_swap.unwrap_or(0),
+        })
+    }
+
+    /// Runs `argv` in a running container; returns its exit code and combined output.
+    pub async fn exec(&self, name: &str, argv: &[String]) -> Result<(i64, String), RuntimeError> {
+        let fail = |source| RuntimeError::Exec { name: name.into(), argv: argv.to_vec(), source };
+        let exec = self
+            .docker
+            .create_exec(
+                name,
+                CreateExecOptions {
+                    cmd: Some(argv.to_vec()),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(fail)?;
+        let mut output = String::new();
+        if let StartExecResults::Attached { output: mut stream, .. } =
+            self.docker.start_exec(&exec.id, None).await.map_err(fail)?
+        {
+            while let Some(chunk) = stream.next().await {
+                output.push_str(&chunk.map_err(fail)?.to_string());
+            }
+        }
+        let code = self.docker.inspect_exec(&exec.id).await.map_err(fail)?.exit_code.unwrap_or(-1);
+        Ok((code, output))
+    }
+
+    /// Everything the container wrote to stdout and stderr.
+    pub async fn logs(&self, name: &str) -> Result<String, RuntimeError> {
+        let mut stream = self.docker.logs(
+            name,
+            Some(LogsOptions::<String> {
+                stdout: true,
+                stderr: true,
+                timestamps: true,
+                ..Default::default()
+            }),
+        );
+        let mut out = String::new();
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(LogOutput::StdOut { message } | LogOutput::StdErr { message } | LogOutput::Console { message }) => {
+                    out.push_str(&String::from_utf8_lossy(&message));
+                }
+                Ok(_) => {}
+                Err(source) => return Err(RuntimeError::Logs { name: name.into(), source }),
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn kill(&self, name: &str, signal: &str) -> Result<(), RuntimeError> {
+        let options = KillContainerOptions { signal: signal.to_string() };
+        match self.docker.kill_container(name, Some(options)).await {
+            Ok(()) => Ok(()),
+            Err(source) => Err(RuntimeError::Kill { name: name.into(), signal: signal.into(), source }),
+        }
+    }
+
+    /// Removes a container and its anonymous volumes; absent is fine.
+    pub async fn remove_container(&self, name: &str) -> Result<(), RuntimeError> {
+        let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+        match self.docker.remove_container(name, Some(options)).await {
+            Ok(()) => Ok(()),
+            Err(e) if matches!(status(&e), Some(404)) => Ok(()),
+            // 409: removal already in progress.
+            Err(e) if matches!(status(&e), Some(409)) => Ok(()),
+            Err(source) => Err(RuntimeError::RemoveContainer { name: name.into(), source }),
+        }
+    }
+
+    /// Removes a network; absent is fine.
+    pub async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
+        match self.docker.remove_network(name).await {
+            Ok(()) => Ok(()),
+            Err(e) if status(&e) == Some(404) => Ok(()),
+            Err(source) => Err(RuntimeError::RemoveNetwork { name: name.into(), source }),
+        }
+    }
+
+    /// Removes every container, network and volume carrying feedbench's study label (of one
+    /// study, or of all), whether or not feedbench is still running for it.
+    pub async fn clean(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
+        let label = match study {
+            Some(s) => format!("{LABEL_STUDY}={s}"),
+            None => LABEL_STUDY.to_string(),
+        };
+        let filters: HashMap<String, Vec<String>> = [("label".to_string(), vec![label])].into();
+        let mut removed = Removed::default();
+        let containers = self
+            .docker
+            .list_containers(Some(ListContainersOptions { all: true, filters: filters.clone(), ..Default::default() }))
+            .await
+            .map_err(RuntimeError::List)?;
+        let names: Vec<String> = containers
+            .iter()
+            .filter_map(|c| c.names.as_ref()?.first().map(|n| n.trim_start_matches('/').to_string()))
+            .collect();
+        let results = futures_util::future::join_all(names.iter().map(|n| self.remove_container(n))).await;
+        for (n, r) in names.into_iter().zip(results) {
+            r?;
+            removed.containers.push(n);
+        }
+        let networks = self
+            .docker
+            .list_networks(Some(ListNetworksOptions { filters: filters.clone() }))
+            .await
+            .map_err(RuntimeError::List)?;
+        for n in networks.into_iter().filter_map(|n| n.name) {
+            self.remove_network(&n).await?;
+            removed.networks.push(n);
+        }
+        let volumes = self
+            .docker
+            .list_volumes(Some(ListVolumesOptions { filters }))
+            .await
+            .map_err(RuntimeError::List)?;
+        for v in volumes.volumes.unwrap_or_default() {
+            match self.docker.remove_volume(&v.name, Some(RemoveVolumeOptions { force: true })).await {
+                Ok(()) => removed.volumes.push(v.name),
+                Err(e) if status(&e) == Some(404) => {}
+                Err(source) => return Err(RuntimeError::RemoveVolume { name: v.name, source }),
+            }
+        }
+        removed.containers.sort();
+        Ok(removed)
+    }
+}
+
+/// A tar of the files, with their parent directories, readable by any user.
+fn files_tar(files: &[FileSpec]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dirs = std::collections::BTreeSet::new();
+    for f in files {
+        let path = f.path.trim_start_matches('/');
+        let mut parent = std::path::Path::new(path).parent();
+        while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            dirs.insert(p.to_path_buf());
+            parent = p.parent();
+        }
+    }
+    for d in &dirs {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        h.set_cksum();
+        // Writing into a Vec cannot fail.
+        let _ = builder.append_data(&mut h, d, std::io::empty());
+    }
+    for f in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(f.contents.len() as u64);
+        h.set_cksum();
+        let _ = builder.append_data(&mut h, f.path.trim_start_matches('/'), f.contents.as_slice());
+    }
+    builder.into_inner().unwrap_or_default()
+}

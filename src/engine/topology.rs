@@ -1,0 +1,472 @@
+//! The topology of one run as data: its network, every container with its caps, labels,
+//! environment and files, the fault proxy's proxies, and the rendered balancer config. Pure:
+//! the runtime turns it into containers.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::plan::expand::{resolve_contenders, ResolvedContender};
+use crate::plan::model::{Cap, Plan, ServiceKind};
+use crate::plan::validate::total_cpus;
+use crate::plan::RunSpec;
+
+pub const LABEL_STUDY: &str = "feedbench.study";
+pub const LABEL_RUN: &str = "feedbench.run";
+pub const LABEL_ROLE: &str = "feedbench.role";
+
+/// The balancer's traffic and stats ports inside the run's network.
+pub const BALANCER_PORT: u16 = 8080;
+pub const STATS_PORT: u16 = 8404;
+/// The fault proxy's API port (Toxiproxy's).
+pub const FAULT_PROXY_API_PORT: u16 = 8474;
+/// Where the load generator's script goes.
+pub const LOAD_SCRIPT: &str = "/feedbench/load.js";
+const HAPROXY_CFG: &str = "/usr/local/etc/haproxy/haproxy.cfg";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    #[error("run `{0}` names a contender the plan does not declare")]
+    UnknownContender(String),
+    #[error("cannot read `{path}` for service `{service}`: {reason}")]
+    InitScript {
+        service: String,
+        path: String,
+        reason: String,
+    },
+    #[error("cannot render {what}: {source}")]
+    Render {
+        what: String,
+        #[source]
+        source: minijinja::Error,
+    },
+}
+
+/// What a container is in the run; its label value and, for replicas, its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Database,
+    ObjectStore,
+    FaultProxy,
+    Replica(u32),
+    Balancer,
+    LoadGenerator,
+}
+
+impl Role {
+    /// The container's host name in the run's network, and its label value.
+    pub fn key(self) -> String {
+        match self {
+            Role::Database => "database".into(),
+            Role::ObjectStore => "object-store".into(),
+            Role::FaultProxy => "fault-proxy".into(),
+            Role::Replica(i) => format!("replica-{i}"),
+            Role::Balancer => "balancer".into(),
+            Role::LoadGenerator => "load-generator".into(),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::Database => "database",
+            Role::ObjectStore => "object-store",
+            Role::FaultProxy => "fault-proxy",
+            Role::Replica(_) => "replica",
+            Role::Balancer => "balancer",
+            Role::LoadGenerator => "load-generator",
+        }
+    }
+}
+
+/// How the deployer knows a container is ready.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Readiness {
+    /// A command run in the container exits 0.
+    Command(Vec<String>),
+    /// A TCP connection to the port succeeds.
+    Tcp(u16),
+    /// `GET path` on the port answers 200.
+    Http { port: u16, path: String },
+    /// The balancer's stats show every server UP.
+    AllServersUp { port: u16, servers: Vec<String> },
+    /// Created but not started (the load generator starts with the load).
+    NotStarted,
+}
+
+/// A file placed in the container before it starts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileSpec {
+    pub path: String,
+    #[serde(skip)]
+    pub contents: Vec<u8>,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContainerSpec {
+    pub name: String,
+    pub role: Role,
+    pub image: String,
+    pub env: Vec<(String, String)>,
+    /// Overrides the image's command; `None` keeps it.
+    pub cmd: Option<Vec<String>>,
+    pub nano_cpus: i64,
+    pub memory_bytes: i64,
+    pub labels: BTreeMap<String, String>,
+    pub files: Vec<FileSpec>,
+    /// Containers in a lower stage are ready before a higher stage starts; within a stage
+    /// they start together.
+    pub stage: u8,
+    pub readiness: Readiness,
+}
+
+/// A Toxiproxy proxy: the fault proxy listens and forwards to a service.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProxySpec {
+    pub name: String,
+    pub listen: String,
+    pub upstream: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunTopology {
+    pub study: String,
+    pub run_id: String,
+    pub network: String,
+    pub labels: BTreeMap<String, String>,
+    pub containers: Vec<ContainerSpec>,
+    pub proxies: Vec<ProxySpec>,
+    /// Cores the run's caps reserve.
+    pub total_cpus: f64,
+    #[serde(skip)]
+    pub haproxy_cfg: String,
+}
+
+impl RunTopology {
+    pub fn container(&self, role: Role) -> Option<&ContainerSpec> {
+        self.containers.iter().find(|c| c.role == role)
+    }
+}
+
+/// `feed-rs.indexed/baseline+db-cut/r2` → `feed-rs.indexed_baseline_db-cut_r2`: the run id in
+/// the alphabet container and network names allow.
+pub fn run_slug(run_id: &str) -> String {
+    run_id
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '.' => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+/// The prefix every container and the network of a run share.
+pub fn run_prefix(study: &str, run_id: &str) -> String {
+    format!("fb-{study}-{}", run_slug(run_id))
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    crate::plan::hash::sha256_hex(bytes)
+}
+
+fn caps(c: Cap) -> (i64, i64) {
+    ((c.cpus * 1e9).round() as i64, c.memory.bytes as i64)
+}
+
+/// Reads a file named in the plan (relative to the plan's directory).
+pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
+
+/// The topology of one run of a validated plan.
+pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopology, TopologyError> {
+    let contender = resolve_contenders(plan)
+        .into_iter()
+        .find(|c| c.name == run.contender)
+        .ok_or_else(|| TopologyError::UnknownContender(run.contender.clone()))?;
+    let study = plan.study.name.to_string();
+    let prefix = run_prefix(&study, &run.id);
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_STUDY.to_string(), study.clone());
+    labels.insert(LABEL_RUN.to_string(), run.id.clone());
+    let container = |role: Role, image: &str, cap: Cap, stage: u8, readiness: Readiness| {
+        let (nano_cpus, memory_bytes) = caps(cap);
+        let mut l = labels.clone();
+        l.insert(LABEL_ROLE.to_string(), role.label().to_string());
+        ContainerSpec {
+            name: format!("{prefix}-{}", role.key()),
+            role,
+            image: image.to_string(),
+            env: Vec::new(),
+            cmd: None,
+            nano_cpus,
+            memory_bytes,
+            labels: l,
+            files: Vec::new(),
+            stage,
+            readiness,
+        }
+    };
+
+    let mut containers = Vec::new();
+    for (name, svc) in &contender.services {
+        let (role, cap, ready) = match svc.kind {
+            ServiceKind::Database => (
+                Role::Database,
+                contender.caps.database,
+                Readiness::Command(svc.ready_command.clone().unwrap_or_else(|| {
+                    ["pg_isready", "-h", "127.0.0.1", "-p", &svc.port.to_string()]
+                        .map(String::from)
+                        .to_vec()
+                })),
+            ),
+            ServiceKind::ObjectStore => (
+                Role::ObjectStore,
+                contender.caps.object_store.unwrap_or(contender.caps.database),
+                svc.ready_command
+                    .clone()
+                    .map_or(Readiness::Tcp(svc.port), Readiness::Command),
+            ),
+        };
+        let mut c = container(role, svc.image.as_str(), cap, 0, ready);
+        c.cmd = svc.command.clone();
+        c.env = svc.env.iter().map(|(k, v)| (k.to_string(), v.as_str().to_string())).collect();
+        for (i, init) in svc.init.iter().enumerate() {
+            let contents = read(init).map_err(|reason| TopologyError::InitScript {
+                service: name.to_string(),
+                path: init.clone(),
+                reason,
+            })?;
+            let file = init.rsplit('/').next().unwrap_or(init);
+            c.files.push(FileSpec {
+                // Numbered so that the image runs them in the plan's order.
+                path: format!("{}/{:02}-{file}", svc.init_dir.trim_end_matches('/'), i + 1),
+                sha256: sha256(&contents),
+                contents,
+            });
+        }
+        containers.push(c);
+    }
+
+    let t = &plan.topology;
+    containers.push(container(
+        Role::FaultProxy,
+        t.fault_proxy.image.as_str(),
+        contender.caps.fault_proxy,
+        0,
+        Readiness::Http {
+            port: FAULT_PROXY_API_PORT,
+            path: "/version".into(),
+        },
+    ));
+    let proxies = t
+        .links
+        .iter()
+        .map(|(name, link)| {
+            let svc = &contender.services[&link.service];
+            let host = match svc.kind {
+                ServiceKind::Database => Role::Database,
+                ServiceKind::ObjectStore => Role::ObjectStore,
+            };
+            ProxySpec {
+                name: name.to_string(),
+                listen: format!("0.0.0.0:{}", link.listen),
+                upstream: format!("{}:{}", host.key(), link.port.unwrap_or(svc.port)),
+                enabled: true,
+            }
+        })
+        .collect();
+
+    let env = replica_env(plan, &contender)?;
+    let mut servers = Vec::new();
+    for i in 1..=contender.replicas {
+        let mut c = container(
+            Role::Replica(i),
+            contender.image.as_str(),
+            contender.caps.replica,
+            1,
+            Readiness::Http {
+                port: contender.port,
+                path: contender.readiness.to_string(),
+            },
+        );
+        c.env = env.clone();
+        c.cmd = contender.command.clone();
+        servers.push(Role::Replica(i).key());
+        containers.push(c);
+    }
+
+    let haproxy_cfg = haproxy_config(plan, &contender, &run.id)?;
+    let mut balancer = container(
+        Role::Balancer,
+        t.balancer.image.as_str(),
+        contender.caps.balancer,
+        2,
+        Readiness::AllServersUp {
+            port: STATS_PORT,
+            servers,
+        },
+    );
+    balancer.files.push(FileSpec {
+        path: HAPROXY_CFG.into(),
+        sha256: sha256(haproxy_cfg.as_bytes()),
+        contents: haproxy_cfg.clone().into_bytes(),
+    });
+    containers.push(balancer);
+
+    let mut load = container(
+        Role::LoadGenerator,
+        t.load_generator.image.as_str(),
+        contender.caps.load_generator,
+        3,
+        Readiness::NotStarted,
+    );
+    load.cmd = Some(["run", "--quiet", LOAD_SCRIPT].map(String::from).to_vec());
+    containers.push(load);
+
+    Ok(RunTopology {
+        study,
+        run_id: run.id.clone(),
+        network: prefix,
+        labels,
+        containers,
+        proxies,
+        total_cpus: total_cpus(&contender),
+        haproxy_cfg,
+    })
+}
+
+/// The replicas' environment with link templates rendered: a link's host is the fault proxy.
+fn replica_env(plan: &Plan, c: &ResolvedContender) -> Result<Vec<(String, String)>, TopologyError> {
+    let links: BTreeMap<String, BTreeMap<&str, String>> = plan
+        .topology
+        .links
+        .iter()
+        .map(|(name, l)| {
+            let mut m = BTreeMap::new();
+            m.insert("host", Role::FaultProxy.key());
+            m.insert("port", l.listen.to_string());
+            (name.to_string(), m)
+        })
+        .collect();
+    let env = minijinja::Environment::new();
+    let ctx = minijinja::context! { links => links };
+    c.env
+        .iter()
+        .map(|(k, v)| {
+            let rendered = env
+                .render_str(v.as_str(), &ctx)
+                .map_err(|source| TopologyError::Render {
+                    what: format!("the environment value `{k}`"),
+                    source,
+                })?;
+            Ok((k.to_string(), rendered))
+        })
+        .collect()
+}
+
+/// HAProxy's configuration for a contender's replicas, from typed plan values only.
+pub fn haproxy_config(plan: &Plan, c: &ResolvedContender, run_id: &str) -> Result<String, TopologyError> {
+    let b = &plan.topology.balancer;
+    let servers: Vec<BTreeMap<&str, String>> = (1..=c.replicas)
+        .map(|i| {
+            let mut m = BTreeMap::new();
+            m.insert("name", Role::Replica(i).key());
+            m.insert("host", Role::Replica(i).key());
+            m.insert("port", c.port.to_string());
+            m
+        })
+        .collect();
+    let mut env = minijinja::Environment::new();
+    env.set_keep_trailing_newline(true);
+    let render = |e: minijinja::Error| TopologyError::Render {
+        what: "haproxy.cfg".into(),
+        source: e,
+    };
+    env.add_template("haproxy.cfg", include_str!("templates/haproxy.cfg.j2"))
+        .map_err(render)?;
+    env.get_template("haproxy.cfg")
+        .and_then(|t| {
+            t.render(minijinja::context! {
+                run_id => run_id,
+                connect_timeout_ms => b.connect_timeout.millis,
+                retries => b.retries,
+                redispatch => b.redispatch,
+                listen_port => BALANCER_PORT,
+                stats_port => STATS_PORT,
+                readiness => c.readiness.as_str(),
+                inter_ms => b.check.inter.millis,
+                fall => b.check.fall,
+                rise => b.check.rise,
+                servers => servers,
+            })
+        })
+        .map_err(render)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::validate::Context;
+
+    fn smoke() -> (Plan, Vec<RunSpec>) {
+        let text = include_str!("../../experiments/smoke.yaml");
+        let ctx = Context { host_cores: None, exists: None };
+        let loaded = crate::plan::load_str("experiments/smoke.yaml", text, &ctx).expect("smoke plan loads");
+        let runs = crate::plan::expand(&loaded.plan);
+        (loaded.plan, runs)
+    }
+
+    fn read(path: &str) -> Result<Vec<u8>, String> {
+        Ok(format!("-- contents of {path}\n").into_bytes())
+    }
+
+    #[test]
+    fn caps_labels_names_and_links_follow_the_plan() {
+        let (plan, runs) = smoke();
+        let t = topology(&plan, &runs[0], &read).unwrap();
+        assert_eq!(t.network, "fb-smoke-feed-rs_ramp_r1");
+        let replicas: Vec<&ContainerSpec> = t.containers.iter().filter(|c| matches!(c.role, Role::Replica(_))).collect();
+        assert_eq!(replicas.len(), plan.topology.replicas as usize);
+        for r in &replicas {
+            assert_eq!(r.nano_cpus, (plan.caps.replica.cpus * 1e9) as i64);
+            assert_eq!(r.memory_bytes, plan.caps.replica.memory.bytes as i64);
+            assert!(r.env.iter().any(|(k, v)| k == "DATABASE_URL" && v == "postgres://feed:feed@fault-proxy:15432/feed"));
+        }
+        for c in &t.containers {
+            assert_eq!(c.labels[LABEL_STUDY], "smoke");
+            assert_eq!(c.labels[LABEL_RUN], "feed-rs/ramp/r1");
+            assert_eq!(c.labels[LABEL_ROLE], c.role.label());
+            assert!(c.name.starts_with("fb-smoke-feed-rs_ramp_r1-"));
+        }
+        let db = t.container(Role::Database).unwrap();
+        assert_eq!(db.nano_cpus, 500_000_000);
+        let files: Vec<&str> = db.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            files,
+            ["/docker-entrypoint-initdb.d/01-schema.sql", "/docker-entrypoint-initdb.d/02-indexed.sql", "/docker-entrypoint-initdb.d/03-seed.sql"]
+        );
+        assert_eq!(t.proxies, vec![ProxySpec { name: "db".into(), listen: "0.0.0.0:15432".into(), upstream: "database:5432".into(), enabled: true }]);
+        assert_eq!(t.container(Role::LoadGenerator).unwrap().readiness, Readiness::NotStarted);
+    }
+
+    #[test]
+    fn haproxy_config_snapshot() {
+        let (plan, runs) = smoke();
+        let t = topology(&plan, &runs[0], &read).unwrap();
+        insta::assert_snapshot!(t.haproxy_cfg);
+    }
+
+    #[test]
+    fn topology_snapshot() {
+        let (plan, runs) = smoke();
+        let t = topology(&plan, &runs[1], &read).unwrap();
+        insta::assert_json_snapshot!(t);
+    }
+
+    #[test]
+    fn slugs_are_safe_names() {
+        assert_eq!(run_slug("feed-rs.indexed/baseline+db-cut/r2"), "feed-rs.indexed_baseline_db-cut_r2");
+    }
+}
