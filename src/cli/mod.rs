@@ -6,6 +6,7 @@ mod deploy;
 mod plan;
 mod run;
 mod schema;
+mod topology;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -30,6 +31,8 @@ pub enum Command {
     Deploy(deploy::DeployArgs),
     /// Remove everything carrying feedbench's labels.
     Clean(clean::CleanArgs),
+    /// Show what a run deploys (containers, caps, configs) without deploying it.
+    Topology(topology::TopologyArgs),
 }
 
 impl Cli {
@@ -41,6 +44,7 @@ impl Cli {
             Command::Run(a) => a.exec(),
             Command::Deploy(a) => a.exec(),
             Command::Clean(a) => a.exec(),
+            Command::Topology(a) => a.exec(&mut out),
         }
     }
 }
@@ -66,9 +70,13 @@ pub enum CliError {
 impl CliError {
     pub fn is_broken_pipe(&self) -> bool {
         match self {
-            CliError::Failure(e) => e
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe),
+            CliError::Failure(e) => e.chain().any(|cause| {
+                let kind = cause
+                    .downcast_ref::<std::io::Error>()
+                    .map(std::io::Error::kind)
+                    .or_else(|| cause.downcast_ref::<serde_json::Error>().and_then(|j| j.io_error_kind()));
+                kind == Some(std::io::ErrorKind::BrokenPipe)
+            }),
             CliError::Invalid(..) => false,
         }
     }

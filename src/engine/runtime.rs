@@ -53,6 +53,8 @@ pub enum RuntimeError {
     RemoveNetwork { name: String, source: DockerError },
     #[error("cannot remove volume `{name}`: {source}")]
     RemoveVolume { name: String, source: DockerError },
+    #[error("cannot copy `{path}` out of container `{name}`: {source}")]
+    Download { name: String, path: String, source: DockerError },
     #[error("cannot list what carries feedbench's labels: {0}")]
     List(#[source] DockerError),
 }
@@ -271,6 +273,38 @@ impl Runtime {
         Ok((running, why))
     }
 
+    /// The container's full id and the host PID of its main process (0 when not running);
+    /// the monitors read its cgroup and network counters through them.
+    pub async fn ids(&self, name: &str) -> Result<(String, i64), RuntimeError> {
+        let c = self
+            .docker
+            .inspect_container(name, None)
+            .await
+            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+        Ok((c.id.unwrap_or_default(), c.state.and_then(|s| s.pid).unwrap_or(0)))
+    }
+
+    /// The file at `path` in the container (running or stopped), from the engine's tar of it.
+    pub async fn download(&self, name: &str, path: &str) -> Result<Vec<u8>, RuntimeError> {
+        let fail = |source| RuntimeError::Download { name: name.into(), path: path.into(), source };
+        let mut stream = self
+            .docker
+            .download_from_container(name, Some(bollard::container::DownloadFromContainerOptions { path: path.to_string() }));
+        let mut tar_bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            tar_bytes.extend_from_slice(&chunk.map_err(fail)?);
+        }
+        let mut archive = tar::Archive::new(tar_bytes.as_slice());
+        let mut out = Vec::new();
+        if let Ok(mut entries) = archive.entries() {
+            if let Some(Ok(mut entry)) = entries.next() {
+                use std::io::Read;
+                let _ = entry.read_to_end(&mut out);
+            }
+        }
+        Ok(out)
+    }
+
     pub async fn caps(&self, name: &str) -> Result<AppliedCaps, RuntimeError> {
         let c = self
             .docker
@@ -367,8 +401,28 @@ impl Runtime {
     }
 
     /// Removes every container, network and volume carrying feedbench's study label (of one
-    /// study, or of all), whether or not feedbench is still running for it.
+    /// study, or of all), whether or not feedbench is still running for it. A feedbench that
+    /// was killed may have left requests in flight that the engine completes after a first
+    /// pass, so passes repeat until one finds nothing (for at most about ten seconds).
     pub async fn clean(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
+        let mut all = Removed::default();
+        for _ in 0..20 {
+            let pass = self.clean_once(study).await?;
+            let empty = pass == Removed::default();
+            all.containers.extend(pass.containers);
+            all.networks.extend(pass.networks);
+            all.volumes.extend(pass.volumes);
+            if empty {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        all.containers.sort();
+        all.containers.dedup();
+        Ok(all)
+    }
+
+    async fn clean_once(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
         let label = match study {
             Some(s) => format!("{LABEL_STUDY}={s}"),
             None => LABEL_STUDY.to_string(),

@@ -52,6 +52,8 @@ pub enum Role {
     Replica(u32),
     Balancer,
     LoadGenerator,
+    /// The CPU-steal fault's stress-ng container (only in runs with that fault).
+    CoTenant,
 }
 
 impl Role {
@@ -64,6 +66,7 @@ impl Role {
             Role::Replica(i) => format!("replica-{i}"),
             Role::Balancer => "balancer".into(),
             Role::LoadGenerator => "load-generator".into(),
+            Role::CoTenant => "co-tenant".into(),
         }
     }
 
@@ -75,6 +78,7 @@ impl Role {
             Role::Replica(_) => "replica",
             Role::Balancer => "balancer",
             Role::LoadGenerator => "load-generator",
+            Role::CoTenant => "co-tenant",
         }
     }
 }
@@ -324,6 +328,18 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
     );
     load.cmd = Some(["run", "--quiet", LOAD_SCRIPT].map(String::from).to_vec());
     containers.push(load);
+
+    // A CPU-steal run carries its co-tenant from the start (created, not started), so the
+    // monitors sample it like every other container.
+    let fault = run.fault.as_ref().and_then(|f| plan.faults.iter().find(|(n, _)| n.as_str() == f));
+    if let Some((_, f)) = fault {
+        if let crate::plan::model::Injection::CpuSteal { cores } = f.inject {
+            let cap = Cap { cpus: cores, memory: crate::plan::units::ByteSize { bytes: 64 << 20 } };
+            let mut co = container(Role::CoTenant, t.co_tenant.image.as_str(), cap, 4, Readiness::NotStarted);
+            co.cmd = Some(crate::run::faults::co_tenant_args(cores, std::time::Duration::from_millis(f.duration.millis)));
+            containers.push(co);
+        }
+    }
 
     Ok(RunTopology {
         study,

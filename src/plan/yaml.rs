@@ -186,7 +186,7 @@ impl MarkedEventReceiver for Builder {
             }
             Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
                 if let Some(tag) = tag {
-                    if !(tag.handle == "!!" && (tag.suffix == "seq" || tag.suffix == "map")) {
+                    if !(is_core_handle(tag) && (tag.suffix == "seq" || tag.suffix == "map")) {
                         self.fail(mark, format!("unsupported tag `{}{}`", tag.handle, tag.suffix));
                         return;
                     }
@@ -256,7 +256,7 @@ fn size(node: &Node) -> usize {
 /// block scalars are strings. Timestamps are not a core type, so they stay strings.
 fn resolve(text: &str, style: TScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
     if let Some(tag) = tag {
-        if tag.handle != "!!" {
+        if !is_core_handle(tag) {
             return Err(format!("unsupported tag `{}{}`", tag.handle, tag.suffix));
         }
         return match tag.suffix.as_str() {
@@ -285,6 +285,11 @@ fn resolve(text: &str, style: TScalarStyle, tag: Option<&Tag>) -> Result<Value, 
         return Ok(Value::Str(text.to_string()));
     }
     Ok(resolve_plain(text))
+}
+
+/// `!!x` arrives with its handle expanded to the YAML tag prefix, or as written.
+fn is_core_handle(tag: &Tag) -> bool {
+    tag.handle == "!!" || tag.handle == "tag:yaml.org,2002:"
 }
 
 fn resolve_plain(text: &str) -> Value {

@@ -1,0 +1,153 @@
+//! What happens during a run, as typed events stamped from one monotonic clock mapped to
+//! wall time, so that every event, sample and request can be placed on one time line.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// One monotonic clock per run, anchored to the wall clock once at its start. Events carry
+/// both: the monotonic offset orders them exactly, the wall time joins them with the raw
+/// data other processes (k6, the sampler) stamp with wall time.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+    start_wall_ns: i128,
+}
+
+/// A moment of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stamp {
+    /// Seconds since the run's clock started.
+    pub t_s: f64,
+    /// Unix time in nanoseconds.
+    pub wall_ns: i128,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        Clock {
+            start: Instant::now(),
+            start_wall_ns: wall,
+        }
+    }
+
+    pub fn now(&self) -> Stamp {
+        self.at(Instant::now())
+    }
+
+    pub fn at(&self, instant: Instant) -> Stamp {
+        let d = instant.saturating_duration_since(self.start);
+        Stamp {
+            t_s: d.as_secs_f64(),
+            wall_ns: self.start_wall_ns + d.as_nanos() as i128,
+        }
+    }
+
+    pub fn start_wall_ns(&self) -> i128 {
+        self.start_wall_ns
+    }
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum RunEvent {
+    /// A phase of the run began: deploy, warmup, measure, teardown.
+    Phase { phase: String },
+    FaultApplied { fault: String, action: String, target: String },
+    FaultCleared { fault: String, action: String, target: String },
+    /// A fault action that could not be carried out.
+    FaultFailed { fault: String, action: String, reason: String },
+    /// A guard stopped the run; `figure` against `threshold`, in `unit`.
+    GuardTripped { guard: String, figure: f64, threshold: f64, unit: String, detail: String },
+    ContainerRestarted { container: String },
+    HealthChanged { server: String, from: String, to: String },
+    LoadStarted { scheduled_arrivals: f64 },
+    LoadFinished { requests: u64, dropped_iterations: u64 },
+    /// A note for the record (oversubscription, a derived rate and where it came from).
+    Note { text: String },
+}
+
+impl RunEvent {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunEvent::Phase { .. } => "phase",
+            RunEvent::FaultApplied { .. } => "fault-applied",
+            RunEvent::FaultCleared { .. } => "fault-cleared",
+            RunEvent::FaultFailed { .. } => "fault-failed",
+            RunEvent::GuardTripped { .. } => "guard-tripped",
+            RunEvent::ContainerRestarted { .. } => "container-restarted",
+            RunEvent::HealthChanged { .. } => "health-changed",
+            RunEvent::LoadStarted { .. } => "load-started",
+            RunEvent::LoadFinished { .. } => "load-finished",
+            RunEvent::Note { .. } => "note",
+        }
+    }
+}
+
+/// One line of events.csv: `wall_ns,t_s,event,subject,detail`.
+pub fn csv_row(stamp: Stamp, event: &RunEvent) -> String {
+    let (subject, detail) = match event {
+        RunEvent::Phase { phase } => (phase.clone(), String::new()),
+        RunEvent::FaultApplied { fault, action, target } | RunEvent::FaultCleared { fault, action, target } => {
+            (fault.clone(), format!("{action} {target}"))
+        }
+        RunEvent::FaultFailed { fault, action, reason } => (fault.clone(), format!("{action}: {reason}")),
+        RunEvent::GuardTripped { guard, figure, threshold, unit, detail } => {
+            (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))
+        }
+        RunEvent::ContainerRestarted { container } => (container.clone(), String::new()),
+        RunEvent::HealthChanged { server, from, to } => (server.clone(), format!("{from} -> {to}")),
+        RunEvent::LoadStarted { scheduled_arrivals } => (String::new(), format!("scheduled {scheduled_arrivals}")),
+        RunEvent::LoadFinished { requests, dropped_iterations } => {
+            (String::new(), format!("requests {requests}, dropped {dropped_iterations}"))
+        }
+        RunEvent::Note { text } => (String::new(), text.clone()),
+    };
+    format!(
+        "{},{:.6},{},{},{}\n",
+        stamp.wall_ns,
+        stamp.t_s,
+        event.kind(),
+        csv_field(&subject),
+        csv_field(&detail)
+    )
+}
+
+pub const CSV_HEADER: &str = "wall_ns,t_s,event,subject,detail\n";
+
+/// RFC 4180 quoting where needed.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_share_one_clock() {
+        let c = Clock::start();
+        let a = c.now();
+        let b = c.now();
+        assert!(b.t_s >= a.t_s && b.wall_ns >= a.wall_ns);
+        assert_eq!(b.wall_ns - a.wall_ns, ((b.t_s - a.t_s) * 1e9).round() as i128);
+    }
+
+    #[test]
+    fn rows_are_quoted_csv() {
+        let row = csv_row(
+            Stamp { t_s: 1.5, wall_ns: 7 },
+            &RunEvent::GuardTripped { guard: "host-memory".into(), figure: 1.0, threshold: 2.0, unit: "GiB".into(), detail: "a, \"b\"".into() },
+        );
+        assert_eq!(row, "7,1.500000,guard-tripped,host-memory,\"1 GiB against 2 GiB: a, \"\"b\"\"\"\n");
+    }
+}
