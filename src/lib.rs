@@ -3,7 +3,9 @@
 //! The pure core (`plan`) loads, validates, hashes and expands a pre-registered study plan;
 //! it depends on neither tokio nor bollard.
 
+pub mod analysis;
 pub mod cli;
 pub mod engine;
+pub mod images;
 pub mod plan;
 pub mod run;

@@ -3,6 +3,7 @@
 
 mod clean;
 mod deploy;
+pub mod images;
 mod plan;
 mod run;
 mod schema;
@@ -33,6 +34,8 @@ pub enum Command {
     Clean(clean::CleanArgs),
     /// Show what a run deploys (containers, caps, configs) without deploying it.
     Topology(topology::TopologyArgs),
+    /// Build the images that cannot be pulled here: infrastructure and the plan's own.
+    Images(images::ImagesArgs),
 }
 
 impl Cli {
@@ -45,6 +48,7 @@ impl Cli {
             Command::Deploy(a) => a.exec(),
             Command::Clean(a) => a.exec(),
             Command::Topology(a) => a.exec(&mut out),
+            Command::Images(a) => a.exec(),
         }
     }
 }

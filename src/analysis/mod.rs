@@ -1,0 +1,3 @@
+//! Analysis: metrics computed from a run's raw data. Pure functions over samples.
+
+pub mod saturation;

@@ -1,0 +1,209 @@
+//! Saturation under the objective: from a step ramp's requests, bucketed by START time, the
+//! verdict of every step, and the highest step rate that met the objective.
+//!
+//! A step is judged over each full objective window inside it (after the warm-up): it meets
+//! the objective when, in every window, the p99 latency (nearest rank) is under the bound
+//! and the share of failed requests (no response, or status 500 and above) is under the
+//! error-rate bound. Saturation is the rate of the last step that met the objective before
+//! the first that did not.
+
+use serde::Serialize;
+
+/// One request, as analysis needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Request {
+    pub start_ns: i128,
+    pub duration_ms: f64,
+    /// 0 when no response arrived.
+    pub status: u16,
+}
+
+impl Request {
+    pub fn failed(&self) -> bool {
+        self.status == 0 || self.status >= 500
+    }
+}
+
+/// A step of the ramp: its rate and its time span (unix ns, end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Step {
+    pub rate: f64,
+    pub start_ns: i128,
+    pub end_ns: i128,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Objective {
+    pub p99_ms: f64,
+    pub error_rate: f64,
+    pub window_ns: i128,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepVerdict {
+    pub rate: f64,
+    pub requests: usize,
+    /// The worst window's p99, in ms (`None` without requests).
+    pub p99_ms: Option<f64>,
+    /// The worst window's error share, 0 to 1.
+    pub error_rate: f64,
+    pub met: bool,
+    /// How many full windows the step held; a step shorter than a window is judged whole.
+    pub windows: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Saturation {
+    /// The last step rate that met the objective; `None` when the first step already broke it.
+    pub rate: Option<f64>,
+    /// The first step rate that broke it; `None` when no step did (saturation is then at
+    /// least the last step's rate, not measured).
+    pub first_breach: Option<f64>,
+    pub steps: Vec<StepVerdict>,
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    Some(sorted[rank.min(sorted.len()) - 1])
+}
+
+fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, bool) {
+    let mut durations: Vec<f64> = requests.iter().map(|r| r.duration_ms).collect();
+    durations.sort_by(f64::total_cmp);
+    let p99 = percentile(&durations, 99.0);
+    let errors = requests.iter().filter(|r| r.failed()).count();
+    let share = if requests.is_empty() { 0.0 } else { errors as f64 / requests.len() as f64 };
+    let met = p99.is_some_and(|p| p < objective.p99_ms) && share < objective.error_rate;
+    (p99, share, met)
+}
+
+pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -> Saturation {
+    let mut verdicts = Vec::new();
+    let mut rate = None;
+    let mut first_breach = None;
+    for step in steps {
+        let in_step: Vec<&Request> = requests
+            .iter()
+            .filter(|r| r.start_ns >= step.start_ns && r.start_ns < step.end_ns)
+            .collect();
+        let span = step.end_ns - step.start_ns;
+        let windows = if objective.window_ns > 0 { (span / objective.window_ns) as usize } else { 0 };
+        let mut worst = (None::<f64>, 0.0f64, true);
+        let spans: Vec<(i128, i128)> = if windows == 0 {
+            vec![(step.start_ns, step.end_ns)]
+        } else {
+            (0..windows)
+                .map(|w| {
+                    let s = step.start_ns + w as i128 * objective.window_ns;
+                    (s, s + objective.window_ns)
+                })
+                .collect()
+        };
+        for (s, e) in spans {
+            let window: Vec<&Request> = in_step.iter().copied().filter(|r| r.start_ns >= s && r.start_ns < e).collect();
+            let (p99, share, met) = judge(&window, objective);
+            worst.0 = match (worst.0, p99) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            worst.1 = worst.1.max(share);
+            worst.2 &= met;
+        }
+        let met = worst.2 && !in_step.is_empty();
+        verdicts.push(StepVerdict {
+            rate: step.rate,
+            requests: in_step.len(),
+            p99_ms: worst.0,
+            error_rate: worst.1,
+            met,
+            windows: windows.max(1),
+        });
+        if first_breach.is_none() {
+            if met {
+                rate = Some(step.rate);
+            } else {
+                first_breach = Some(step.rate);
+            }
+        }
+    }
+    Saturation { rate, first_breach, steps: verdicts }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i128 = 1_000_000_000;
+
+    fn objective() -> Objective {
+        Objective { p99_ms: 500.0, error_rate: 0.01, window_ns: 10 * S }
+    }
+
+    /// `rate` requests per second over `[from, to)` seconds, each taking `ms`, with
+    /// every `fail_every`-th one failing.
+    fn load(from: i128, to: i128, rate: i128, ms: f64, fail_every: usize) -> Vec<Request> {
+        let n = ((to - from) * rate) as usize;
+        (0..n)
+            .map(|i| Request {
+                start_ns: from * S + i as i128 * S / rate,
+                duration_ms: ms,
+                status: if fail_every > 0 && i % fail_every == 0 { 503 } else { 200 },
+            })
+            .collect()
+    }
+
+    fn steps(rates: &[f64], secs: i128) -> Vec<Step> {
+        rates.iter().enumerate().map(|(i, r)| Step { rate: *r, start_ns: i as i128 * secs * S, end_ns: (i as i128 + 1) * secs * S }).collect()
+    }
+
+    #[test]
+    fn saturation_is_the_last_step_before_the_first_breach() {
+        let mut reqs = load(0, 10, 10, 50.0, 0);
+        reqs.extend(load(10, 20, 20, 80.0, 0));
+        reqs.extend(load(20, 30, 30, 900.0, 0));
+        reqs.extend(load(30, 40, 40, 60.0, 0)); // a later good step does not undo the breach
+        let s = saturation(&reqs, &steps(&[10.0, 20.0, 30.0, 40.0], 10), &objective());
+        assert_eq!((s.rate, s.first_breach), (Some(20.0), Some(30.0)));
+        assert!(s.steps[3].met);
+    }
+
+    #[test]
+    fn errors_break_the_objective_too() {
+        let mut reqs = load(0, 10, 10, 50.0, 0);
+        reqs.extend(load(10, 20, 20, 50.0, 50)); // 2% failures
+        let s = saturation(&reqs, &steps(&[10.0, 20.0], 10), &objective());
+        assert_eq!((s.rate, s.first_breach), (Some(10.0), Some(20.0)));
+        assert!((s.steps[1].error_rate - 0.02).abs() < 1e-9);
+    }
+
+    #[test]
+    fn requests_count_where_they_start_not_where_they_end() {
+        // Slow requests that start in step 1 and end in step 2 belong to step 1.
+        let mut reqs = load(0, 10, 10, 9_000.0, 0);
+        reqs.extend(load(10, 20, 10, 10.0, 0));
+        let s = saturation(&reqs, &steps(&[10.0, 20.0], 10), &objective());
+        assert_eq!((s.rate, s.first_breach), (None, Some(10.0)));
+        assert_eq!(s.steps[1].requests, 100);
+    }
+
+    #[test]
+    fn one_bad_window_breaks_a_long_step() {
+        let mut reqs = load(0, 10, 10, 50.0, 0);
+        reqs.extend(load(10, 20, 10, 700.0, 0));
+        let s = saturation(&reqs, &steps(&[10.0], 20), &objective());
+        assert_eq!(s.steps[0].windows, 2);
+        assert!(!s.steps[0].met);
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 99.0), Some(99.0));
+        assert_eq!(percentile(&v, 100.0), Some(100.0));
+        assert_eq!(percentile(&[], 99.0), None);
+    }
+}

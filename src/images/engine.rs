@@ -1,0 +1,194 @@
+//! The Docker engine operations the image builder needs: connect, inspect, build, import.
+
+use std::collections::{HashMap, VecDeque};
+
+use bollard::image::{BuildImageOptions, CreateImageOptions, RemoveImageOptions};
+use bollard::{ClientVersion, Docker};
+use futures_util::StreamExt;
+
+use super::error::ImageError;
+use super::recipe::split_ref;
+
+/// Label holding the feedbench version that built an image.
+pub const LABEL_VERSION: &str = "feedbench.version";
+/// Label holding the recipe hash an image was built from.
+pub const LABEL_RECIPE_HASH: &str = "feedbench.recipe-hash";
+
+/// Seconds a single engine request may take (an import of the base sends ~0.5 GB).
+const TIMEOUT_SECS: u64 = 1800;
+
+/// The engine API version asked for first; `negotiate_version` lowers it for older engines.
+pub const API_VERSION: ClientVersion = ClientVersion {
+    major_version: 1,
+    minor_version: 41,
+};
+
+/// Connect to the local engine (`DOCKER_HOST` if it names a `unix://` or `tcp://` address,
+/// else `/var/run/docker.sock`) with API 1.41, negotiated down if the engine is older.
+pub async fn connect() -> Result<Docker, ImageError> {
+    let host = std::env::var("DOCKER_HOST").unwrap_or_default();
+    let docker = if let Some(rest) = host.strip_prefix("tcp://") {
+        Docker::connect_with_http(&format!("http://{rest}"), TIMEOUT_SECS, &API_VERSION)
+    } else if host.starts_with("unix://") {
+        Docker::connect_with_unix(&host, TIMEOUT_SECS, &API_VERSION)
+    } else {
+        Docker::connect_with_unix("unix:///var/run/docker.sock", TIMEOUT_SECS, &API_VERSION)
+    }
+    .map_err(|source| ImageError::Connect { source })?;
+    docker
+        .negotiate_version()
+        .await
+        .map_err(|source| ImageError::Connect { source })
+}
+
+/// An image present in the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Present {
+    /// Image ID (`sha256:…`).
+    pub id: String,
+    /// Its `feedbench.recipe-hash` label, if any.
+    pub recipe_hash: Option<String>,
+}
+
+/// Look an image up by reference; `None` when the engine does not have it.
+pub async fn inspect(docker: &Docker, image: &str) -> Result<Option<Present>, ImageError> {
+    match docker.inspect_image(image).await {
+        Ok(found) => Ok(Some(Present {
+            id: found.id.unwrap_or_default(),
+            recipe_hash: found
+                .config
+                .and_then(|c| c.labels)
+                .and_then(|l| l.get(LABEL_RECIPE_HASH).cloned()),
+        })),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(None),
+        Err(source) => Err(ImageError::Inspect {
+            image: image.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Build `image` from a context tar with the classic builder (no pull, no network needed
+/// when the FROM images are local), labelling it; prints each `Step` line on stderr.
+pub async fn build(
+    docker: &Docker,
+    image: &str,
+    dockerfile: &str,
+    context_tar: Vec<u8>,
+    labels: HashMap<String, String>,
+    nocache: bool,
+) -> Result<String, ImageError> {
+    let options = BuildImageOptions::<String> {
+        dockerfile: dockerfile.to_string(),
+        t: image.to_string(),
+        labels,
+        rm: true,
+        forcerm: true,
+        pull: false,
+        nocache,
+        ..Default::default()
+    };
+    let mut tail: VecDeque<String> = VecDeque::new();
+    let mut stream = docker.build_image(options, None, Some(context_tar.into()));
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(info) => {
+                if let Some(text) = info.stream {
+                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                        if line.starts_with("Step ") {
+                            eprintln!("  [{image}] {line}");
+                        }
+                        if tail.len() == 15 {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line.to_string());
+                    }
+                }
+                if let Some(error) = info.error {
+                    return Err(build_err(image, &error, &tail));
+                }
+            }
+            Err(e) => return Err(build_err(image, &e.to_string(), &tail)),
+        }
+    }
+    id_after(docker, image, |m| ImageError::Build {
+        image: image.to_string(),
+        message: m,
+    })
+    .await
+}
+
+fn build_err(image: &str, error: &str, tail: &VecDeque<String>) -> ImageError {
+    let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+    ImageError::Build {
+        image: image.to_string(),
+        message: format!("{error}\n{}", lines.join("\n")),
+    }
+}
+
+async fn id_after(
+    docker: &Docker,
+    image: &str,
+    err: impl Fn(String) -> ImageError,
+) -> Result<String, ImageError> {
+    match inspect(docker, image).await? {
+        Some(p) => Ok(p.id),
+        None => Err(err(
+            "the engine reported success but has no such image".to_string()
+        )),
+    }
+}
+
+/// Import a root filesystem tar as `image` (`POST /images/create?fromSrc=-`), applying
+/// Dockerfile `changes` (ENV, CMD, LABEL, …).
+pub async fn import(
+    docker: &Docker,
+    image: &str,
+    rootfs_tar: Vec<u8>,
+    changes: &[String],
+) -> Result<String, ImageError> {
+    let (repo, tag) = split_ref(image);
+    let options = CreateImageOptions::<String> {
+        from_src: "-".to_string(),
+        repo,
+        tag,
+        changes: changes.iter().map(String::as_str).collect(),
+        ..Default::default()
+    };
+    let mut stream = docker.create_image(Some(options), Some(rootfs_tar.into()), None);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(info) => {
+                if let Some(error) = info.error {
+                    return Err(ImageError::Import {
+                        image: image.to_string(),
+                        message: error,
+                    });
+                }
+            }
+            Err(e) => {
+                return Err(ImageError::Import {
+                    image: image.to_string(),
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+    id_after(docker, image, |m| ImageError::Import {
+        image: image.to_string(),
+        message: m,
+    })
+    .await
+}
+
+/// Remove a superseded image by ID if nothing uses it any more (errors ignored: a conflict
+/// means a container or child image still needs it).
+pub async fn remove_if_unused(docker: &Docker, id: &str) -> bool {
+    let options = RemoveImageOptions {
+        force: false,
+        noprune: false,
+    };
+    docker.remove_image(id, Some(options), None).await.is_ok()
+}

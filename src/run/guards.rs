@@ -1,0 +1,130 @@
+//! Guards: host conditions under which a run must stop. The checks are pure functions of
+//! readings; reading the host is separate, so the checks are tested on synthetic figures.
+
+use std::path::Path;
+
+use crate::plan::model::Guards;
+
+/// What the host offers right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostReadings {
+    pub available_memory_bytes: u64,
+    pub free_disk_bytes: u64,
+}
+
+/// A guard that tripped, with the figure that proves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trip {
+    pub guard: &'static str,
+    pub figure: f64,
+    pub threshold: f64,
+    pub unit: &'static str,
+    pub detail: String,
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The first guard the readings trip, if any.
+pub fn check(guards: &Guards, r: &HostReadings) -> Option<Trip> {
+    if r.available_memory_bytes < guards.host_memory_floor.bytes {
+        return Some(Trip {
+            guard: "host-memory-floor",
+            figure: (r.available_memory_bytes as f64 / MIB).round(),
+            threshold: (guards.host_memory_floor.bytes as f64 / MIB).round(),
+            unit: "MiB",
+            detail: "the host's available memory fell below the floor".into(),
+        });
+    }
+    if r.free_disk_bytes < guards.disk_floor.bytes {
+        return Some(Trip {
+            guard: "disk-floor",
+            figure: (r.free_disk_bytes as f64 / MIB).round(),
+            threshold: (guards.disk_floor.bytes as f64 / MIB).round(),
+            unit: "MiB",
+            detail: "free disk under the results directory fell below the floor".into(),
+        });
+    }
+    None
+}
+
+/// A container killed for memory: always a trip (it changes what the run measured).
+pub fn oom_trip(container: &str, kills: u64) -> Trip {
+    Trip {
+        guard: "out-of-memory",
+        figure: kills as f64,
+        threshold: 0.0,
+        unit: "kills",
+        detail: format!("`{container}` was killed for memory"),
+    }
+}
+
+/// An image removed from the engine while the study ran (someone pruned it).
+pub fn image_gone_trip(image: &str) -> Trip {
+    Trip {
+        guard: "image-gone",
+        figure: 0.0,
+        threshold: 1.0,
+        unit: "images",
+        detail: format!("the image `{image}` is no longer in the engine; rebuild it and resume"),
+    }
+}
+
+/// `MemAvailable` from /proc/meminfo's text.
+pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// Reads the host: available memory, and free space on the filesystem holding `dir`.
+pub fn read_host(dir: &Path) -> std::io::Result<HostReadings> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+    let available_memory_bytes = parse_mem_available(&meminfo)
+        .ok_or_else(|| std::io::Error::other("/proc/meminfo has no MemAvailable line"))?;
+    Ok(HostReadings {
+        available_memory_bytes,
+        free_disk_bytes: free_space(dir)?,
+    })
+}
+
+fn free_space(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("the results path contains a NUL byte"))?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a valid NUL-terminated string and `st` a writable statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::units::ByteSize;
+
+    fn guards() -> Guards {
+        Guards { host_memory_floor: ByteSize { bytes: 1536 << 20 }, disk_floor: ByteSize { bytes: 5 << 30 }, ..Guards::default() }
+    }
+
+    #[test]
+    fn memory_under_the_floor_trips_with_its_figure() {
+        let t = check(&guards(), &HostReadings { available_memory_bytes: 1 << 30, free_disk_bytes: 10 << 30 }).unwrap();
+        assert_eq!((t.guard, t.figure, t.threshold, t.unit), ("host-memory-floor", 1024.0, 1536.0, "MiB"));
+        let t = check(&guards(), &HostReadings { available_memory_bytes: 8 << 30, free_disk_bytes: 1 << 30 }).unwrap();
+        assert_eq!(t.guard, "disk-floor");
+        assert!(check(&guards(), &HostReadings { available_memory_bytes: 8 << 30, free_disk_bytes: 10 << 30 }).is_none());
+    }
+
+    #[test]
+    fn meminfo_and_the_real_host_are_read() {
+        assert_eq!(parse_mem_available("MemTotal: 10 kB\nMemAvailable:     2048 kB\n"), Some(2 << 20));
+        assert_eq!(parse_mem_available("MemTotal: 10 kB\n"), None);
+        let r = read_host(Path::new("/")).unwrap();
+        assert!(r.available_memory_bytes > 0 && r.free_disk_bytes > 0);
+    }
+}

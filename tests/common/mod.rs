@@ -1,0 +1,75 @@
+//! Helpers shared by the tests that need the Docker engine.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use feedbench::engine::runtime::Runtime;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The engine, or `None` (test skipped) outside CI. Under CI=true a missing engine fails.
+pub async fn engine() -> Option<Runtime> {
+    match Runtime::connect().await {
+        Ok(rt) => Some(rt),
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI=true but the Docker engine is unavailable: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: no Docker engine ({e})");
+            None
+        }
+    }
+}
+
+/// Builds the infrastructure images that are missing or stale (a no-op when current).
+pub async fn infrastructure_images() {
+    let root = repo();
+    feedbench::images::build_all(
+        &feedbench::images::builtin_recipes(&root),
+        &feedbench::images::BuildOptions::for_repo(&root),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("building the infrastructure images failed: {e}"));
+}
+
+/// Names of containers and networks still carrying the study's label.
+pub async fn leftovers(rt: &Runtime, study: &str) -> (Vec<String>, Vec<String>) {
+    use bollard::container::ListContainersOptions;
+    use bollard::network::ListNetworksOptions;
+    use std::collections::HashMap;
+    let filters: HashMap<String, Vec<String>> =
+        [("label".to_string(), vec![format!("feedbench.study={study}")])].into();
+    let containers = rt
+        .docker()
+        .list_containers(Some(ListContainersOptions { all: true, filters: filters.clone(), ..Default::default() }))
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .collect();
+    let networks = rt
+        .docker()
+        .list_networks(Some(ListNetworksOptions { filters }))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|n| n.name)
+        .collect();
+    (containers, networks)
+}
+
+/// Builds every image a plan declares (and the infrastructure images), as
+/// `feedbench images build PLAN` does.
+pub async fn plan_images(plan: &str) {
+    let root = repo();
+    let mut recipes = feedbench::images::builtin_recipes(&root);
+    let extra = feedbench::cli::images::plan_recipes(&root.join(plan))
+        .unwrap_or_else(|e| panic!("the plan's image recipes: {}", e.render()));
+    recipes.retain(|r| !extra.iter().any(|e| e.image == r.image));
+    recipes.extend(extra);
+    feedbench::images::build_all(&recipes, &feedbench::images::BuildOptions::for_repo(&root))
+        .await
+        .unwrap_or_else(|e| panic!("building the plan's images failed: {e}"));
+}

@@ -1,0 +1,185 @@
+//! Deployment on the real engine: a run's topology comes up with the planned caps, every
+//! replica UP behind HAProxy, one proxy per link, and nothing is left afterwards, also when
+//! feedbench is killed mid-deploy.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use feedbench::engine::balancer;
+use feedbench::engine::deploy::{deploy, teardown};
+use feedbench::engine::fault_proxy::FaultProxy;
+use feedbench::engine::http::request;
+use feedbench::engine::topology::{topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use feedbench::plan::{expand, load_file};
+
+const PLAN: &str = "tests/plans/docker/probe.yaml";
+const STUDY: &str = "test-probe";
+
+/// The tests share one study name; they take turns.
+static ENGINE: Mutex<()> = Mutex::new(());
+
+fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
+    let loaded = load_file(&common::repo().join(PLAN), None).unwrap();
+    let run = expand(&loaded.plan).remove(0);
+    let base = loaded.base_dir.clone();
+    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+    let topo = topology(&loaded.plan, &run, &read).unwrap();
+    (loaded, topo)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(rt) = common::engine().await else { return };
+    common::infrastructure_images().await;
+    rt.clean(Some(STUDY)).await.unwrap();
+    let (loaded, topo) = probe();
+    let deployed = deploy(&rt, &topo, Duration::from_secs(120), None).await;
+    let checks = async {
+        let d = deployed.as_ref().map_err(|e| e.to_string())?;
+        let caps = &loaded.plan.caps;
+        for c in &topo.containers {
+            let planned = match c.role {
+                Role::Replica(_) => caps.replica,
+                Role::Database => caps.database,
+                Role::FaultProxy => caps.fault_proxy,
+                Role::Balancer => caps.balancer,
+                Role::LoadGenerator => caps.load_generator,
+                other => return Err(format!("unexpected role {other:?}")),
+            };
+            let applied = rt.caps(&c.name).await.map_err(|e| e.to_string())?;
+            if applied.nano_cpus != (planned.cpus * 1e9).round() as i64
+                || applied.memory_bytes != planned.memory.bytes as i64
+                || applied.memory_swap_bytes != applied.memory_bytes
+            {
+                return Err(format!("{}: applied {applied:?}, planned {planned:?}", c.name));
+            }
+        }
+        let stats = balancer::stats(d.addr(Role::Balancer, STATS_PORT).unwrap(), Duration::from_secs(2)).await?;
+        let up: Vec<&str> = stats.iter().filter(|s| s.status == "UP").map(|s| s.server.as_str()).collect();
+        if up != ["replica-1", "replica-2"] {
+            return Err(format!("servers UP: {up:?}"));
+        }
+        let fp = FaultProxy { addr: d.addr(Role::FaultProxy, FAULT_PROXY_API_PORT).unwrap() };
+        let links: Vec<String> = loaded.plan.topology.links.keys().map(|k| k.to_string()).collect();
+        if fp.list().await.map_err(|e| e.to_string())? != links {
+            return Err("the fault proxy does not list one proxy per link".into());
+        }
+        // Requests through the balancer reach both replicas.
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..6 {
+            let r = request(d.addr(Role::Balancer, BALANCER_PORT).unwrap(), "GET", "/hostname", None, Duration::from_secs(2))
+                .await
+                .map_err(|e| e.to_string())?;
+            if r.status != 200 {
+                return Err(format!("GET /hostname through the balancer: {}", r.status));
+            }
+            seen.insert(r.text().trim().to_string());
+        }
+        if seen.len() != 2 {
+            return Err(format!("the balancer reached {seen:?}"));
+        }
+        // A replica reaches PostgreSQL only through the fault proxy's link, and the seed is there.
+        let argv: Vec<String> = [
+            "python3", "-c",
+            "import asyncio, asyncpg\nasync def m():\n c = await asyncpg.connect('postgres://feed:feed@fault-proxy:15432/feed')\n print(await c.fetchval('select count(*) from posts'))\nasyncio.run(m())",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (code, out) = rt.exec(&topo.container(Role::Replica(1)).unwrap().name, &argv).await.map_err(|e| e.to_string())?;
+        if code != 0 || out.trim() != "1000" {
+            return Err(format!("query through the fault proxy: exit {code}: {out}"));
+        }
+        eprintln!("deploy to ready: {:.1} s", d.ready_after.as_secs_f64());
+        Ok(())
+    }
+    .await;
+    teardown(&rt, &topo).await.unwrap();
+    let left = common::leftovers(&rt, STUDY).await;
+    checks.unwrap();
+    assert_eq!(left, (vec![], vec![]), "left behind after teardown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(rt) = common::engine().await else { return };
+    common::infrastructure_images().await;
+    rt.clean(Some(STUDY)).await.unwrap();
+    let (_, topo) = probe();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args(["deploy", PLAN, "--run", &topo.run_id])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once the deploy is under way: some containers exist, the balancer is not up.
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (containers, _) = common::leftovers(&rt, STUDY).await;
+        if !containers.is_empty() || Instant::now() > until {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (before, _) = common::leftovers(&rt, STUDY).await;
+    assert!(!before.is_empty(), "the kill came before any container existed");
+    let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .args(["clean", "--study", STUDY])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(common::leftovers(&rt, STUDY).await, (vec![], vec![]));
+    let _ = SocketAddr::from(([127, 0, 0, 1], 0));
+}
+
+/// The smoke plan's topology with the real contender: a request through HAProxy reaches a
+/// replica that reads PostgreSQL through the fault proxy (cutting the link turns the same
+/// request into a 503 `upstream_unavailable`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(rt) = common::engine().await else { return };
+    common::plan_images("experiments/smoke.yaml").await;
+    rt.clean(Some("smoke")).await.unwrap();
+    let loaded = load_file(&common::repo().join("experiments/smoke.yaml"), None).unwrap();
+    let run = expand(&loaded.plan).remove(0);
+    let base = loaded.base_dir.clone();
+    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+    let topo = topology(&loaded.plan, &run, &read).unwrap();
+    let deployed = deploy(&rt, &topo, Duration::from_secs(180), None).await;
+    let checks = async {
+        let d = deployed.as_ref().map_err(|e| e.to_string())?;
+        for c in &topo.containers {
+            let applied = rt.caps(&c.name).await.map_err(|e| e.to_string())?;
+            if (applied.nano_cpus, applied.memory_bytes) != (c.nano_cpus, c.memory_bytes) {
+                return Err(format!("{}: applied {applied:?}, planned {} / {}", c.name, c.nano_cpus, c.memory_bytes));
+            }
+        }
+        let balancer = d.addr(Role::Balancer, BALANCER_PORT).unwrap();
+        let feed = request(balancer, "GET", "/feed?viewer=7", None, Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
+        if feed.status != 200 || !feed.text().contains("\"sections\"") {
+            return Err(format!("GET /feed: {} {}", feed.status, feed.text()));
+        }
+        let fp = FaultProxy { addr: d.addr(Role::FaultProxy, FAULT_PROXY_API_PORT).unwrap() };
+        fp.set_enabled("db", false).await.map_err(|e| e.to_string())?;
+        let cut = request(balancer, "GET", "/posts/1?viewer=7", None, Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
+        fp.set_enabled("db", true).await.map_err(|e| e.to_string())?;
+        if cut.status != 503 || !cut.text().contains("upstream_unavailable") {
+            return Err(format!("with the link down: {} {}", cut.status, cut.text()));
+        }
+        Ok(())
+    }
+    .await;
+    teardown(&rt, &topo).await.unwrap();
+    let left = common::leftovers(&rt, "smoke").await;
+    checks.unwrap();
+    assert_eq!(left, (vec![], vec![]));
+}
