@@ -326,7 +326,8 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         3,
         Readiness::NotStarted,
     );
-    load.cmd = Some(["run", "--quiet", LOAD_SCRIPT].map(String::from).to_vec());
+    load.cmd = Some(crate::run::load::k6_args());
+    load.env = crate::run::load::k6_env();
     containers.push(load);
 
     // A CPU-steal run carries its co-tenant from the start (created, not started), so the

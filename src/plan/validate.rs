@@ -347,24 +347,31 @@ fn workload(plan: &Plan, f: &mut Findings) {
     }
 }
 
-/// `{name}` placeholders in a route's path or body.
+/// `{name}` placeholders in a route's path or body: a `{`, a name, a `}`. Other braces
+/// (JSON's) are text.
 fn placeholders(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find('{') {
-        let after = &rest[start + 1..];
-        match after.find('}') {
-            Some(end) => {
-                let name = &after[..end];
-                if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-                    out.push(name);
-                }
-                rest = &after[end + 1..];
-            }
-            None => break,
+    for (i, _) in text.match_indices('{') {
+        let rest = &text[i + 1..];
+        let len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            .count();
+        if len > 0 && rest[len..].starts_with('}') {
+            out.push(&rest[..len]);
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_inside_json_bodies_are_found() {
+        assert_eq!(super::placeholders(r#"{"author": {viewer}, "n": {x-1}}"#), ["viewer", "x-1"]);
+        assert_eq!(super::placeholders("/feed?viewer={viewer}"), ["viewer"]);
+        assert!(super::placeholders("{}{ a}").is_empty());
+    }
 }
 
 fn rate(f: &mut Findings, plan: &Plan, path: String, r: &Rate) {

@@ -2,4 +2,8 @@
 
 pub mod events;
 pub mod faults;
+pub mod monitor;
+pub mod load;
+pub mod requests;
 pub mod guards;
+pub mod execute;

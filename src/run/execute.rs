@@ -1,0 +1,462 @@
+//! Executing one run: deploy, monitors, load, faults on schedule and guards, then the raw
+//! data out of the containers and teardown, whatever happened. Everything the run did is an
+//! event; everything it measured is a file in the run's directory.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::events::{csv_row, Clock, RunEvent, Stamp, CSV_HEADER};
+use super::faults::{schedule, Action, Edge};
+use super::guards::{self, Trip};
+use super::load::{self, LoadScript, LoadSpec};
+use super::monitor::{self, MonitorSummary, Target};
+use super::requests::{self, LoadSummary};
+use crate::analysis::saturation::{self, Saturation};
+use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
+use crate::engine::fault_proxy::FaultProxy;
+use crate::engine::runtime::{Runtime, RuntimeError};
+use crate::engine::topology::{topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use crate::plan::model::{Plan, Profile};
+use crate::plan::units::{Name, Rate};
+use crate::plan::{LoadedPlan, RunSpec};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError {
+    #[error("the run directory `{0}` already exists; feedbench never overwrites results")]
+    Exists(PathBuf),
+    #[error("cannot write `{path}`: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Topology(#[from] crate::engine::topology::TopologyError),
+    #[error(transparent)]
+    Load(#[from] load::LoadError),
+    #[error(transparent)]
+    Deploy(#[from] DeployError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Monitor(#[from] monitor::MonitorError),
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "execution", rename_all = "kebab-case")]
+pub enum Execution {
+    Completed,
+    Aborted { guard: String, figure: f64, threshold: f64, unit: String, detail: String },
+    Failed { reason: String },
+}
+
+/// What a run leaves for the record (the run's `run.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub format_version: u32,
+    pub run_id: String,
+    pub run_hash: String,
+    pub plan_hash: String,
+    pub execution: Execution,
+    pub cleanup_ok: bool,
+    /// Rates taken from measured saturations: field, value, and where it came from.
+    pub derived: Vec<Derived>,
+    pub warnings: Vec<String>,
+    pub load: Option<LoadSummary>,
+    pub scheduled_arrivals: Option<f64>,
+    pub monitors: Option<MonitorSummary>,
+    /// For a step ramp: every step's verdict and the saturation.
+    pub saturation: Option<Saturation>,
+    pub started_wall_ns: i128,
+    pub ended_wall_ns: i128,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Derived {
+    pub field: String,
+    pub rate: f64,
+    pub from: String,
+}
+
+/// Saturations measured earlier in the study, by (contender, repetition, profile).
+pub type Saturations = IndexMap<(String, u32, String), (f64, String)>;
+
+/// Writes events to events.csv (flushed at once) and hands them to an observer.
+pub struct EventLog<'a> {
+    clock: Clock,
+    file: std::fs::File,
+    observer: &'a mut dyn FnMut(&str, Stamp, &RunEvent),
+    run_id: String,
+}
+
+impl<'a> EventLog<'a> {
+    fn new(dir: &Path, run_id: &str, observer: &'a mut dyn FnMut(&str, Stamp, &RunEvent)) -> Result<Self, ExecuteError> {
+        let path = dir.join("events.csv");
+        let mut file = std::fs::File::create(&path).map_err(|source| ExecuteError::Write { path: path.clone(), source })?;
+        use std::io::Write;
+        file.write_all(CSV_HEADER.as_bytes()).map_err(|source| ExecuteError::Write { path, source })?;
+        Ok(EventLog { clock: Clock::start(), file, observer, run_id: run_id.to_string() })
+    }
+
+    pub fn emit(&mut self, event: RunEvent) {
+        use std::io::Write;
+        let stamp = self.clock.now();
+        // The events file is evidence; a failed write is reported on stderr, not fatal.
+        if let Err(e) = self.file.write_all(csv_row(stamp, &event).as_bytes()) {
+            eprintln!("warning: cannot append to events.csv: {e}");
+        }
+        (self.observer)(&self.run_id, stamp, &event);
+    }
+}
+
+/// The rates of a run's profile that derive from saturations, resolved.
+pub fn resolve_saturations(plan: &Plan, run: &RunSpec, measured: &Saturations) -> Result<(IndexMap<Name, f64>, Vec<Derived>), String> {
+    let profile = &plan.profiles[run.profile.as_str()];
+    let mut map = IndexMap::new();
+    let mut derived = Vec::new();
+    for (field, rate) in profile.rates() {
+        if let Rate::OfSaturation { profile: from, .. } = rate {
+            let key = (run.contender.clone(), run.repetition, from.to_string());
+            let (value, source) = measured.get(&key).ok_or_else(|| {
+                format!("`{}` has no measured saturation from `{from}` in repetition {}", run.contender, run.repetition)
+            })?;
+            map.insert(from.clone(), *value);
+            derived.push(Derived {
+                field: field.to_string(),
+                rate: load::resolve(rate, &map).unwrap_or(0.0),
+                from: format!("{rate} = {} × saturation {value} measured by {source}", rate_share(rate)),
+            });
+        }
+    }
+    Ok((map, derived))
+}
+
+fn rate_share(rate: &Rate) -> String {
+    match rate {
+        Rate::OfSaturation { share, .. } => share.to_string(),
+        Rate::Fixed(_) => String::new(),
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExecuteError> {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).map_err(|source| ExecuteError::Write { path, source })
+}
+
+/// Executes one run into `dir` (which must not exist yet).
+pub async fn execute(
+    rt: &Runtime,
+    loaded: &LoadedPlan,
+    run: &RunSpec,
+    measured: &Saturations,
+    dir: &Path,
+    observer: &mut dyn FnMut(&str, Stamp, &RunEvent),
+) -> Result<RunRecord, ExecuteError> {
+    if dir.exists() {
+        return Err(ExecuteError::Exists(dir.to_path_buf()));
+    }
+    std::fs::create_dir_all(dir).map_err(|source| ExecuteError::Write { path: dir.to_path_buf(), source })?;
+    let plan = &loaded.plan;
+    let mut events = EventLog::new(dir, &run.id, observer)?;
+    let mut record = RunRecord {
+        format_version: 1,
+        run_id: run.id.clone(),
+        run_hash: run.run_hash.clone(),
+        plan_hash: loaded.plan_hash.clone(),
+        execution: Execution::Completed,
+        cleanup_ok: false,
+        derived: Vec::new(),
+        warnings: Vec::new(),
+        load: None,
+        scheduled_arrivals: None,
+        monitors: None,
+        saturation: None,
+        started_wall_ns: events.clock.start_wall_ns(),
+        ended_wall_ns: 0,
+    };
+
+    let (saturation_map, derived) = match resolve_saturations(plan, run, measured) {
+        Ok(x) => x,
+        Err(reason) => {
+            record.execution = Execution::Failed { reason };
+            record.cleanup_ok = true;
+            return Ok(finish(dir, record, &events));
+        }
+    };
+    for d in &derived {
+        events.emit(RunEvent::Note { text: format!("{}: {} arrivals/s ({})", d.field, d.rate, d.from) });
+    }
+    record.derived = derived;
+
+    let base = loaded.base_dir.clone();
+    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+    let topo = topology(plan, run, &read)?;
+    let script = load::render(&LoadSpec {
+        profile: &plan.profiles[run.profile.as_str()],
+        workload: &plan.workload,
+        objective: &plan.study.objective,
+        saturation: &saturation_map,
+        base_url: &format!("http://{}:{BALANCER_PORT}", Role::Balancer.key()),
+        seed: u64::from(run.repetition),
+        max_vus: None,
+    })?;
+    write(dir, "haproxy.cfg", topo.haproxy_cfg.as_bytes())?;
+    write(dir, "load.js", script.script.as_bytes())?;
+    record.scheduled_arrivals = Some(script.scheduled_arrivals);
+
+    let facts = rt.facts().await?;
+    if let Some(w) = check_caps(&topo, facts.cores, plan.caps.allow_oversubscription)? {
+        events.emit(RunEvent::Note { text: w.clone() });
+        record.warnings.push(w);
+    }
+
+    events.emit(RunEvent::Phase { phase: "deploy".into() });
+    let outcome = measure(rt, plan, run, &topo, &script, dir, &mut events, &mut record).await;
+    events.emit(RunEvent::Phase { phase: "teardown".into() });
+    if save_logs(rt, &topo, &dir.join("logs")).await.is_err() {
+        record.warnings.push("some container logs could not be saved".into());
+    }
+    record.cleanup_ok = teardown(rt, &topo).await.is_ok();
+    if let Err(e) = outcome {
+        record.execution = Execution::Failed { reason: e.to_string() };
+    }
+    Ok(finish(dir, record, &events))
+}
+
+fn finish(dir: &Path, mut record: RunRecord, events: &EventLog) -> RunRecord {
+    record.ended_wall_ns = events.clock.now().wall_ns;
+    let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
+    if let Err(e) = write(dir, "run.json", &json) {
+        eprintln!("warning: {e}");
+    }
+    record
+}
+
+/// Deploy, sample, load, inject, guard; the raw data lands in `dir`.
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    rt: &Runtime,
+    plan: &Plan,
+    run: &RunSpec,
+    topo: &RunTopology,
+    script: &LoadScript,
+    dir: &Path,
+    events: &mut EventLog<'_>,
+    record: &mut RunRecord,
+) -> Result<(), ExecuteError> {
+    let deployed = deploy(rt, topo, Duration::from_secs(300), Some(&dir.join("logs"))).await?;
+    let targets: Vec<Target> = topo.containers.iter().map(Target::from).collect();
+    let monitors = monitor::start(rt, targets, deployed.addr(Role::Balancer, STATS_PORT), dir).await?;
+    let mut oom = monitors.latest();
+    let mut health = monitors.balancer_latest();
+
+    let loadgen = topo.container(Role::LoadGenerator).map(|c| c.name.clone()).unwrap_or_default();
+    rt.upload(&loadgen, &[script.file()]).await?;
+    rt.start(&loadgen).await?;
+    let load_started = Instant::now();
+    events.emit(RunEvent::LoadStarted { scheduled_arrivals: script.scheduled_arrivals });
+    events.emit(RunEvent::Phase { phase: "warmup".into() });
+
+    let measured_at = load_started + Duration::from_secs_f64(script.measured_start_s);
+    let mut steps = run
+        .fault
+        .as_ref()
+        .map(|f| schedule(f, &plan.faults[f.as_str()]))
+        .unwrap_or_default();
+    steps.sort_by_key(|s| s.at);
+    let mut steps = steps.into_iter().peekable();
+    let fault_name = run.fault.clone().unwrap_or_default();
+    let fp = deployed.addr(Role::FaultProxy, FAULT_PROXY_API_PORT).map(|addr| FaultProxy { addr });
+    let deadline = load_started + Duration::from_secs_f64(script.duration_s + 120.0);
+    let mut measuring = false;
+    let mut last_statuses: std::collections::BTreeMap<String, String> = Default::default();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut last_image_check = Instant::now();
+    let mut applied: Vec<Action> = Vec::new();
+
+    let trip: Option<Trip> = loop {
+        tick.tick().await;
+        let now = Instant::now();
+        if !measuring && now >= measured_at {
+            measuring = true;
+            events.emit(RunEvent::Phase { phase: "measure".into() });
+        }
+        while let Some(step) = steps.next_if(|s| now >= measured_at + s.at) {
+            let (action, target) = step.action.describe();
+            match perform(rt, topo, fp.as_ref(), &step.action).await {
+                Ok(()) => {
+                    events.emit(match step.edge {
+                        Edge::Apply => RunEvent::FaultApplied { fault: fault_name.clone(), action, target },
+                        Edge::Clear => RunEvent::FaultCleared { fault: fault_name.clone(), action, target },
+                    });
+                    match step.edge {
+                        Edge::Apply => applied.push(step.action.clone()),
+                        Edge::Clear => applied.clear(),
+                    }
+                }
+                Err(reason) => events.emit(RunEvent::FaultFailed { fault: fault_name.clone(), action, reason }),
+            }
+        }
+        // Health transitions the balancer reports.
+        if health.has_changed().unwrap_or(false) {
+            for row in health.borrow_and_update().iter() {
+                let before = last_statuses.insert(row.server.clone(), row.status.clone());
+                if let Some(from) = before.filter(|b| *b != row.status) {
+                    events.emit(RunEvent::HealthChanged { server: row.server.clone(), from, to: row.status.clone() });
+                }
+            }
+        }
+        // Guards.
+        if let Ok(r) = guards::read_host(dir) {
+            if let Some(t) = guards::check(&plan.guards, &r) {
+                break Some(t);
+            }
+        }
+        // Counted from the monitors' start: any kill for memory changes what the run measured.
+        let kills = oom.borrow_and_update().clone();
+        if kills.oom_kills_total > 0 {
+            let who = kills.oom_kills.iter().filter(|(_, n)| **n > 0).map(|(c, _)| c.clone()).collect::<Vec<_>>().join(", ");
+            break Some(guards::oom_trip(&who, kills.oom_kills_total));
+        }
+        if now.duration_since(last_image_check) >= Duration::from_secs(5) {
+            last_image_check = now;
+            if let Some(img) = missing_image(rt, topo).await {
+                break Some(guards::image_gone_trip(&img));
+            }
+        }
+        match rt.state(&loadgen).await {
+            Ok((false, _)) if now > load_started + Duration::from_secs(1) => break None,
+            _ => {}
+        }
+        if now > deadline {
+            record.warnings.push(format!("the load generator ran past its schedule by 120 s; stopped at {:.0} s", now.duration_since(load_started).as_secs_f64()));
+            let _ = rt.kill(&loadgen, "SIGKILL").await;
+            break None;
+        }
+    };
+
+    if let Some(t) = &trip {
+        events.emit(RunEvent::GuardTripped {
+            guard: t.guard.into(),
+            figure: t.figure,
+            threshold: t.threshold,
+            unit: t.unit.into(),
+            detail: t.detail.clone(),
+        });
+        let _ = rt.kill(&loadgen, "SIGKILL").await;
+        record.execution = Execution::Aborted {
+            guard: t.guard.into(),
+            figure: t.figure,
+            threshold: t.threshold,
+            unit: t.unit.into(),
+            detail: t.detail.clone(),
+        };
+    }
+    // A fault still applied (the run ended inside its window) is cleared before teardown,
+    // so that its logs describe a system that was put back.
+    for action in applied.drain(..).rev() {
+        if let Some(undo) = undo(&action) {
+            let _ = perform(rt, topo, fp.as_ref(), &undo).await;
+        }
+    }
+    record.monitors = Some(monitors.stop().await?);
+
+    let raw = rt.download(&loadgen, load::K6_OUTPUT).await;
+    match raw {
+        Ok(bytes) if !bytes.is_empty() => {
+            write(dir, "k6.csv.gz", &bytes)?;
+            let path = dir.join("requests.csv");
+            let out = std::fs::File::create(&path).map_err(|source| ExecuteError::Write { path: path.clone(), source })?;
+            match requests::convert(bytes.as_slice(), std::io::BufWriter::new(out)) {
+                Ok(summary) => {
+                    events.emit(RunEvent::LoadFinished { requests: summary.requests, dropped_iterations: summary.dropped_iterations });
+                    record.saturation = ramp_saturation(plan, run, script, &summary, &path);
+                    record.load = Some(summary);
+                }
+                Err(e) => record.warnings.push(format!("cannot read the load generator's output: {e}")),
+            }
+        }
+        Ok(_) => record.warnings.push("the load generator left no output".into()),
+        Err(e) => record.warnings.push(e.to_string()),
+    }
+    Ok(())
+}
+
+async fn missing_image(rt: &Runtime, topo: &RunTopology) -> Option<String> {
+    for c in &topo.containers {
+        if let Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) = rt.docker().inspect_image(&c.image).await {
+            return Some(c.image.clone());
+        }
+    }
+    None
+}
+
+/// What puts an applied action back, when the run ends inside a fault's window.
+fn undo(action: &Action) -> Option<Action> {
+    match action {
+        Action::Signal { role, .. } | Action::AwaitExit { role, .. } => Some(Action::Start { role: *role }),
+        Action::Start { role: Role::CoTenant } => Some(Action::Stop { role: Role::CoTenant }),
+        Action::Link { proxy, enabled: false } => Some(Action::Link { proxy: proxy.clone(), enabled: true }),
+        Action::AddToxic { proxy, name, .. } => Some(Action::RemoveToxic { proxy: proxy.clone(), name: name.clone() }),
+        _ => None,
+    }
+}
+
+async fn perform(rt: &Runtime, topo: &RunTopology, fp: Option<&FaultProxy>, action: &Action) -> Result<(), String> {
+    let name = |role: Role| topo.container(role).map(|c| c.name.clone()).ok_or_else(|| format!("the run has no {}", role.key()));
+    let proxy = || fp.ok_or_else(|| "the fault proxy has no address".to_string());
+    match action {
+        Action::Signal { role, signal } => rt.kill(&name(*role)?, signal).await.map_err(|e| e.to_string()),
+        Action::AwaitExit { role, grace } => {
+            let n = name(*role)?;
+            let until = Instant::now() + *grace;
+            while Instant::now() < until {
+                if let Ok((false, _)) = rt.state(&n).await {
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            rt.kill(&n, "SIGKILL").await.map_err(|e| e.to_string())?;
+            Err(format!("`{n}` did not exit within {:.1} s of SIGTERM and was killed", grace.as_secs_f64()))
+        }
+        Action::Start { role } => rt.start(&name(*role)?).await.map_err(|e| e.to_string()),
+        Action::Stop { role } => rt.kill(&name(*role)?, "SIGKILL").await.map_err(|e| e.to_string()),
+        Action::Link { proxy: p, enabled } => proxy()?.set_enabled(p, *enabled).await.map_err(|e| e.to_string()),
+        Action::AddToxic { proxy: p, name: n, kind, stream, toxicity, attributes } => proxy()?
+            .add_toxic(p, n, kind, stream, *toxicity, attributes.clone())
+            .await
+            .map_err(|e| e.to_string()),
+        Action::RemoveToxic { proxy: p, name: n } => proxy()?.remove_toxic(p, n).await.map_err(|e| e.to_string()),
+    }
+}
+
+/// A step ramp's saturation from its requests, its steps placed on the scenario's clock.
+fn ramp_saturation(plan: &Plan, run: &RunSpec, script: &LoadScript, summary: &LoadSummary, requests_csv: &Path) -> Option<Saturation> {
+    let Profile::StepRamp { start, step, step_duration, max, .. } = &plan.profiles[run.profile.as_str()] else {
+        return None;
+    };
+    let t0 = summary.scenario_start_ns? as i128;
+    let empty = IndexMap::new();
+    let (start, max) = (load::resolve(start, &empty).ok()?, load::resolve(max, &empty).ok()?);
+    let n = Profile::ramp_steps(start, *step, max);
+    let step_ns = step_duration.millis as i128 * 1_000_000;
+    let measured = t0 + (script.measured_start_s * 1e9) as i128;
+    let steps: Vec<saturation::Step> = (0..n)
+        .map(|i| saturation::Step {
+            rate: start + *step * i as f64,
+            start_ns: measured + i as i128 * step_ns,
+            end_ns: measured + (i as i128 + 1) * step_ns,
+        })
+        .collect();
+    let file = std::fs::File::open(requests_csv).ok()?;
+    let reqs: Vec<saturation::Request> = requests::read(std::io::BufReader::new(file))
+        .filter_map(Result::ok)
+        .map(|r| saturation::Request { start_ns: r.start_ns as i128, duration_ms: r.duration_ms, status: r.status })
+        .collect();
+    let o = &plan.study.objective;
+    Some(saturation::saturation(
+        &reqs,
+        &steps,
+        &saturation::Objective { p99_ms: o.p99.millis as f64, error_rate: o.error_rate.fraction(), window_ns: o.window.millis as i128 * 1_000_000 },
+    ))
+}

@@ -1,0 +1,228 @@
+//! The load: a profile and the workload rendered into a k6 script (always an open model),
+//! with the arrival schedule analysis compares the achieved load against.
+//!
+//! VU sizing (Little's law: requests in flight = arrival rate × latency), with `R` the
+//! schedule's highest rate, `p99` the objective's bound and `T` the request timeout:
+//!
+//! - request timeout `T = clamp(10 × p99, 1 s, 60 s)`; a slower request fails with k6's
+//!   timeout error (far past the objective either way);
+//! - `preAllocatedVUs = ceil(R × p99 × 2) + 5`: twice the VUs in flight when every
+//!   request takes the p99 bound, so a healthy system never waits for a VU to be created;
+//! - `maxVUs = max(preAllocatedVUs, ceil(R × T) + 5)`: enough for every request to take
+//!   the full timeout, so k6 drops an iteration only when the system is slower than that
+//!   (or `LoadSpec::max_vus` caps it, e.g. to fit the load generator's memory).
+
+mod schedule;
+mod script;
+
+use indexmap::IndexMap;
+
+pub use schedule::{Schedule, Stage, TIME_UNIT_S};
+pub use script::{segments, Segment, MAX_ID};
+
+use crate::engine::topology::{FileSpec, LOAD_SCRIPT};
+use crate::plan::model::{Objective, Profile, Workload};
+use crate::plan::units::{Name, Rate};
+
+/// Where k6 writes its raw samples inside the load-generator container: its home, the one
+/// directory user k6 (uid 12345) can write. Gzipped (k6 compresses when the name ends in
+/// `.gz`); `requests::convert` reads it.
+pub const K6_OUTPUT: &str = "/home/k6/k6.csv.gz";
+
+/// The VUs added to every Little's-law estimate.
+pub const VU_FLOOR: u32 = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("the rate \"{rate}\" needs the measured saturation of profile `{profile}`, which is not known")]
+    MissingSaturation { rate: String, profile: String },
+    #[error("the profile's {field} resolves to {rate} arrivals per second; it must be a finite number above 0")]
+    BadRate { field: &'static str, rate: f64 },
+    #[error("the schedule would need {stages} stages; make the steps or the period longer")]
+    TooManyStages { stages: u64 },
+    #[error(
+        "route `{route}` uses the placeholder {{{id}}}, which names no ID range in workload.ids"
+    )]
+    UnknownId { route: String, id: String },
+    #[error("ID range `{id}` ({min} to {max}) must have min ≤ max ≤ {MAX_ID} (JavaScript's largest exact integer)")]
+    BadIdRange { id: String, min: u64, max: u64 },
+    #[error("the workload has no route with a weight above 0")]
+    EmptyWorkload,
+    #[error("the target \"{0}\" is not an http:// or https:// URL")]
+    BadBaseUrl(String),
+    #[error("the objective's p99 bound must be above 0")]
+    BadObjective,
+    #[error("cannot render the load script: {0}")]
+    Template(#[source] minijinja::Error),
+    #[error("cannot serialise the load script's data: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+/// What a run's load is made of.
+pub struct LoadSpec<'a> {
+    pub profile: &'a Profile,
+    pub workload: &'a Workload,
+    pub objective: &'a Objective,
+    /// Measured saturation (arrivals per second) of step-ramp profiles, by profile name,
+    /// for rates written as "70% of ramp".
+    pub saturation: &'a IndexMap<Name, f64>,
+    /// The target, e.g. `http://balancer:8080`; routes' paths are appended to it.
+    pub base_url: &'a str,
+    /// Seeds the route and ID draws: the same seed sends the same request sequence.
+    pub seed: u64,
+    /// A ceiling on maxVUs, e.g. to fit the load generator's memory; none by default.
+    pub max_vus: Option<u32>,
+}
+
+/// A rendered load and its schedule. Times count from the k6 scenario's start, which k6
+/// reports in its output (`requests::LoadSummary::scenario_start_ns`).
+#[derive(Debug, Clone)]
+pub struct LoadScript {
+    /// The k6 script (JavaScript), to be placed at `LOAD_SCRIPT`.
+    pub script: String,
+    /// The profile kind: step-ramp, constant, diurnal or soak.
+    pub kind: &'static str,
+    /// The k6 executor: constant-arrival-rate or ramping-arrival-rate.
+    pub executor: &'static str,
+    /// The warm-up's length: requests that start before this are not evaluated.
+    pub measured_start_s: f64,
+    /// The whole arrival stream, warm-up included.
+    pub duration_s: f64,
+    /// Iterations (one request each) the schedule starts over the whole run.
+    pub scheduled_arrivals: f64,
+    pub pre_allocated_vus: u32,
+    pub max_vus: u32,
+    /// Each request's timeout.
+    pub request_timeout_s: f64,
+    /// The arrival rate over time, as k6 runs it.
+    pub schedule: Schedule,
+}
+
+impl LoadScript {
+    /// The stages as `(duration in seconds, target arrivals per second)`, starting from
+    /// `schedule.start_rate`; a zero duration is an instant jump.
+    pub fn stages(&self) -> Vec<(f64, f64)> {
+        self.schedule
+            .stages
+            .iter()
+            .map(|s| (s.duration_s, s.target))
+            .collect()
+    }
+
+    /// The script as a file for the load-generator container.
+    pub fn file(&self) -> FileSpec {
+        FileSpec {
+            path: LOAD_SCRIPT.into(),
+            sha256: crate::plan::hash::sha256_hex(self.script.as_bytes()),
+            contents: self.script.clone().into_bytes(),
+        }
+    }
+}
+
+/// The scheduled arrival rate (per second) `t_s` seconds after the scenario's start.
+pub fn scheduled_rate_at(load: &LoadScript, t_s: f64) -> f64 {
+    load.schedule.rate_at(t_s)
+}
+
+/// The load generator's command: k6 with per-sample output to `K6_OUTPUT`, and no usage
+/// report (k6 would otherwise send one to grafana.com).
+pub fn k6_args() -> Vec<String> {
+    let out = format!("csv={K6_OUTPUT}");
+    [
+        "run",
+        "--quiet",
+        "--no-usage-report",
+        "--out",
+        &out,
+        LOAD_SCRIPT,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The load generator's environment: nanosecond timestamps in the CSV output.
+pub fn k6_env() -> Vec<(String, String)> {
+    vec![
+        ("K6_CSV_TIME_FORMAT".into(), "unix_nano".into()),
+        ("K6_NO_USAGE_REPORT".into(), "true".into()),
+    ]
+}
+
+/// A rate of the plan in arrivals per second.
+pub fn resolve(rate: &Rate, saturation: &IndexMap<Name, f64>) -> Result<f64, LoadError> {
+    match rate {
+        Rate::Fixed(v) => Ok(*v),
+        Rate::OfSaturation { share, profile } => saturation
+            .get(profile)
+            .map(|s| s * share.fraction())
+            .ok_or_else(|| LoadError::MissingSaturation {
+                rate: rate.to_string(),
+                profile: profile.to_string(),
+            }),
+    }
+}
+
+/// `(preAllocatedVUs, maxVUs, timeout in ms)` for a highest rate and a p99 bound.
+pub fn size_vus(max_rate: f64, p99_s: f64, cap: Option<u32>) -> (u32, u32, u64) {
+    let timeout_ms = (p99_s * 10_000.0).round().clamp(1_000.0, 60_000.0) as u64;
+    let vus = |x: f64| (x.ceil().clamp(0.0, 1e6) as u32).saturating_add(VU_FLOOR);
+    let pre = vus(max_rate * p99_s * 2.0);
+    let mut max = pre.max(vus(max_rate * timeout_ms as f64 / 1000.0));
+    if let Some(cap) = cap {
+        max = max.min(cap.max(1));
+    }
+    (pre.min(max), max, timeout_ms)
+}
+
+/// Renders the load of one run.
+pub fn render(spec: &LoadSpec) -> Result<LoadScript, LoadError> {
+    let url = spec.base_url;
+    if !(url.starts_with("http://") || url.starts_with("https://"))
+        || url.contains(char::is_whitespace)
+    {
+        return Err(LoadError::BadBaseUrl(url.to_string()));
+    }
+    let p99_s = spec.objective.p99.as_secs_f64();
+    if p99_s <= 0.0 {
+        return Err(LoadError::BadObjective);
+    }
+    let rates = spec.profile.rates();
+    let rate = |field: &'static str| -> Result<f64, LoadError> {
+        let r = rates.iter().find(|(f, _)| *f == field).map(|(_, r)| *r);
+        resolve(
+            r.ok_or(LoadError::BadRate {
+                field,
+                rate: f64::NAN,
+            })?,
+            spec.saturation,
+        )
+    };
+    let schedule = schedule::of_profile(spec.profile, &rate)?;
+    let (pre_allocated_vus, max_vus, timeout_ms) =
+        size_vus(schedule.max_rate(), p99_s, spec.max_vus);
+    let params = script::ScriptParams {
+        kind: spec.profile.kind(),
+        base_url: url,
+        seed: spec.seed,
+        schedule: &schedule,
+        pre_allocated_vus,
+        max_vus,
+        timeout_ms,
+    };
+    let (script, executor) = script::render(spec.workload, &params)?;
+    Ok(LoadScript {
+        script,
+        kind: spec.profile.kind(),
+        executor,
+        measured_start_s: spec.profile.warmup().as_secs_f64(),
+        duration_s: schedule.duration_s(),
+        scheduled_arrivals: schedule.total_arrivals(),
+        pre_allocated_vus,
+        max_vus,
+        request_timeout_s: timeout_ms as f64 / 1000.0,
+        schedule,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+//! Time for the monitors: one monotonic origin shared by every task, wall-clock stamps, the
+//! tick a read belongs to, and how late reads are.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
+
+/// Nanoseconds since the Unix epoch, now (0 if the clock is before 1970).
+pub fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// When a read completed.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    pub at: Instant,
+    pub unix_ns: u64,
+    pub offset_s: f64,
+}
+
+/// The monitors' shared origin: tick `k` is scheduled at `origin + k * period`.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub origin: Instant,
+    pub period: Duration,
+}
+
+impl Clock {
+    pub fn new(period: Duration) -> Self {
+        Clock {
+            origin: Instant::now(),
+            period,
+        }
+    }
+
+    pub fn stamp(&self) -> Stamp {
+        let at = Instant::now();
+        Stamp {
+            at,
+            unix_ns: unix_ns(),
+            offset_s: at.duration_since(self.origin).as_secs_f64(),
+        }
+    }
+
+    /// The index of the tick scheduled at `scheduled`.
+    pub fn tick(&self, scheduled: Instant) -> u64 {
+        let since = scheduled.duration_since(self.origin).as_secs_f64();
+        (since / self.period.as_secs_f64()).round() as u64
+    }
+}
+
+/// The worst timing seen by one task.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timing {
+    /// Ticks that were sampled.
+    pub ticks: u64,
+    /// Ticks the timer skipped because the task was still busy.
+    pub skipped: u64,
+    /// The latest a read completed after its scheduled time.
+    pub max_lateness: Duration,
+    last_tick: Option<u64>,
+}
+
+impl Timing {
+    /// Records a sampled tick and how late its read was.
+    pub fn record(&mut self, tick: u64, lateness: Duration) {
+        self.ticks += 1;
+        if let Some(last) = self.last_tick {
+            self.skipped += tick.saturating_sub(last + 1);
+        }
+        self.last_tick = Some(tick);
+        self.max_lateness = self.max_lateness.max(lateness);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_skipped_ticks_and_lateness() {
+        let mut t = Timing::default();
+        t.record(0, Duration::from_millis(1));
+        t.record(1, Duration::from_millis(3));
+        t.record(4, Duration::from_millis(2));
+        assert_eq!(
+            (t.ticks, t.skipped, t.max_lateness),
+            (3, 2, Duration::from_millis(3))
+        );
+    }
+
+    #[tokio::test]
+    async fn ticks_are_rounded_multiples_of_the_period() {
+        let c = Clock::new(Duration::from_secs(1));
+        assert_eq!(c.tick(c.origin), 0);
+        assert_eq!(c.tick(c.origin + Duration::from_millis(2999)), 3);
+        assert!(unix_ns() > 1_600_000_000_000_000_000);
+    }
+}

@@ -1,0 +1,355 @@
+//! The monitors of a run: a sampler that records every container's CPU, throttling, memory,
+//! OOM kills and network counters each second (`containers.csv`), and a poller that records
+//! HAProxy's per-server state each second (`balancer.csv`). Each runs in its own task on a
+//! shared one-second grid; the latest samples are published for live guards.
+//!
+//! ```ignore
+//! let handle = monitor::start(&rt, targets, Some(stats_addr), &run_dir).await?;
+//! let mut latest = handle.latest();          // watch: the last row per container
+//! // … the run …
+//! let summary = handle.stop().await?;        // samples, seconds covered, jitter
+//! ```
+
+mod api;
+mod cgroup;
+mod clock;
+mod csv;
+mod engine;
+mod error;
+mod oom;
+mod parse;
+mod poller;
+mod row;
+mod sampler;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use cgroup::Layout;
+pub use error::MonitorError;
+pub use row::{
+    BalancerRow, ContainerRow, Counters, SampleStatus, BALANCER_HEADER, CONTAINERS_HEADER,
+};
+pub use sampler::Rows;
+
+use crate::engine::runtime::Runtime;
+use crate::engine::topology::ContainerSpec;
+use cgroup::CgroupFiles;
+use clock::Clock;
+use csv::CsvFile;
+use sampler::{Probe, Reader, SamplerReport};
+
+pub const CONTAINERS_CSV: &str = "containers.csv";
+pub const BALANCER_CSV: &str = "balancer.csv";
+
+/// A container to sample: its name and its role (the `feedbench.role` label's value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub name: String,
+    pub role: String,
+}
+
+impl From<&ContainerSpec> for Target {
+    fn from(c: &ContainerSpec) -> Target {
+        Target {
+            name: c.name.clone(),
+            role: c.role.key(),
+        }
+    }
+}
+
+/// Where container counters come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The cgroup files when this process can see them (a local engine), else the API.
+    #[default]
+    Auto,
+    /// The host's cgroup and proc files: cheap and exact; needs a local engine.
+    Cgroup,
+    /// The engine's stats API, one-shot: works with a remote engine.
+    EngineApi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorOptions {
+    pub source: Source,
+    /// One second unless a test wants otherwise.
+    pub period: Duration,
+}
+
+impl Default for MonitorOptions {
+    fn default() -> Self {
+        MonitorOptions {
+            source: Source::Auto,
+            period: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The latest tick's samples, for live guards.
+#[derive(Debug, Clone, Default)]
+pub struct Latest {
+    pub tick: Option<u64>,
+    pub rows: Rows,
+    /// OOM kills per container since the monitors started (across restarts).
+    pub oom_kills: std::collections::BTreeMap<String, u64>,
+    pub oom_kills_total: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ContainerSummary {
+    pub name: String,
+    pub role: String,
+    /// Rows with counters.
+    pub ok: u64,
+    /// Rows while the container was not running.
+    pub down: u64,
+    /// Rows whose counters could not be read.
+    pub error: u64,
+    /// The largest |time between two consecutive reads − period|, in seconds.
+    pub max_interval_error_s: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BalancerSummary {
+    pub polls: u64,
+    pub failed: u64,
+    pub skipped_ticks: u64,
+    pub max_lateness_s: f64,
+}
+
+/// What the monitors recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MonitorSummary {
+    /// `cgroup` or `engine-api`.
+    pub source: Source,
+    /// The cgroup layout read, when the source is `cgroup`.
+    pub layout: Option<String>,
+    pub ticks: u64,
+    pub skipped_ticks: u64,
+    /// From the first read to the last, in seconds.
+    pub seconds_covered: f64,
+    /// The latest a tick's last read completed after the tick's scheduled time, in seconds.
+    pub max_lateness_s: f64,
+    /// The largest interval error of any container, in seconds.
+    pub max_interval_error_s: f64,
+    pub containers: Vec<ContainerSummary>,
+    pub oom_kills_total: u64,
+    pub balancer: Option<BalancerSummary>,
+}
+
+/// The running monitors. Dropping the handle stops them too, without a summary.
+pub struct MonitorHandle {
+    stop: watch::Sender<bool>,
+    sampler: Option<JoinHandle<Result<SamplerReport, MonitorError>>>,
+    poller: Option<JoinHandle<Result<BalancerSummary, MonitorError>>>,
+    latest: watch::Receiver<Latest>,
+    balancer_latest: watch::Receiver<Vec<BalancerRow>>,
+    source: Source,
+    layout: Option<String>,
+}
+
+/// Starts the monitors with the default options (automatic source, one second).
+pub async fn start(
+    rt: &Runtime,
+    targets: Vec<Target>,
+    balancer_stats: Option<SocketAddr>,
+    out_dir: &Path,
+) -> Result<MonitorHandle, MonitorError> {
+    start_with(
+        rt,
+        targets,
+        balancer_stats,
+        out_dir,
+        MonitorOptions::default(),
+    )
+    .await
+}
+
+/// Starts the monitors: writes `containers.csv` (and `balancer.csv` when `balancer_stats`
+/// is given) in `out_dir`; the first tick is now.
+pub async fn start_with(
+    rt: &Runtime,
+    targets: Vec<Target>,
+    balancer_stats: Option<SocketAddr>,
+    out_dir: &Path,
+    options: MonitorOptions,
+) -> Result<MonitorHandle, MonitorError> {
+    std::fs::create_dir_all(out_dir).map_err(|source| MonitorError::OutputDir {
+        path: out_dir.to_path_buf(),
+        source,
+    })?;
+    let docker = rt.docker().clone();
+    let (reader, probes) = choose_reader(&docker, targets, options.source).await?;
+    let (source, layout) = match &reader {
+        Reader::Cgroup(l) => (Source::Cgroup, Some(l.describe())),
+        Reader::Api => (Source::EngineApi, None),
+    };
+    let containers_csv = CsvFile::create(&out_dir.join(CONTAINERS_CSV), CONTAINERS_HEADER)?;
+    let balancer_csv = match balancer_stats {
+        Some(_) => Some(CsvFile::create(
+            &out_dir.join(BALANCER_CSV),
+            BALANCER_HEADER,
+        )?),
+        None => None,
+    };
+    let clock = Clock::new(options.period);
+    let (stop, stop_rx) = watch::channel(false);
+    let (latest_tx, latest) = watch::channel(Latest::default());
+    let (balancer_tx, balancer_latest) = watch::channel(Vec::new());
+    let s = sampler::Sampler {
+        docker,
+        reader,
+        probes,
+        clock,
+        out: containers_csv,
+        latest: latest_tx,
+    };
+    let sampler = Some(tokio::spawn(s.run(stop_rx.clone())));
+    let poller = match (balancer_stats, balancer_csv) {
+        (Some(addr), Some(out)) => {
+            let p = poller::Poller {
+                addr,
+                clock,
+                out,
+                latest: balancer_tx,
+            };
+            Some(tokio::spawn(p.run(stop_rx)))
+        }
+        _ => None,
+    };
+    Ok(MonitorHandle {
+        stop,
+        sampler,
+        poller,
+        latest,
+        balancer_latest,
+        source,
+        layout,
+    })
+}
+
+/// Picks the source and prepares one probe per target (with its cgroup files open when
+/// the container runs). `Auto` falls back to the API when DOCKER_HOST names a remote
+/// engine, when this host's cgroups cannot be read, or when a running target's cgroup is
+/// not where a local engine would put it.
+async fn choose_reader(
+    docker: &bollard::Docker,
+    targets: Vec<Target>,
+    choice: Source,
+) -> Result<(Reader, Vec<Probe>), MonitorError> {
+    let remote =
+        std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty() && !h.starts_with("unix://"));
+    let api = |targets: Vec<Target>| {
+        (
+            Reader::Api,
+            targets.into_iter().map(|t| Probe::new(t, None)).collect(),
+        )
+    };
+    let layout = match (choice, remote) {
+        (Source::EngineApi, _) | (Source::Auto, true) => return Ok(api(targets)),
+        _ => match Layout::detect() {
+            Ok(l) => Arc::new(l),
+            Err(_) if choice == Source::Auto => return Ok(api(targets)),
+            Err(e) => return Err(MonitorError::Layout(e)),
+        },
+    };
+    let mut probes = Vec::with_capacity(targets.len());
+    for t in &targets {
+        let state =
+            engine::inspect(docker, &t.name)
+                .await
+                .map_err(|source| MonitorError::Inspect {
+                    name: t.name.clone(),
+                    source,
+                })?;
+        let files = if state.running && state.pid > 0 {
+            match CgroupFiles::open(&layout, &state.id, state.pid) {
+                Ok(f) => Some(f),
+                Err(_) if choice == Source::Auto => return Ok(api(targets)),
+                Err(reason) => {
+                    return Err(MonitorError::NoCgroup {
+                        name: t.name.clone(),
+                        reason,
+                    })
+                }
+            }
+        } else {
+            None
+        };
+        probes.push(Probe::new(t.clone(), files));
+    }
+    Ok((Reader::Cgroup(layout), probes))
+}
+
+impl MonitorHandle {
+    /// The last row per container, updated every tick.
+    pub fn latest(&self) -> watch::Receiver<Latest> {
+        self.latest.clone()
+    }
+
+    /// The balancer's server rows of the last poll (one row with `error` when it failed).
+    pub fn balancer_latest(&self) -> watch::Receiver<Vec<BalancerRow>> {
+        self.balancer_latest.clone()
+    }
+
+    /// The source in use: `Cgroup` or `EngineApi`.
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// Stops both tasks after their current tick; the CSV files are complete when it returns.
+    pub async fn stop(mut self) -> Result<MonitorSummary, MonitorError> {
+        self.stop.send_replace(true);
+        let join = |e: tokio::task::JoinError, task| MonitorError::Task {
+            task,
+            reason: e.to_string(),
+        };
+        let report = match self.sampler.take() {
+            Some(h) => h.await.map_err(|e| join(e, "container"))??,
+            None => {
+                return Err(MonitorError::Task {
+                    task: "container",
+                    reason: "already stopped".into(),
+                })
+            }
+        };
+        let balancer = match self.poller.take() {
+            Some(h) => Some(h.await.map_err(|e| join(e, "balancer"))??),
+            None => None,
+        };
+        let max_interval_error_s = report
+            .containers
+            .iter()
+            .map(|c| c.max_interval_error_s)
+            .fold(0.0, f64::max);
+        Ok(MonitorSummary {
+            source: self.source,
+            layout: self.layout.take(),
+            ticks: report.timing.ticks,
+            skipped_ticks: report.timing.skipped,
+            seconds_covered: match (report.first_offset_s, report.last_offset_s) {
+                (Some(a), Some(b)) => b - a,
+                _ => 0.0,
+            },
+            max_lateness_s: report.timing.max_lateness.as_secs_f64(),
+            max_interval_error_s,
+            containers: report.containers,
+            oom_kills_total: report.oom_kills_total,
+            balancer,
+        })
+    }
+}
+
+impl Drop for MonitorHandle {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}

@@ -1,0 +1,252 @@
+//! The container sampler: one task, one tick a second, one row per container per tick,
+//! from the cgroup files or the engine's stats API. A container that is not running gives
+//! a `down` row (a gap), and sampling resumes when it runs again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use tokio::sync::watch;
+use tokio::time::{interval_at, Instant, MissedTickBehavior};
+
+use super::api::{self, ApiReading};
+use super::cgroup::{CgroupFiles, Layout};
+use super::clock::{Clock, Timing};
+use super::csv::CsvFile;
+use super::engine::inspect;
+use super::error::MonitorError;
+use super::oom::OomTracker;
+use super::row::{ContainerRow, Counters, SampleStatus};
+use super::{ContainerSummary, Latest, Target};
+
+/// Where the counters come from, once chosen.
+#[derive(Debug, Clone)]
+pub enum Reader {
+    Cgroup(Arc<Layout>),
+    Api,
+}
+
+impl Reader {
+    fn name(&self) -> &'static str {
+        match self {
+            Reader::Cgroup(_) => "cgroup",
+            Reader::Api => "engine-api",
+        }
+    }
+}
+
+/// One container's sampling state.
+pub struct Probe {
+    pub target: Target,
+    pub files: Option<CgroupFiles>,
+    oom: OomTracker,
+    last_read: Option<(u64, Instant)>,
+    summary: ContainerSummary,
+}
+
+impl Probe {
+    pub fn new(target: Target, files: Option<CgroupFiles>) -> Probe {
+        let summary = ContainerSummary {
+            name: target.name.clone(),
+            role: target.role.clone(),
+            ..Default::default()
+        };
+        Probe {
+            target,
+            files,
+            oom: OomTracker::default(),
+            last_read: None,
+            summary,
+        }
+    }
+
+    async fn sample(
+        &mut self,
+        reader: &Reader,
+        docker: &Docker,
+    ) -> (SampleStatus, Counters, String) {
+        match reader {
+            Reader::Cgroup(layout) => self.sample_cgroup(layout, docker).await,
+            Reader::Api => match api::read(docker, &self.target.name).await {
+                ApiReading::Counters(c) => {
+                    self.oom.up();
+                    (SampleStatus::Ok, c, String::new())
+                }
+                ApiReading::NotRunning => self.down(docker).await,
+                ApiReading::Failed(e) => (SampleStatus::Error, Counters::default(), e),
+            },
+        }
+    }
+
+    async fn sample_cgroup(
+        &mut self,
+        layout: &Layout,
+        docker: &Docker,
+    ) -> (SampleStatus, Counters, String) {
+        let mut lost = false;
+        if let Some(files) = &mut self.files {
+            match files.read() {
+                Ok(c) => return self.ok(c),
+                // Its cgroup is gone: the container stopped, perhaps restarted since.
+                Err(_) => {
+                    self.files = None;
+                    lost = true;
+                }
+            }
+        }
+        let state = match inspect(docker, &self.target.name).await {
+            Ok(s) => s,
+            Err(e) => return (SampleStatus::Error, Counters::default(), e.to_string()),
+        };
+        if !state.running || state.pid <= 0 {
+            return self.down_with(state.oom_killed, state.detail);
+        }
+        let mut files = match CgroupFiles::open(layout, &state.id, state.pid) {
+            Ok(f) => f,
+            Err(e) => return (SampleStatus::Error, Counters::default(), e),
+        };
+        match files.read() {
+            Ok(c) => {
+                if lost {
+                    self.oom.restarted();
+                }
+                self.files = Some(files);
+                self.ok(c)
+            }
+            Err(e) => (SampleStatus::Error, Counters::default(), e.to_string()),
+        }
+    }
+
+    fn ok(&mut self, c: Counters) -> (SampleStatus, Counters, String) {
+        match c.oom_kills {
+            Some(k) => self.oom.observe(k),
+            None => self.oom.up(),
+        }
+        (SampleStatus::Ok, c, String::new())
+    }
+
+    async fn down(&mut self, docker: &Docker) -> (SampleStatus, Counters, String) {
+        match inspect(docker, &self.target.name).await {
+            Ok(s) => self.down_with(s.oom_killed, s.detail),
+            Err(e) => self.down_with(false, format!("not running ({e})")),
+        }
+    }
+
+    fn down_with(&mut self, oom_killed: bool, detail: String) -> (SampleStatus, Counters, String) {
+        self.oom.down(oom_killed);
+        (SampleStatus::Down, Counters::default(), detail)
+    }
+}
+
+/// What the sampler task hands back when it stops.
+pub struct SamplerReport {
+    pub timing: Timing,
+    pub first_offset_s: Option<f64>,
+    pub last_offset_s: Option<f64>,
+    pub containers: Vec<ContainerSummary>,
+    pub oom_kills_total: u64,
+}
+
+pub struct Sampler {
+    pub docker: Docker,
+    pub reader: Reader,
+    pub probes: Vec<Probe>,
+    pub clock: Clock,
+    pub out: CsvFile,
+    pub latest: watch::Sender<Latest>,
+}
+
+impl Sampler {
+    /// Samples every second until `stop` turns true (or its sender goes). Skip, not Delay:
+    /// a late tick does not shift the ones after it, so tick `k` stays at second `k` of the
+    /// run for every container and can be joined with the other per-second records; a tick
+    /// missed while a read hung is left out (a missing `tick`), never made up in a burst.
+    pub async fn run(
+        mut self,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<SamplerReport, MonitorError> {
+        let period = self.clock.period;
+        let mut interval = interval_at(self.clock.origin, period);
+        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut timing = Timing::default();
+        let (mut first, mut last) = (None, None);
+        let source = self.reader.name();
+        loop {
+            let scheduled = tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                t = interval.tick() => t,
+            };
+            if *stop.borrow() {
+                break;
+            }
+            let tick = self.clock.tick(scheduled);
+            let (reader, docker, clock) = (&self.reader, &self.docker, self.clock);
+            let readings =
+                futures_util::future::join_all(self.probes.iter_mut().map(|p| async move {
+                    let r = p.sample(reader, docker).await;
+                    (p, r, clock.stamp())
+                }))
+                .await;
+            let mut latest = Latest {
+                tick: Some(tick),
+                ..Default::default()
+            };
+            let mut lateness = Duration::ZERO;
+            for (p, (status, counters, detail), stamp) in readings {
+                lateness = lateness.max(stamp.at.saturating_duration_since(scheduled));
+                p.summary.count(status);
+                if let Some((t, at)) = p.last_read {
+                    if t + 1 == tick {
+                        let err = stamp.at.duration_since(at).as_secs_f64() - period.as_secs_f64();
+                        p.summary.max_interval_error_s =
+                            p.summary.max_interval_error_s.max(err.abs());
+                    }
+                }
+                p.last_read = Some((tick, stamp.at));
+                let row = ContainerRow {
+                    unix_ns: stamp.unix_ns,
+                    offset_s: stamp.offset_s,
+                    tick,
+                    container: p.target.name.clone(),
+                    role: p.target.role.clone(),
+                    source,
+                    status,
+                    counters,
+                    detail,
+                };
+                row.write_csv(&mut self.out.batch);
+                latest.oom_kills.insert(p.target.name.clone(), p.oom.total);
+                latest.oom_kills_total += p.oom.total;
+                latest.rows.insert(p.target.name.clone(), row);
+                first = first.or(Some(stamp.offset_s));
+                last = Some(stamp.offset_s);
+            }
+            timing.record(tick, lateness);
+            self.latest.send_replace(latest);
+            self.out.flush_batch()?;
+        }
+        let oom_kills_total = self.probes.iter().map(|p| p.oom.total).sum();
+        Ok(SamplerReport {
+            timing,
+            first_offset_s: first,
+            last_offset_s: last,
+            containers: self.probes.into_iter().map(|p| p.summary).collect(),
+            oom_kills_total,
+        })
+    }
+}
+
+impl ContainerSummary {
+    fn count(&mut self, s: SampleStatus) {
+        match s {
+            SampleStatus::Ok => self.ok += 1,
+            SampleStatus::Down => self.down += 1,
+            SampleStatus::Error => self.error += 1,
+        }
+    }
+}
+
+/// The latest row per container, keyed by name (for tests and guards).
+pub type Rows = BTreeMap<String, ContainerRow>;
