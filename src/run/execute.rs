@@ -210,6 +210,14 @@ pub async fn execute(
         record.warnings.push(w);
     }
 
+    // A host already below a guard's floor aborts the run before anything is deployed.
+    if let Ok(r) = guards::read_host(dir) {
+        if let Some(t) = guards::check(&plan.guards, &r) {
+            abort(&mut events, &mut record, &t);
+            record.cleanup_ok = true;
+            return Ok(finish(dir, record, &events));
+        }
+    }
     events.emit(RunEvent::Phase { phase: "deploy".into() });
     let outcome = measure(rt, plan, run, &topo, &script, dir, &mut events, &mut record).await;
     events.emit(RunEvent::Phase { phase: "teardown".into() });
@@ -336,21 +344,8 @@ async fn measure(
     };
 
     if let Some(t) = &trip {
-        events.emit(RunEvent::GuardTripped {
-            guard: t.guard.into(),
-            figure: t.figure,
-            threshold: t.threshold,
-            unit: t.unit.into(),
-            detail: t.detail.clone(),
-        });
+        abort(events, record, t);
         let _ = rt.kill(&loadgen, "SIGKILL").await;
-        record.execution = Execution::Aborted {
-            guard: t.guard.into(),
-            figure: t.figure,
-            threshold: t.threshold,
-            unit: t.unit.into(),
-            detail: t.detail.clone(),
-        };
     }
     // A fault still applied (the run ended inside its window) is cleared before teardown,
     // so that its logs describe a system that was put back.
@@ -380,6 +375,23 @@ async fn measure(
         Err(e) => record.warnings.push(e.to_string()),
     }
     Ok(())
+}
+
+fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {
+    events.emit(RunEvent::GuardTripped {
+        guard: t.guard.into(),
+        figure: t.figure,
+        threshold: t.threshold,
+        unit: t.unit.into(),
+        detail: t.detail.clone(),
+    });
+    record.execution = Execution::Aborted {
+        guard: t.guard.into(),
+        figure: t.figure,
+        threshold: t.threshold,
+        unit: t.unit.into(),
+        detail: t.detail.clone(),
+    };
 }
 
 async fn missing_image(rt: &Runtime, topo: &RunTopology) -> Option<String> {

@@ -1,0 +1,1 @@
+"""feed-py: the feed contract (contenders/CONTRACT.md) in Python, with aiohttp and asyncpg."""
