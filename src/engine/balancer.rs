@@ -90,3 +90,87 @@ mod tests {
         assert!(parse_stats_csv("no header").is_err());
     }
 }
+
+/// A server's state change as HAProxy logged it (`option log-health-checks`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// Unix ns, from the engine's timestamp on the log line.
+    pub wall_ns: i128,
+    pub server: String,
+    /// `UP` or `DOWN`.
+    pub state: String,
+}
+
+/// Reads "Server <backend>/<server> is UP|DOWN" lines from a timestamped container log
+/// (`2026-11-30T04:22:25.018058980Z …`). Each change appears once (HAProxy prints it to
+/// two outputs; repeats at the same instant are dropped).
+pub fn transitions(log: &str) -> Vec<Transition> {
+    let mut out: Vec<Transition> = Vec::new();
+    for line in log.lines() {
+        let Some((stamp, text)) = line.split_once(' ') else { continue };
+        let Some(rest) = text.split("Server ").nth(1) else { continue };
+        let Some((name, tail)) = rest.split_once(" is ") else { continue };
+        let state = if tail.starts_with("UP") {
+            "UP"
+        } else if tail.starts_with("DOWN") {
+            "DOWN"
+        } else {
+            continue;
+        };
+        let Some(wall_ns) = rfc3339_ns(stamp) else { continue };
+        let server = name.rsplit('/').next().unwrap_or(name).to_string();
+        let repeat = out
+            .iter()
+            .rev()
+            .find(|t| t.server == server)
+            .is_some_and(|t| t.state == state && (wall_ns - t.wall_ns).abs() < 1_000_000);
+        if !repeat {
+            out.push(Transition { wall_ns, server, state: state.to_string() });
+        }
+    }
+    out
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` as unix nanoseconds.
+pub fn rfc3339_ns(s: &str) -> Option<i128> {
+    let s = s.strip_suffix('Z')?;
+    let (date, time) = s.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>());
+    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let mut t = hms.split(':').map(|x| x.parse::<i64>());
+    let (h, mi, sec) = (t.next()?.ok()?, t.next()?.ok()?, t.next()?.ok()?);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let mut nanos: i128 = 0;
+    if !frac.is_empty() {
+        let digits: String = frac.chars().take(9).collect();
+        nanos = digits.parse::<i128>().ok()? * 10i128.pow(9 - digits.len() as u32);
+    }
+    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) as i128) * 1_000_000_000 + nanos)
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_transitions_are_read_from_the_log() {
+        assert_eq!(rfc3339_ns("1970-01-02T00:00:01.5Z"), Some(86_401_500_000_000));
+        assert_eq!(rfc3339_ns("2026-11-30T04:22:23.327022523Z"), Some(1_796_012_543_327_022_523));
+        let log = "2026-11-30T04:22:25.018058980Z Server replicas/replica-1 is DOWN. 1 active left.\n\
+                   2026-11-30T04:22:25.018263206Z [WARNING]  (8) : Server replicas/replica-1 is DOWN. 1 active left.\n\
+                   2026-11-30T04:22:25.100000000Z Health check for server replicas/replica-1 failed, status: 0/1 DOWN.\n\
+                   2026-11-30T04:22:32.037496092Z [WARNING]  (8) : Server replicas/replica-1 is UP. 2 active.\n";
+        let t = transitions(log);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].server.as_str(), t[0].state.as_str()), ("replica-1", "DOWN"));
+        assert_eq!(t[1].wall_ns - t[0].wall_ns, 7_019_437_112);
+    }
+}

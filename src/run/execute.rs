@@ -224,6 +224,15 @@ pub async fn execute(
     if save_logs(rt, &topo, &dir.join("logs")).await.is_err() {
         record.warnings.push("some container logs could not be saved".into());
     }
+    // Exact health transitions, from HAProxy's own timestamped log (the 1 Hz stats only
+    // bound them to the second).
+    if let Ok(log) = std::fs::read_to_string(dir.join("logs").join(format!("{}.log", Role::Balancer.key()))) {
+        let mut csv = String::from("wall_ns,server,state\n");
+        for t in crate::engine::balancer::transitions(&log) {
+            csv.push_str(&format!("{},{},{}\n", t.wall_ns, t.server, t.state));
+        }
+        write(dir, "health.csv", csv.as_bytes())?;
+    }
     record.cleanup_ok = teardown(rt, &topo).await.is_ok();
     if let Err(e) = outcome {
         record.execution = Execution::Failed { reason: e.to_string() };

@@ -1,0 +1,159 @@
+//! `feedbench run` on the real engine: the smoke study end to end and what its raw data must
+//! show, a replica kill seen by the balancer in time, and a memory guard that aborts.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+static ENGINE: Mutex<()> = Mutex::new(());
+
+fn run_plan(plan: &str, results: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args(["run", plan, "--no-build", "--results"])
+        .arg(results)
+        .output()
+        .unwrap()
+}
+
+fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
+        .collect()
+}
+
+fn run_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
+}
+
+fn event_ns(dir: &Path, event: &str) -> i128 {
+    csv(&dir.join("events.csv"))
+        .into_iter()
+        .find(|e| e["event"] == event)
+        .unwrap_or_else(|| panic!("no {event} in {}", dir.display()))["wall_ns"]
+        .parse()
+        .unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Every container has a row (sampled, or recorded as down) for ≥ 95% of the seconds.
+fn assert_sampled(dir: &Path) {
+    let rows = csv(&dir.join("containers.csv"));
+    let ticks: BTreeSet<u64> = rows.iter().map(|r| r["tick"].parse().unwrap()).collect();
+    let mut per: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for r in &rows {
+        per.entry(r["container"].clone()).or_default().insert(r["tick"].parse().unwrap());
+    }
+    let span = ticks.iter().max().unwrap() - ticks.iter().min().unwrap() + 1;
+    assert!(per.len() >= 5, "containers sampled: {:?}", per.keys());
+    for (c, t) in per {
+        assert!(t.len() as f64 >= 0.95 * span as f64, "{c}: {} samples over {span} s", t.len());
+    }
+}
+
+#[test]
+fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else { return };
+    rt.block_on(common::plan_images("experiments/smoke.yaml"));
+    let results = tempfile::tempdir().unwrap();
+    let out = run_plan("experiments/smoke.yaml", results.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: PathBuf = results.path().join("smoke/runs");
+
+    for dir in [runs.join("feed-rs_ramp_r1"), runs.join("feed-rs_baseline_db-latency_r1")] {
+        let record = run_json(&dir);
+        assert_eq!(record["execution"]["execution"], "completed", "{}", dir.display());
+        assert_eq!(record["cleanup_ok"], true);
+        // Open model: the scheduled number of requests, within 2%.
+        let scheduled = record["scheduled_arrivals"].as_f64().unwrap();
+        let sent = record["load"]["requests"].as_f64().unwrap();
+        assert!((sent - scheduled).abs() <= 0.02 * scheduled, "{}: {sent} of {scheduled}", dir.display());
+        assert_sampled(&dir);
+        for f in ["requests.csv", "balancer.csv", "events.csv", "health.csv", "haproxy.cfg", "load.js", "logs/database.log"] {
+            assert!(dir.join(f).is_file(), "{} has no {f}", dir.display());
+        }
+    }
+    // The baseline took its rate from the ramp's measured saturation.
+    let baseline = runs.join("feed-rs_baseline_db-latency_r1");
+    let record = run_json(&baseline);
+    assert!(record["derived"][0]["from"].as_str().unwrap().contains("feed-rs/ramp/r1"));
+
+    // +100 ms on the database link: requests that touch the database are ≥ 100 ms slower
+    // while the toxic is on, and not after it (requests bucketed by start time).
+    let (applied, cleared) = (event_ns(&baseline, "fault-applied"), event_ns(&baseline, "fault-cleared"));
+    let feed: Vec<(i128, f64)> = csv(&baseline.join("requests.csv"))
+        .into_iter()
+        .filter(|r| r["route"] == "feed" && r["status"] == "200")
+        .map(|r| (r["start_ns"].parse().unwrap(), r["duration_ms"].parse().unwrap()))
+        .collect();
+    let during = median(feed.iter().filter(|(s, _)| *s >= applied + 200_000_000 && *s < cleared).map(|x| x.1).collect());
+    let before = median(feed.iter().filter(|(s, _)| *s < applied).map(|x| x.1).collect());
+    let after = median(feed.iter().filter(|(s, _)| *s >= cleared + 2_000_000_000).map(|x| x.1).collect());
+    eprintln!("feed median: before {before:.1} ms, during {during:.1} ms, after {after:.1} ms");
+    assert!(during >= before + 100.0, "during {during} vs before {before}");
+    assert!(after < before + 50.0, "after {after} vs before {before}");
+    let left = rt.block_on(common::leftovers(&engine, "smoke"));
+    assert_eq!(left, (vec![], vec![]));
+}
+
+#[test]
+fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else { return };
+    rt.block_on(common::infrastructure_images());
+    let results = tempfile::tempdir().unwrap();
+    let out = run_plan("tests/plans/docker/kill.yaml", results.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = results.path().join("test-kill/runs/static_steady_kill_r1");
+    let (killed, restarted) = (event_ns(&dir, "fault-applied"), event_ns(&dir, "fault-cleared"));
+    let health = csv(&dir.join("health.csv"));
+    let at = |state: &str, after: i128| {
+        health
+            .iter()
+            .filter(|h| h["server"] == "replica-1" && h["state"] == state)
+            .map(|h| h["wall_ns"].parse::<i128>().unwrap())
+            .find(|t| *t > after)
+            .unwrap_or_else(|| panic!("replica-1 never went {state}: {health:?}"))
+    };
+    let down = at("DOWN", killed);
+    let up = at("UP", restarted);
+    // inter 500 ms × fall 2 + 1 s.
+    let detection = (down - killed) as f64 / 1e9;
+    eprintln!("DOWN {detection:.2} s after the kill; UP {:.2} s after the restart", (up - restarted) as f64 / 1e9);
+    assert!(detection <= 2.0, "detection took {detection} s");
+    assert_sampled(&dir);
+    assert_eq!(rt.block_on(common::leftovers(&engine, "test-kill")), (vec![], vec![]));
+}
+
+#[test]
+fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else { return };
+    let results = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = run_plan("tests/plans/docker/guard.yaml", results.path());
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = results.path().join("test-guard/runs/static_steady_r1");
+    let record = run_json(&dir);
+    let aborted_after = (record["ended_wall_ns"].as_i64().unwrap() - record["started_wall_ns"].as_i64().unwrap()) as f64 / 1e9;
+    assert!(aborted_after < 2.0, "aborted after {aborted_after} s (command took {:?})", started.elapsed());
+    assert_eq!(record["execution"]["execution"], "aborted");
+    assert_eq!(record["execution"]["guard"], "host-memory-floor");
+    assert_eq!(record["execution"]["threshold"], 1048576.0);
+    assert!(record["execution"]["figure"].as_f64().unwrap() < 1048576.0);
+    assert!(std::fs::read_to_string(dir.join("events.csv")).unwrap().contains("guard-tripped,host-memory-floor"));
+    assert_eq!(rt.block_on(common::leftovers(&engine, "test-guard")), (vec![], vec![]));
+}
