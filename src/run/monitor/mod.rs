@@ -1,7 +1,9 @@
 //! The monitors of a run: a sampler that records every container's CPU, throttling, memory,
 //! OOM kills and network counters each second (`containers.csv`), and a poller that records
 //! HAProxy's per-server state each second (`balancer.csv`). Each runs in its own task on a
-//! shared one-second grid; the latest samples are published for live guards.
+//! shared one-second grid; the latest samples are published for live guards. The cgroup
+//! reads are done inline in the sampler task: they are in-memory kernel files that answer
+//! in microseconds (ten containers cost about 0.08% of a core, docs/performance.md).
 //!
 //! ```ignore
 //! let handle = monitor::start(&rt, targets, Some(stats_addr), &run_dir).await?;
