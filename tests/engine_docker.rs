@@ -6,21 +6,22 @@ mod common;
 
 use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use feedbench::engine::balancer;
 use feedbench::engine::deploy::{deploy, teardown};
 use feedbench::engine::fault_proxy::FaultProxy;
 use feedbench::engine::http::request;
-use feedbench::engine::topology::{topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use feedbench::engine::topology::{
+    topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
+};
 use feedbench::plan::{expand, load_file};
 
 const PLAN: &str = "tests/plans/docker/probe.yaml";
 const STUDY: &str = "test-probe";
 
 /// The tests share one study name; they take turns.
-static ENGINE: Mutex<()> = Mutex::new(());
+static ENGINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
     let loaded = load_file(&common::repo().join(PLAN), None).unwrap();
@@ -33,8 +34,10 @@ fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(rt) = common::engine().await else { return };
+    let _turn = ENGINE.lock().await;
+    let Some(rt) = common::engine().await else {
+        return;
+    };
     common::infrastructure_images().await;
     rt.clean(Some(STUDY)).await.unwrap();
     let (loaded, topo) = probe();
@@ -106,8 +109,10 @@ async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(rt) = common::engine().await else { return };
+    let _turn = ENGINE.lock().await;
+    let Some(rt) = common::engine().await else {
+        return;
+    };
     common::infrastructure_images().await;
     rt.clean(Some(STUDY)).await.unwrap();
     let (_, topo) = probe();
@@ -130,12 +135,19 @@ async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
     child.kill().unwrap();
     child.wait().unwrap();
     let (before, _) = common::leftovers(&rt, STUDY).await;
-    assert!(!before.is_empty(), "the kill came before any container existed");
+    assert!(
+        !before.is_empty(),
+        "the kill came before any container existed"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
         .args(["clean", "--study", STUDY])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(common::leftovers(&rt, STUDY).await, (vec![], vec![]));
     let _ = SocketAddr::from(([127, 0, 0, 1], 0));
 }
@@ -145,8 +157,10 @@ async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
 /// request into a 503 `upstream_unavailable`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(rt) = common::engine().await else { return };
+    let _turn = ENGINE.lock().await;
+    let Some(rt) = common::engine().await else {
+        return;
+    };
     common::plan_images("experiments/smoke.yaml").await;
     rt.clean(Some("smoke")).await.unwrap();
     let loaded = load_file(&common::repo().join("experiments/smoke.yaml"), None).unwrap();
@@ -160,18 +174,43 @@ async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
         for c in &topo.containers {
             let applied = rt.caps(&c.name).await.map_err(|e| e.to_string())?;
             if (applied.nano_cpus, applied.memory_bytes) != (c.nano_cpus, c.memory_bytes) {
-                return Err(format!("{}: applied {applied:?}, planned {} / {}", c.name, c.nano_cpus, c.memory_bytes));
+                return Err(format!(
+                    "{}: applied {applied:?}, planned {} / {}",
+                    c.name, c.nano_cpus, c.memory_bytes
+                ));
             }
         }
         let balancer = d.addr(Role::Balancer, BALANCER_PORT).unwrap();
-        let feed = request(balancer, "GET", "/feed?viewer=7", None, Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
+        let feed = request(
+            balancer,
+            "GET",
+            "/feed?viewer=7",
+            None,
+            Duration::from_secs(5),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         if feed.status != 200 || !feed.text().contains("\"sections\"") {
             return Err(format!("GET /feed: {} {}", feed.status, feed.text()));
         }
-        let fp = FaultProxy { addr: d.addr(Role::FaultProxy, FAULT_PROXY_API_PORT).unwrap() };
-        fp.set_enabled("db", false).await.map_err(|e| e.to_string())?;
-        let cut = request(balancer, "GET", "/posts/1?viewer=7", None, Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
-        fp.set_enabled("db", true).await.map_err(|e| e.to_string())?;
+        let fp = FaultProxy {
+            addr: d.addr(Role::FaultProxy, FAULT_PROXY_API_PORT).unwrap(),
+        };
+        fp.set_enabled("db", false)
+            .await
+            .map_err(|e| e.to_string())?;
+        let cut = request(
+            balancer,
+            "GET",
+            "/posts/1?viewer=7",
+            None,
+            Duration::from_secs(5),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        fp.set_enabled("db", true)
+            .await
+            .map_err(|e| e.to_string())?;
         if cut.status != 503 || !cut.text().contains("upstream_unavailable") {
             return Err(format!("with the link down: {} {}", cut.status, cut.text()));
         }

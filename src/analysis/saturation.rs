@@ -76,7 +76,11 @@ fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, boo
     durations.sort_by(f64::total_cmp);
     let p99 = percentile(&durations, 99.0);
     let errors = requests.iter().filter(|r| r.failed()).count();
-    let share = if requests.is_empty() { 0.0 } else { errors as f64 / requests.len() as f64 };
+    let share = if requests.is_empty() {
+        0.0
+    } else {
+        errors as f64 / requests.len() as f64
+    };
     let met = p99.is_some_and(|p| p < objective.p99_ms) && share < objective.error_rate;
     (p99, share, met)
 }
@@ -91,7 +95,11 @@ pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -
             .filter(|r| r.start_ns >= step.start_ns && r.start_ns < step.end_ns)
             .collect();
         let span = step.end_ns - step.start_ns;
-        let windows = if objective.window_ns > 0 { (span / objective.window_ns) as usize } else { 0 };
+        let windows = if objective.window_ns > 0 {
+            (span / objective.window_ns) as usize
+        } else {
+            0
+        };
         let mut worst = (None::<f64>, 0.0f64, true);
         let spans: Vec<(i128, i128)> = if windows == 0 {
             vec![(step.start_ns, step.end_ns)]
@@ -104,7 +112,11 @@ pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -
                 .collect()
         };
         for (s, e) in spans {
-            let window: Vec<&Request> = in_step.iter().copied().filter(|r| r.start_ns >= s && r.start_ns < e).collect();
+            let window: Vec<&Request> = in_step
+                .iter()
+                .copied()
+                .filter(|r| r.start_ns >= s && r.start_ns < e)
+                .collect();
             let (p99, share, met) = judge(&window, objective);
             worst.0 = match (worst.0, p99) {
                 (Some(a), Some(b)) => Some(a.max(b)),
@@ -130,7 +142,11 @@ pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -
             }
         }
     }
-    Saturation { rate, first_breach, steps: verdicts }
+    Saturation {
+        rate,
+        first_breach,
+        steps: verdicts,
+    }
 }
 
 #[cfg(test)]
@@ -140,7 +156,11 @@ mod tests {
     const S: i128 = 1_000_000_000;
 
     fn objective() -> Objective {
-        Objective { p99_ms: 500.0, error_rate: 0.01, window_ns: 10 * S }
+        Objective {
+            p99_ms: 500.0,
+            error_rate: 0.01,
+            window_ns: 10 * S,
+        }
     }
 
     /// `rate` requests per second over `[from, to)` seconds, each taking `ms`, with
@@ -151,13 +171,25 @@ mod tests {
             .map(|i| Request {
                 start_ns: from * S + i as i128 * S / rate,
                 duration_ms: ms,
-                status: if fail_every > 0 && i % fail_every == 0 { 503 } else { 200 },
+                status: if fail_every > 0 && i % fail_every == 0 {
+                    503
+                } else {
+                    200
+                },
             })
             .collect()
     }
 
     fn steps(rates: &[f64], secs: i128) -> Vec<Step> {
-        rates.iter().enumerate().map(|(i, r)| Step { rate: *r, start_ns: i as i128 * secs * S, end_ns: (i as i128 + 1) * secs * S }).collect()
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Step {
+                rate: *r,
+                start_ns: i as i128 * secs * S,
+                end_ns: (i as i128 + 1) * secs * S,
+            })
+            .collect()
     }
 
     #[test]

@@ -15,7 +15,10 @@ impl CleanArgs {
     pub fn exec(self) -> Result<(), CliError> {
         super::block_on(async move {
             let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
-            let removed = rt.clean(self.study.as_deref()).await.map_err(anyhow::Error::from)?;
+            let removed = rt
+                .clean(self.study.as_deref())
+                .await
+                .map_err(anyhow::Error::from)?;
             println!(
                 "removed {} container(s), {} network(s), {} volume(s)",
                 removed.containers.len(),

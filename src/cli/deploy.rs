@@ -29,7 +29,10 @@ impl DeployArgs {
         let Some(run) = runs.iter().find(|r| r.id == self.run) else {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
             let hint = crate::plan::de::suggest(&self.run, &ids, "run");
-            return Err(CliError::Invalid(format!("the plan has no run `{}`; {hint}", self.run), Vec::new()));
+            return Err(CliError::Invalid(
+                format!("the plan has no run `{}`; {hint}", self.run),
+                Vec::new(),
+            ));
         };
         let base = loaded.base_dir.clone();
         let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
@@ -38,10 +41,17 @@ impl DeployArgs {
         super::block_on(async move {
             let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
             let facts = rt.facts().await.map_err(anyhow::Error::from)?;
-            if let Some(warning) = check_caps(&topo, facts.cores, allowed).map_err(anyhow::Error::from)? {
+            if let Some(warning) =
+                check_caps(&topo, facts.cores, allowed).map_err(anyhow::Error::from)?
+            {
                 eprintln!("warning: {warning}");
             }
-            eprintln!("deploying {} ({} containers) on network {}", topo.run_id, topo.containers.len(), topo.network);
+            eprintln!(
+                "deploying {} ({} containers) on network {}",
+                topo.run_id,
+                topo.containers.len(),
+                topo.network
+            );
             let logs = std::env::temp_dir().join(format!("{}-logs", topo.network));
             let outcome = tokio::select! {
                 r = deploy(&rt, &topo, Duration::from_secs(self.deadline), Some(&logs)) => Some(r),
@@ -49,11 +59,21 @@ impl DeployArgs {
             };
             match outcome {
                 Some(Ok(d)) => {
-                    let at = |role, port| d.addr(role, port).map(|a| a.to_string()).unwrap_or_default();
+                    let at = |role, port| {
+                        d.addr(role, port)
+                            .map(|a| a.to_string())
+                            .unwrap_or_default()
+                    };
                     println!("ready in {:.1} s", d.ready_after.as_secs_f64());
                     println!("balancer     http://{}/", at(Role::Balancer, BALANCER_PORT));
-                    println!("stats        http://{}/stats", at(Role::Balancer, STATS_PORT));
-                    println!("fault proxy  http://{}/proxies", at(Role::FaultProxy, FAULT_PROXY_API_PORT));
+                    println!(
+                        "stats        http://{}/stats",
+                        at(Role::Balancer, STATS_PORT)
+                    );
+                    println!(
+                        "fault proxy  http://{}/proxies",
+                        at(Role::FaultProxy, FAULT_PROXY_API_PORT)
+                    );
                     println!("tear down    feedbench clean --study {}", topo.study);
                     Ok(())
                 }

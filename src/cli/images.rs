@@ -63,7 +63,8 @@ pub fn plan_recipes(plan: &Path) -> Result<Vec<ImageRecipe>, super::CliError> {
     let loaded = crate::plan::load_file(plan, None)?;
     let p = &loaded.plan;
     let mut declared: Vec<(String, crate::plan::model::BuildRecipe)> = Vec::new();
-    let mut add = |image: &crate::plan::units::ImageRef, build: &Option<crate::plan::model::BuildRecipe>| {
+    let mut add = |image: &crate::plan::units::ImageRef,
+                   build: &Option<crate::plan::model::BuildRecipe>| {
         if let Some(b) = build {
             if !declared.iter().any(|(i, _)| i == image.as_str()) {
                 declared.push((image.to_string(), b.clone()));
@@ -72,6 +73,11 @@ pub fn plan_recipes(plan: &Path) -> Result<Vec<ImageRecipe>, super::CliError> {
     };
     for c in p.contenders.values() {
         add(&c.image, &c.build);
+        if let Some(g) = &c.gate {
+            if let Some(image) = &g.image {
+                add(image, &g.build);
+            }
+        }
     }
     for s in p.topology.services.values() {
         add(&s.image, &s.build);
@@ -127,9 +133,9 @@ impl BuildArgs {
         // A plan's own recipe for an image wins over the built-in one of the same name.
         let mut recipes = builtin_recipes(&root);
         recipes.retain(|r| {
-            !extra
-                .iter()
-                .any(|e| crate::images::normalize_ref(&e.image) == crate::images::normalize_ref(&r.image))
+            !extra.iter().any(|e| {
+                crate::images::normalize_ref(&e.image) == crate::images::normalize_ref(&r.image)
+            })
         });
         recipes.extend(extra);
         let recipes = select(recipes, &self.only)?;

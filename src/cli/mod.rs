@@ -14,7 +14,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::plan::{Diagnostic, Severity};
 
 #[derive(Debug, Parser)]
-#[command(name = "feedbench", version, about = "A declarative experiment orchestrator for service benchmarks")]
+#[command(
+    name = "feedbench",
+    version,
+    about = "A declarative experiment orchestrator for service benchmarks"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -78,7 +82,11 @@ impl CliError {
                 let kind = cause
                     .downcast_ref::<std::io::Error>()
                     .map(std::io::Error::kind)
-                    .or_else(|| cause.downcast_ref::<serde_json::Error>().and_then(|j| j.io_error_kind()));
+                    .or_else(|| {
+                        cause
+                            .downcast_ref::<serde_json::Error>()
+                            .and_then(|j| j.io_error_kind())
+                    });
                 kind == Some(std::io::ErrorKind::BrokenPipe)
             }),
             CliError::Invalid(..) => false,
@@ -117,7 +125,9 @@ impl CliError {
 impl From<crate::plan::LoadError> for CliError {
     fn from(e: crate::plan::LoadError) -> Self {
         match e {
-            crate::plan::LoadError::Invalid { ref diagnostics, .. } => {
+            crate::plan::LoadError::Invalid {
+                ref diagnostics, ..
+            } => {
                 let d = diagnostics.clone();
                 CliError::Invalid(e.to_string(), d)
             }
@@ -133,7 +143,9 @@ impl From<std::io::Error> for CliError {
 }
 
 /// Runs an async command body on a runtime made for it.
-pub fn block_on<F: std::future::Future<Output = Result<(), CliError>>>(f: F) -> Result<(), CliError> {
+pub fn block_on<F: std::future::Future<Output = Result<(), CliError>>>(
+    f: F,
+) -> Result<(), CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -155,7 +167,9 @@ pub async fn interrupted() {
 
 /// Cores the engine's host offers, for the oversubscription warning.
 pub fn host_cores() -> Option<f64> {
-    std::thread::available_parallelism().ok().map(|n| n.get() as f64)
+    std::thread::available_parallelism()
+        .ok()
+        .map(|n| n.get() as f64)
 }
 
 #[cfg(test)]

@@ -70,7 +70,10 @@ impl Summary {
             study: loaded.plan.study.name.to_string(),
             registered: loaded.plan.study.registered.to_string(),
             plan_hash: loaded.plan_hash.clone(),
-            runs_of_unknown_length: runs.iter().filter(|r| r.estimated_duration_s.is_none()).count(),
+            runs_of_unknown_length: runs
+                .iter()
+                .filter(|r| r.estimated_duration_s.is_none())
+                .count(),
             runs,
             estimated_duration_s: estimated,
             warnings: loaded
@@ -95,16 +98,41 @@ fn print_human(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         .max()
         .unwrap_or(10)
         .max(10);
-    writeln!(out, "{:>4}  {:id_w$}  {:dep_w$}  {:>9}  run hash", "#", "run", "depends on", "estimate")?;
+    writeln!(
+        out,
+        "{:>4}  {:id_w$}  {:dep_w$}  {:>9}  run hash",
+        "#", "run", "depends on", "estimate"
+    )?;
     for (i, r) in s.runs.iter().enumerate() {
-        let deps = if r.depends_on.is_empty() { "-".to_string() } else { r.depends_on.join(", ") };
-        let est = r.estimated_duration_s.map_or_else(|| "measured".to_string(), clock);
-        writeln!(out, "{:>4}  {:id_w$}  {deps:dep_w$}  {est:>9}  {}", i + 1, r.id, &r.run_hash[..12])?;
+        let deps = if r.depends_on.is_empty() {
+            "-".to_string()
+        } else {
+            r.depends_on.join(", ")
+        };
+        let est = r
+            .estimated_duration_s
+            .map_or_else(|| "measured".to_string(), clock);
+        writeln!(
+            out,
+            "{:>4}  {:id_w$}  {deps:dep_w$}  {est:>9}  {}",
+            i + 1,
+            r.id,
+            &r.run_hash[..12]
+        )?;
     }
     writeln!(out)?;
-    write!(out, "{} runs, about {} including deploy and teardown", s.runs.len(), clock(s.estimated_duration_s))?;
+    write!(
+        out,
+        "{} runs, about {} including deploy and teardown",
+        s.runs.len(),
+        clock(s.estimated_duration_s)
+    )?;
     if s.runs_of_unknown_length > 0 {
-        write!(out, " ({} run(s) last as long as their measurements need, not counted)", s.runs_of_unknown_length)?;
+        write!(
+            out,
+            " ({} run(s) last as long as their measurements need, not counted)",
+            s.runs_of_unknown_length
+        )?;
     }
     writeln!(out)?;
     if !s.warnings.is_empty() {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use super::{CliError, Format};
 use crate::engine::runtime::Runtime;
 use crate::engine::topology::run_slug;
+use crate::plan::{expand, load_file, RunSpec};
 use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::{execute, Execution, RunRecord, Saturations};
-use crate::plan::{expand, load_file, RunSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -48,14 +48,24 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 fn recorded(study_dir: &Path, runs: &[RunSpec]) -> Saturations {
     let mut out = Saturations::new();
     for r in runs {
-        let path = study_dir.join("runs").join(run_slug(&r.id)).join("run.json");
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let path = study_dir
+            .join("runs")
+            .join(run_slug(&r.id))
+            .join("run.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
         if json["run_hash"] != r.run_hash.as_str() {
             continue;
         }
         if let Some(rate) = json["saturation"]["rate"].as_f64() {
-            out.insert((r.contender.clone(), r.repetition, r.profile.clone()), (rate, r.id.clone()));
+            out.insert(
+                (r.contender.clone(), r.repetition, r.profile.clone()),
+                (rate, r.id.clone()),
+            );
         }
     }
     out
@@ -72,7 +82,11 @@ impl RunArgs {
             .collect();
         if selected.is_empty() {
             return Err(CliError::Invalid(
-                format!("no run of `{}` matches `{}`", loaded.file, self.only.clone().unwrap_or_default()),
+                format!(
+                    "no run of `{}` matches `{}`",
+                    loaded.file,
+                    self.only.clone().unwrap_or_default()
+                ),
                 Vec::new(),
             ));
         }
@@ -88,7 +102,12 @@ impl RunArgs {
         }
         if !self.no_build {
             let recipes = super::images::plan_recipes(&self.plan)?;
-            let args = super::images::BuildArgs { plan: None, force: false, only: Vec::new(), repo_root: None };
+            let args = super::images::BuildArgs {
+                plan: None,
+                force: false,
+                only: Vec::new(),
+                repo_root: None,
+            };
             args.exec_with(recipes).map_err(CliError::Failure)?;
         }
         let json = self.format == Format::Json;
@@ -96,11 +115,32 @@ impl RunArgs {
             let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
             let mut measured = recorded(&study_dir, &runs);
             let total = selected.len();
+            let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
+            let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
+            let study_started = std::time::Instant::now();
             let mut failed = 0;
             for (i, run) in selected.iter().enumerate() {
                 let dir = study_dir.join("runs").join(run_slug(&run.id));
                 eprintln!("[{}/{total}] {} → {}", i + 1, run.id, dir.display());
-                let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| print_event(json, id, stamp, event);
+                let later: f64 = selected[i + 1..].iter().map(estimate).sum();
+                let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
+                    if let (
+                        false,
+                        RunEvent::Progress {
+                            elapsed_s, total_s, ..
+                        },
+                    ) = (json, event)
+                    {
+                        let left = (total_s - elapsed_s).max(0.0) + later;
+                        let _ = writeln!(
+                            std::io::stderr().lock(),
+                            "  study: {} elapsed, about {} left",
+                            clock(study_started.elapsed().as_secs_f64()),
+                            clock(left)
+                        );
+                    }
+                    print_event(json, id, stamp, event)
+                };
                 let record = tokio::select! {
                     r = execute(&rt, &loaded, run, &measured, &dir, &mut observe) => r.map_err(anyhow::Error::from)?,
                     _ = super::interrupted() => {
@@ -112,7 +152,10 @@ impl RunArgs {
                     }
                 };
                 if let Some(rate) = record.saturation.as_ref().and_then(|s| s.rate) {
-                    measured.insert((run.contender.clone(), run.repetition, run.profile.clone()), (rate, run.id.clone()));
+                    measured.insert(
+                        (run.contender.clone(), run.repetition, run.profile.clone()),
+                        (rate, run.id.clone()),
+                    );
                 }
                 summarise(&record);
                 if record.execution != Execution::Completed || !record.cleanup_ok {
@@ -132,33 +175,83 @@ fn print_event(json: bool, run: &str, stamp: Stamp, event: &RunEvent) {
         let mut v = serde_json::to_value(event).unwrap_or_default();
         if let Some(m) = v.as_object_mut() {
             m.insert("run".into(), run.into());
-            m.insert("wall_ns".into(), serde_json::Value::String(stamp.wall_ns.to_string()));
+            m.insert(
+                "wall_ns".into(),
+                serde_json::Value::String(stamp.wall_ns.to_string()),
+            );
             m.insert("t_s".into(), stamp.t_s.into());
         }
         let _ = writeln!(std::io::stdout().lock(), "{v}");
     } else {
         let row = crate::run::events::csv_row(stamp, event);
         let fields: Vec<&str> = row.trim_end().splitn(3, ',').collect();
-        let _ = writeln!(std::io::stderr().lock(), "  {:>7.1}s  {}", stamp.t_s, fields.get(2).unwrap_or(&"").replace(',', " "));
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "  {:>7.1}s  {}",
+            stamp.t_s,
+            fields.get(2).unwrap_or(&"").replace(',', " ")
+        );
     }
+}
+
+fn clock(secs: f64) -> String {
+    let t = secs.round() as u64;
+    format!("{}h{:02}m{:02}s", t / 3600, t / 60 % 60, t % 60)
 }
 
 fn summarise(r: &RunRecord) {
     let mut err = std::io::stderr().lock();
     let outcome = match &r.execution {
         Execution::Completed => "completed".to_string(),
-        Execution::Aborted { guard, figure, threshold, unit, .. } => format!("aborted by {guard}: {figure} {unit} against {threshold} {unit}"),
+        Execution::Aborted {
+            guard,
+            figure,
+            threshold,
+            unit,
+            ..
+        } => format!("aborted by {guard}: {figure} {unit} against {threshold} {unit}"),
         Execution::Failed { reason } => format!("failed: {reason}"),
     };
-    let _ = writeln!(err, "  {outcome}; cleanup {}", if r.cleanup_ok { "ok" } else { "FAILED" });
+    let _ = writeln!(
+        err,
+        "  {outcome}; cleanup {}",
+        if r.cleanup_ok { "ok" } else { "FAILED" }
+    );
     if let (Some(l), Some(s)) = (&r.load, r.scheduled_arrivals) {
-        let _ = writeln!(err, "  {} requests of {s:.0} scheduled, {} dropped, {} errors", l.requests, l.dropped_iterations, l.errors);
+        let _ = writeln!(
+            err,
+            "  {} requests of {s:.0} scheduled, {} dropped, {} with an error code (4xx included)",
+            l.requests, l.dropped_iterations, l.errors
+        );
+    }
+    if let Some(m) = &r.measured {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} ms"));
+        let _ = writeln!(
+            err,
+            "  measured phase: {} requests, p50 {}, p99 {}, {:.2}% failed",
+            m.requests,
+            ms(m.p50_ms),
+            ms(m.p99_ms),
+            m.failed_share * 100.0
+        );
     }
     if let Some(s) = &r.saturation {
         match (s.rate, s.first_breach) {
-            (Some(rate), Some(b)) => { let _ = writeln!(err, "  saturation {rate} arrivals/s (the objective broke at {b})"); }
-            (Some(rate), None) => { let _ = writeln!(err, "  the objective held at every step, up to {rate} arrivals/s"); }
-            (None, _) => { let _ = writeln!(err, "  the objective broke at the first step"); }
+            (Some(rate), Some(b)) => {
+                let _ = writeln!(
+                    err,
+                    "  saturation {rate} arrivals/s (the objective broke at {b})"
+                );
+            }
+            (Some(rate), None) => {
+                let _ = writeln!(
+                    err,
+                    "  the objective held at every step, up to {rate} arrivals/s"
+                );
+            }
+            (None, _) => {
+                let _ = writeln!(err, "  the objective broke at the first step");
+            }
         }
     }
     for w in &r.warnings {

@@ -34,7 +34,10 @@ impl TopologyArgs {
         let Some(run) = runs.iter().find(|r| r.id == self.run) else {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
             let hint = crate::plan::de::suggest(&self.run, &ids, "run");
-            return Err(CliError::Invalid(format!("the plan has no run `{}`; {hint}", self.run), Vec::new()));
+            return Err(CliError::Invalid(
+                format!("the plan has no run `{}`; {hint}", self.run),
+                Vec::new(),
+            ));
         };
         let base = loaded.base_dir.clone();
         let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());

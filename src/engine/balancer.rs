@@ -60,6 +60,53 @@ pub fn parse_stats_csv(text: &str) -> Result<Vec<ServerStat>, String> {
         .collect())
 }
 
+/// The frontend's traffic counters and the backend's recent response time.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Traffic {
+    /// HTTP requests the frontend received, ever.
+    pub requests: u64,
+    /// 5xx responses the frontend sent, ever.
+    pub responses_5xx: u64,
+    /// The backend's average response time over its last 1024 requests, in ms (`rtime`).
+    pub avg_response_ms: u64,
+}
+
+/// Reads the traffic figures from `/stats;csv` text (the `contenders` frontend and the
+/// `replicas` backend of feedbench's configuration).
+pub fn parse_traffic(text: &str) -> Option<Traffic> {
+    let mut lines = text.lines();
+    let cols: Vec<&str> = lines.next()?.strip_prefix("# ")?.split(',').collect();
+    let col = |name: &str| cols.iter().position(|c| *c == name);
+    let (px, sv, req, h5, rtime) = (
+        col("pxname")?,
+        col("svname")?,
+        col("req_tot")?,
+        col("hrsp_5xx")?,
+        col("rtime")?,
+    );
+    let mut t = Traffic::default();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        match (f.get(px).copied(), f.get(sv).copied()) {
+            (Some("contenders"), Some("FRONTEND")) => {
+                t.requests = num(req);
+                t.responses_5xx = num(h5);
+            }
+            (Some("replicas"), Some("BACKEND")) => t.avg_response_ms = num(rtime),
+            _ => {}
+        }
+    }
+    Some(t)
+}
+
+pub async fn traffic(addr: SocketAddr, timeout: Duration) -> Option<Traffic> {
+    let r = request(addr, "GET", "/stats;csv", None, timeout)
+        .await
+        .ok()?;
+    parse_traffic(&r.text())
+}
+
 /// Fetches and parses the stats.
 pub async fn stats(addr: SocketAddr, timeout: Duration) -> Result<Vec<ServerStat>, String> {
     let r = request(addr, "GET", "/stats;csv", None, timeout)
@@ -85,8 +132,19 @@ mod tests {
         let rows = parse_stats_csv(csv).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].server, "replica-1");
-        assert_eq!((rows[0].current_sessions, rows[0].retries, rows[0].redispatches, rows[0].responses_5xx), (2, 1, 1, 4));
-        assert_eq!((rows[1].status.as_str(), rows[1].check_status.as_str()), ("DOWN", "L4CON"));
+        assert_eq!(
+            (
+                rows[0].current_sessions,
+                rows[0].retries,
+                rows[0].redispatches,
+                rows[0].responses_5xx
+            ),
+            (2, 1, 1, 4)
+        );
+        assert_eq!(
+            (rows[1].status.as_str(), rows[1].check_status.as_str()),
+            ("DOWN", "L4CON")
+        );
         assert!(parse_stats_csv("no header").is_err());
     }
 }
@@ -107,9 +165,15 @@ pub struct Transition {
 pub fn transitions(log: &str) -> Vec<Transition> {
     let mut out: Vec<Transition> = Vec::new();
     for line in log.lines() {
-        let Some((stamp, text)) = line.split_once(' ') else { continue };
-        let Some(rest) = text.split("Server ").nth(1) else { continue };
-        let Some((name, tail)) = rest.split_once(" is ") else { continue };
+        let Some((stamp, text)) = line.split_once(' ') else {
+            continue;
+        };
+        let Some(rest) = text.split("Server ").nth(1) else {
+            continue;
+        };
+        let Some((name, tail)) = rest.split_once(" is ") else {
+            continue;
+        };
         let state = if tail.starts_with("UP") {
             "UP"
         } else if tail.starts_with("DOWN") {
@@ -117,7 +181,9 @@ pub fn transitions(log: &str) -> Vec<Transition> {
         } else {
             continue;
         };
-        let Some(wall_ns) = rfc3339_ns(stamp) else { continue };
+        let Some(wall_ns) = rfc3339_ns(stamp) else {
+            continue;
+        };
         let server = name.rsplit('/').next().unwrap_or(name).to_string();
         let repeat = out
             .iter()
@@ -125,7 +191,11 @@ pub fn transitions(log: &str) -> Vec<Transition> {
             .find(|t| t.server == server)
             .is_some_and(|t| t.state == state && (wall_ns - t.wall_ns).abs() < 1_000_000);
         if !repeat {
-            out.push(Transition { wall_ns, server, state: state.to_string() });
+            out.push(Transition {
+                wall_ns,
+                server,
+                state: state.to_string(),
+            });
         }
     }
     out
@@ -162,15 +232,24 @@ mod log_tests {
 
     #[test]
     fn timestamps_and_transitions_are_read_from_the_log() {
-        assert_eq!(rfc3339_ns("1970-01-02T00:00:01.5Z"), Some(86_401_500_000_000));
-        assert_eq!(rfc3339_ns("2026-11-30T04:22:23.327022523Z"), Some(1_796_012_543_327_022_523));
+        assert_eq!(
+            rfc3339_ns("1970-01-02T00:00:01.5Z"),
+            Some(86_401_500_000_000)
+        );
+        assert_eq!(
+            rfc3339_ns("2026-11-30T04:22:23.327022523Z"),
+            Some(1_796_012_543_327_022_523)
+        );
         let log = "2026-11-30T04:22:25.018058980Z Server replicas/replica-1 is DOWN. 1 active left.\n\
                    2026-11-30T04:22:25.018263206Z [WARNING]  (8) : Server replicas/replica-1 is DOWN. 1 active left.\n\
                    2026-11-30T04:22:25.100000000Z Health check for server replicas/replica-1 failed, status: 0/1 DOWN.\n\
                    2026-11-30T04:22:32.037496092Z [WARNING]  (8) : Server replicas/replica-1 is UP. 2 active.\n";
         let t = transitions(log);
         assert_eq!(t.len(), 2);
-        assert_eq!((t[0].server.as_str(), t[0].state.as_str()), ("replica-1", "DOWN"));
+        assert_eq!(
+            (t[0].server.as_str(), t[0].state.as_str()),
+            ("replica-1", "DOWN")
+        );
         assert_eq!(t[1].wall_ns - t[0].wall_ns, 7_019_437_112);
     }
 }

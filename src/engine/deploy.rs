@@ -32,7 +32,11 @@ pub enum DeployError {
 
 /// Whether a run's caps fit the host. `Ok(Some(warning))` when they do not but the plan
 /// allows oversubscription: the warning belongs in the run's record.
-pub fn check_caps(topology: &RunTopology, cores: f64, allowed: bool) -> Result<Option<String>, DeployError> {
+pub fn check_caps(
+    topology: &RunTopology,
+    cores: f64,
+    allowed: bool,
+) -> Result<Option<String>, DeployError> {
     if topology.total_cpus <= cores {
         return Ok(None);
     }
@@ -42,7 +46,11 @@ pub fn check_caps(topology: &RunTopology, cores: f64, allowed: bool) -> Result<O
             topology.total_cpus
         )))
     } else {
-        Err(DeployError::Oversubscribed { run: topology.run_id.clone(), total: topology.total_cpus, cores })
+        Err(DeployError::Oversubscribed {
+            run: topology.run_id.clone(),
+            total: topology.total_cpus,
+            cores,
+        })
     }
 }
 
@@ -55,7 +63,9 @@ pub struct Deployed {
 
 impl Deployed {
     pub fn addr(&self, role: Role, port: u16) -> Option<SocketAddr> {
-        self.addresses.get(&role).map(|ip| SocketAddr::new(*ip, port))
+        self.addresses
+            .get(&role)
+            .map(|ip| SocketAddr::new(*ip, port))
     }
 }
 
@@ -63,15 +73,36 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Deploys `topology` and waits until every started container is ready, within `deadline`.
 /// Containers of a stage start together; a stage starts when the one before is ready.
-pub async fn deploy(rt: &Runtime, topology: &RunTopology, deadline: Duration, logs_dir: Option<&Path>) -> Result<Deployed, DeployError> {
+pub async fn deploy(
+    rt: &Runtime,
+    topology: &RunTopology,
+    deadline: Duration,
+    logs_dir: Option<&Path>,
+) -> Result<Deployed, DeployError> {
     let started = Instant::now();
     let until = started + deadline;
-    rt.ensure_network(&topology.network, &topology.labels.clone().into_iter().collect()).await?;
-    for r in join_all(topology.containers.iter().map(|c| rt.create(c, &topology.network))).await {
+    rt.ensure_network(
+        &topology.network,
+        &topology.labels.clone().into_iter().collect(),
+    )
+    .await?;
+    for r in join_all(
+        topology
+            .containers
+            .iter()
+            .map(|c| rt.create(c, &topology.network)),
+    )
+    .await
+    {
         r?;
     }
     let mut addresses = HashMap::new();
-    let last_stage = topology.containers.iter().map(|c| c.stage).max().unwrap_or(0);
+    let last_stage = topology
+        .containers
+        .iter()
+        .map(|c| c.stage)
+        .max()
+        .unwrap_or(0);
     for stage in 0..=last_stage {
         let members: Vec<&ContainerSpec> = topology
             .containers
@@ -92,22 +123,41 @@ pub async fn deploy(rt: &Runtime, topology: &RunTopology, deadline: Duration, lo
                 Ok((role, ip)) => {
                     addresses.insert(role, ip);
                 }
-                Err((container, reason)) => return Err(not_ready(rt, topology, &container, reason, logs_dir).await),
+                Err((container, reason)) => {
+                    return Err(not_ready(rt, topology, &container, reason, logs_dir).await)
+                }
             }
         }
         // The fault proxy is up: create the links before any replica tries to use them.
-        if let Some(ip) = addresses.get(&Role::FaultProxy).copied().filter(|_| stage == 0) {
-            let fp = FaultProxy { addr: SocketAddr::new(ip, FAULT_PROXY_API_PORT) };
-            let name = topology.container(Role::FaultProxy).map(|c| c.name.clone()).unwrap_or_default();
+        if let Some(ip) = addresses
+            .get(&Role::FaultProxy)
+            .copied()
+            .filter(|_| stage == 0)
+        {
+            let fp = FaultProxy {
+                addr: SocketAddr::new(ip, FAULT_PROXY_API_PORT),
+            };
+            let name = topology
+                .container(Role::FaultProxy)
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
             if let Err(e) = fp.populate(&topology.proxies).await {
                 return Err(not_ready(rt, topology, &name, e.to_string(), logs_dir).await);
             }
         }
     }
-    Ok(Deployed { addresses, ready_after: started.elapsed() })
+    Ok(Deployed {
+        addresses,
+        ready_after: started.elapsed(),
+    })
 }
 
-async fn wait_address(rt: &Runtime, c: &ContainerSpec, network: &str, until: Instant) -> Result<IpAddr, (String, String)> {
+async fn wait_address(
+    rt: &Runtime,
+    c: &ContainerSpec,
+    network: &str,
+    until: Instant,
+) -> Result<IpAddr, (String, String)> {
     loop {
         match rt.address(&c.name, network).await {
             Ok(ip) => return Ok(ip),
@@ -118,61 +168,95 @@ async fn wait_address(rt: &Runtime, c: &ContainerSpec, network: &str, until: Ins
 }
 
 /// Polls a container's readiness until it holds, the container exits, or time runs out.
-async fn wait_ready(rt: &Runtime, c: &ContainerSpec, ip: IpAddr, until: Instant) -> Result<(), (String, String)> {
+async fn wait_ready(
+    rt: &Runtime,
+    c: &ContainerSpec,
+    ip: IpAddr,
+    until: Instant,
+) -> Result<(), (String, String)> {
     let fail = |reason: String| (c.name.clone(), reason);
     loop {
         let outcome: Result<(), String> = match &c.readiness {
             Readiness::NotStarted => return Ok(()),
             Readiness::Command(argv) => match rt.exec(&c.name, argv).await {
                 Ok((0, _)) => Ok(()),
-                Ok((code, out)) => Err(format!("`{}` exited {code}: {}", argv.join(" "), out.trim())),
+                Ok((code, out)) => Err(format!(
+                    "`{}` exited {code}: {}",
+                    argv.join(" "),
+                    out.trim()
+                )),
                 Err(e) => Err(e.to_string()),
             },
             Readiness::Tcp(port) => tokio::net::TcpStream::connect((ip, *port))
                 .await
                 .map(|_| ())
                 .map_err(|e| format!("TCP {ip}:{port}: {e}")),
-            Readiness::Http { port, path } => match request(SocketAddr::new(ip, *port), "GET", path, None, Duration::from_secs(2)).await {
+            Readiness::Http { port, path } => match request(
+                SocketAddr::new(ip, *port),
+                "GET",
+                path,
+                None,
+                Duration::from_secs(2),
+            )
+            .await
+            {
                 Ok(r) if r.status == 200 => Ok(()),
                 Ok(r) => Err(format!("GET {path} answered {}", r.status)),
                 Err(e) => Err(e.to_string()),
             },
-            Readiness::AllServersUp { port, servers } => match balancer::stats(SocketAddr::new(ip, *port), Duration::from_secs(2)).await {
-                Ok(rows) => {
-                    let down: Vec<String> = servers
-                        .iter()
-                        .filter(|s| !rows.iter().any(|r| &r.server == *s && r.status == "UP"))
-                        .map(|s| {
-                            let st = rows.iter().find(|r| &r.server == s).map(|r| format!("{} {}", r.status, r.check_status));
-                            format!("{s} ({})", st.unwrap_or_else(|| "absent".into()))
-                        })
-                        .collect();
-                    if down.is_empty() {
-                        Ok(())
-                    } else {
-                        Err(format!("servers not UP: {}", down.join(", ")))
+            Readiness::AllServersUp { port, servers } => {
+                match balancer::stats(SocketAddr::new(ip, *port), Duration::from_secs(2)).await {
+                    Ok(rows) => {
+                        let down: Vec<String> = servers
+                            .iter()
+                            .filter(|s| !rows.iter().any(|r| &r.server == *s && r.status == "UP"))
+                            .map(|s| {
+                                let st = rows
+                                    .iter()
+                                    .find(|r| &r.server == s)
+                                    .map(|r| format!("{} {}", r.status, r.check_status));
+                                format!("{s} ({})", st.unwrap_or_else(|| "absent".into()))
+                            })
+                            .collect();
+                        if down.is_empty() {
+                            Ok(())
+                        } else {
+                            Err(format!("servers not UP: {}", down.join(", ")))
+                        }
                     }
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
-            },
+            }
         };
         let last = match outcome {
             Ok(()) => return Ok(()),
             Err(reason) => reason,
         };
         match rt.state(&c.name).await {
-            Ok((false, why)) => return Err(fail(format!("the container stopped ({why}); last check: {last}"))),
+            Ok((false, why)) => {
+                return Err(fail(format!(
+                    "the container stopped ({why}); last check: {last}"
+                )))
+            }
             Ok((true, _)) => {}
             Err(e) => return Err(fail(e.to_string())),
         }
         if Instant::now() >= until {
-            return Err(fail(format!("not ready before the deadline; last check: {last}")));
+            return Err(fail(format!(
+                "not ready before the deadline; last check: {last}"
+            )));
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
-async fn not_ready(rt: &Runtime, topology: &RunTopology, container: &str, reason: String, logs_dir: Option<&Path>) -> DeployError {
+async fn not_ready(
+    rt: &Runtime,
+    topology: &RunTopology,
+    container: &str,
+    reason: String,
+    logs_dir: Option<&Path>,
+) -> DeployError {
     let role = topology
         .containers
         .iter()
@@ -180,17 +264,28 @@ async fn not_ready(rt: &Runtime, topology: &RunTopology, container: &str, reason
         .map(|c| c.role.key())
         .unwrap_or_else(|| container.to_string());
     let logs = match logs_dir {
-        Some(dir) => save_logs(rt, topology, dir).await.ok().map(|_| dir.to_path_buf()),
+        Some(dir) => save_logs(rt, topology, dir)
+            .await
+            .ok()
+            .map(|_| dir.to_path_buf()),
         None => None,
     };
-    DeployError::NotReady { role, container: container.to_string(), reason, logs }
+    DeployError::NotReady {
+        role,
+        container: container.to_string(),
+        reason,
+        logs,
+    }
 }
 
 /// Writes every container's log to `dir/<role>.log`.
 pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for c in &topology.containers {
-        let text = rt.logs(&c.name).await.unwrap_or_else(|e| format!("(no log: {e})\n"));
+        let text = rt
+            .logs(&c.name)
+            .await
+            .unwrap_or_else(|e| format!("(no log: {e})\n"));
         std::fs::write(dir.join(format!("{}.log", c.role.key())), text)?;
     }
     Ok(())
@@ -199,9 +294,18 @@ pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std:
 /// Removes the run's containers and network. Every removal is tried; the first error is
 /// returned after all were attempted.
 pub async fn teardown(rt: &Runtime, topology: &RunTopology) -> Result<(), RuntimeError> {
-    let results = join_all(topology.containers.iter().map(|c| rt.remove_container(&c.name))).await;
+    let results = join_all(
+        topology
+            .containers
+            .iter()
+            .map(|c| rt.remove_container(&c.name)),
+    )
+    .await;
     let network = rt.remove_network(&topology.network).await;
-    results.into_iter().chain(std::iter::once(network)).collect()
+    results
+        .into_iter()
+        .chain(std::iter::once(network))
+        .collect()
 }
 
 #[cfg(test)]
@@ -225,7 +329,13 @@ mod tests {
     #[test]
     fn caps_beyond_the_host_are_refused_unless_allowed() {
         assert!(check_caps(&topo(1.9), 2.0, false).unwrap().is_none());
-        assert!(matches!(check_caps(&topo(2.5), 2.0, false), Err(DeployError::Oversubscribed { .. })));
-        assert!(check_caps(&topo(2.5), 2.0, true).unwrap().unwrap().contains("oversubscribed"));
+        assert!(matches!(
+            check_caps(&topo(2.5), 2.0, false),
+            Err(DeployError::Oversubscribed { .. })
+        ));
+        assert!(check_caps(&topo(2.5), 2.0, true)
+            .unwrap()
+            .unwrap()
+            .contains("oversubscribed"));
     }
 }

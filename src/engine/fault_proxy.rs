@@ -24,8 +24,18 @@ pub struct FaultProxy {
 }
 
 impl FaultProxy {
-    async fn call(&self, method: &str, path: &str, body: Option<Value>, what: &str) -> Result<Value, FaultProxyError> {
-        let fail = |reason: String| FaultProxyError { addr: self.addr, what: what.to_string(), reason };
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        what: &str,
+    ) -> Result<Value, FaultProxyError> {
+        let fail = |reason: String| FaultProxyError {
+            addr: self.addr,
+            what: what.to_string(),
+            reason,
+        };
         let bytes = body.map(|b| b.to_string().into_bytes());
         let r = request(self.addr, method, path, bytes.as_deref(), TIMEOUT)
             .await
@@ -40,8 +50,14 @@ impl FaultProxy {
     }
 
     pub async fn version(&self) -> Result<String, FaultProxyError> {
-        let fail = |reason: String| FaultProxyError { addr: self.addr, what: "version".into(), reason };
-        let r = request(self.addr, "GET", "/version", None, TIMEOUT).await.map_err(|e| fail(e.to_string()))?;
+        let fail = |reason: String| FaultProxyError {
+            addr: self.addr,
+            what: "version".into(),
+            reason,
+        };
+        let r = request(self.addr, "GET", "/version", None, TIMEOUT)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
         if r.status != 200 {
             return Err(fail(format!("status {}", r.status)));
         }
@@ -54,13 +70,23 @@ impl FaultProxy {
             .iter()
             .map(|p| json!({"name": p.name, "listen": p.listen, "upstream": p.upstream, "enabled": p.enabled}))
             .collect();
-        self.call("POST", "/populate", Some(Value::Array(body)), "create proxies").await.map(|_| ())
+        self.call(
+            "POST",
+            "/populate",
+            Some(Value::Array(body)),
+            "create proxies",
+        )
+        .await
+        .map(|_| ())
     }
 
     /// The proxies' names.
     pub async fn list(&self) -> Result<Vec<String>, FaultProxyError> {
         let v = self.call("GET", "/proxies", None, "list proxies").await?;
-        let mut names: Vec<String> = v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let mut names: Vec<String> = v
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         names.sort();
         Ok(names)
     }
@@ -68,22 +94,45 @@ impl FaultProxy {
     /// Takes a link down (existing connections dropped) or brings it back.
     pub async fn set_enabled(&self, proxy: &str, enabled: bool) -> Result<(), FaultProxyError> {
         let what = if enabled { "enable" } else { "disable" };
-        self.call("POST", &format!("/proxies/{proxy}"), Some(json!({"enabled": enabled})), &format!("{what} `{proxy}`"))
-            .await
-            .map(|_| ())
+        self.call(
+            "POST",
+            &format!("/proxies/{proxy}"),
+            Some(json!({"enabled": enabled})),
+            &format!("{what} `{proxy}`"),
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Adds a toxic: `attributes` as Toxiproxy names them.
-    pub async fn add_toxic(&self, proxy: &str, name: &str, kind: &str, stream: &str, toxicity: f64, attributes: Value) -> Result<(), FaultProxyError> {
+    pub async fn add_toxic(
+        &self,
+        proxy: &str,
+        name: &str,
+        kind: &str,
+        stream: &str,
+        toxicity: f64,
+        attributes: Value,
+    ) -> Result<(), FaultProxyError> {
         let body = json!({"name": name, "type": kind, "stream": stream, "toxicity": toxicity, "attributes": attributes});
-        self.call("POST", &format!("/proxies/{proxy}/toxics"), Some(body), &format!("add toxic `{name}` to `{proxy}`"))
-            .await
-            .map(|_| ())
+        self.call(
+            "POST",
+            &format!("/proxies/{proxy}/toxics"),
+            Some(body),
+            &format!("add toxic `{name}` to `{proxy}`"),
+        )
+        .await
+        .map(|_| ())
     }
 
     pub async fn remove_toxic(&self, proxy: &str, name: &str) -> Result<(), FaultProxyError> {
-        self.call("DELETE", &format!("/proxies/{proxy}/toxics/{name}"), None, &format!("remove toxic `{name}` from `{proxy}`"))
-            .await
-            .map(|_| ())
+        self.call(
+            "DELETE",
+            &format!("/proxies/{proxy}/toxics/{name}"),
+            None,
+            &format!("remove toxic `{name}` from `{proxy}`"),
+        )
+        .await
+        .map(|_| ())
     }
 }

@@ -54,10 +54,16 @@ pub async fn request(
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
-        stream.write_all(head.as_bytes()).await.map_err(|e| e.to_string())?;
+        stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
         stream.write_all(body).await.map_err(|e| e.to_string())?;
         let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
+        stream
+            .read_to_end(&mut raw)
+            .await
+            .map_err(|e| e.to_string())?;
         parse(&raw)
     };
     match tokio::time::timeout(timeout, exchange).await {
@@ -85,7 +91,11 @@ fn parse(raw: &[u8]) -> Result<Response, String> {
         l.starts_with("transfer-encoding:") && l.contains("chunked")
     });
     let rest = &raw[end + 4..];
-    let body = if chunked { dechunk(rest)? } else { rest.to_vec() };
+    let body = if chunked {
+        dechunk(rest)?
+    } else {
+        rest.to_vec()
+    };
     Ok(Response { status, body })
 }
 
@@ -132,7 +142,9 @@ mod tests {
             let (_sock, _) = listener.accept().await.unwrap();
             tokio::time::sleep(Duration::from_secs(5)).await;
         });
-        let e = request(addr, "GET", "/", None, Duration::from_millis(200)).await.unwrap_err();
+        let e = request(addr, "GET", "/", None, Duration::from_millis(200))
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("no answer within"), "{e}");
     }
 }

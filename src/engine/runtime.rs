@@ -30,7 +30,11 @@ pub enum RuntimeError {
     #[error("network `{name}` exists but does not belong to study `{study}`; remove it or rename the study")]
     ForeignNetwork { name: String, study: String },
     #[error("cannot create container `{name}` from image `{image}`: {source}")]
-    CreateContainer { name: String, image: String, source: DockerError },
+    CreateContainer {
+        name: String,
+        image: String,
+        source: DockerError,
+    },
     #[error("image `{image}` for container `{name}` is not in the engine; build it with `feedbench images build` (images cannot be pulled here)")]
     MissingImage { name: String, image: String },
     #[error("cannot copy files into container `{name}`: {source}")]
@@ -42,11 +46,19 @@ pub enum RuntimeError {
     #[error("container `{name}` has no address on network `{network}`")]
     NoAddress { name: String, network: String },
     #[error("cannot run {argv:?} in container `{name}`: {source}")]
-    Exec { name: String, argv: Vec<String>, source: DockerError },
+    Exec {
+        name: String,
+        argv: Vec<String>,
+        source: DockerError,
+    },
     #[error("cannot read the logs of container `{name}`: {source}")]
     Logs { name: String, source: DockerError },
     #[error("cannot send {signal} to container `{name}`: {source}")]
-    Kill { name: String, signal: String, source: DockerError },
+    Kill {
+        name: String,
+        signal: String,
+        source: DockerError,
+    },
     #[error("cannot remove container `{name}`: {source}")]
     RemoveContainer { name: String, source: DockerError },
     #[error("cannot remove network `{name}`: {source}")]
@@ -54,7 +66,11 @@ pub enum RuntimeError {
     #[error("cannot remove volume `{name}`: {source}")]
     RemoveVolume { name: String, source: DockerError },
     #[error("cannot copy `{path}` out of container `{name}`: {source}")]
-    Download { name: String, path: String, source: DockerError },
+    Download {
+        name: String,
+        path: String,
+        source: DockerError,
+    },
     #[error("cannot list what carries feedbench's labels: {0}")]
     List(#[source] DockerError),
 }
@@ -114,7 +130,10 @@ impl Runtime {
             Docker::connect_with_unix("unix:///var/run/docker.sock", 120, &version)
         }
         .map_err(RuntimeError::Connect)?;
-        let docker = docker.negotiate_version().await.map_err(RuntimeError::Connect)?;
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(RuntimeError::Connect)?;
         docker.ping().await.map_err(RuntimeError::Connect)?;
         Ok(Runtime { docker })
     }
@@ -130,13 +149,20 @@ impl Runtime {
             memory_bytes: info.mem_total.unwrap_or(0),
             engine_version: info.server_version.unwrap_or_default(),
             kernel: info.kernel_version.unwrap_or_default(),
-            cgroup_version: info.cgroup_version.map(|v| v.to_string()).unwrap_or_default(),
+            cgroup_version: info
+                .cgroup_version
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
         })
     }
 
     /// Creates the run's private network, or reuses it if this study already made it. The
     /// network is internal: containers reach each other and nothing outside.
-    pub async fn ensure_network(&self, name: &str, labels: &HashMap<String, String>) -> Result<(), RuntimeError> {
+    pub async fn ensure_network(
+        &self,
+        name: &str,
+        labels: &HashMap<String, String>,
+    ) -> Result<(), RuntimeError> {
         let study = labels.get(LABEL_STUDY).cloned().unwrap_or_default();
         match self.docker.inspect_network::<String>(name, None).await {
             Ok(n) => {
@@ -144,11 +170,19 @@ impl Runtime {
                 return if owner == Some(&study) {
                     Ok(())
                 } else {
-                    Err(RuntimeError::ForeignNetwork { name: name.into(), study })
+                    Err(RuntimeError::ForeignNetwork {
+                        name: name.into(),
+                        study,
+                    })
                 };
             }
             Err(e) if status(&e) == Some(404) => {}
-            Err(source) => return Err(RuntimeError::CreateNetwork { name: name.into(), source }),
+            Err(source) => {
+                return Err(RuntimeError::CreateNetwork {
+                    name: name.into(),
+                    source,
+                })
+            }
         }
         let options = CreateNetworkOptions {
             name: name.to_string(),
@@ -161,7 +195,10 @@ impl Runtime {
             Ok(_) => Ok(()),
             // Created concurrently by another call for the same run: fine.
             Err(e) if status(&e) == Some(409) => Ok(()),
-            Err(source) => Err(RuntimeError::CreateNetwork { name: name.into(), source }),
+            Err(source) => Err(RuntimeError::CreateNetwork {
+                name: name.into(),
+                source,
+            }),
         }
     }
 
@@ -205,10 +242,17 @@ impl Runtime {
         match self.docker.create_container(Some(options), config).await {
             Ok(_) => {}
             Err(e) if status(&e) == Some(404) => {
-                return Err(RuntimeError::MissingImage { name: spec.name.clone(), image: spec.image.clone() })
+                return Err(RuntimeError::MissingImage {
+                    name: spec.name.clone(),
+                    image: spec.image.clone(),
+                })
             }
             Err(source) => {
-                return Err(RuntimeError::CreateContainer { name: spec.name.clone(), image: spec.image.clone(), source })
+                return Err(RuntimeError::CreateContainer {
+                    name: spec.name.clone(),
+                    image: spec.image.clone(),
+                    source,
+                })
             }
         }
         if !spec.files.is_empty() {
@@ -227,15 +271,25 @@ impl Runtime {
         self.docker
             .upload_to_container(name, Some(options), tar.into())
             .await
-            .map_err(|source| RuntimeError::Upload { name: name.into(), source })
+            .map_err(|source| RuntimeError::Upload {
+                name: name.into(),
+                source,
+            })
     }
 
     pub async fn start(&self, name: &str) -> Result<(), RuntimeError> {
-        match self.docker.start_container(name, None::<StartContainerOptions<String>>).await {
+        match self
+            .docker
+            .start_container(name, None::<StartContainerOptions<String>>)
+            .await
+        {
             Ok(()) => Ok(()),
             // 304: already running.
             Err(e) if status(&e) == Some(304) => Ok(()),
-            Err(source) => Err(RuntimeError::Start { name: name.into(), source }),
+            Err(source) => Err(RuntimeError::Start {
+                name: name.into(),
+                source,
+            }),
         }
     }
 
@@ -245,13 +299,19 @@ impl Runtime {
             .docker
             .inspect_container(name, None)
             .await
-            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+            .map_err(|source| RuntimeError::Inspect {
+                name: name.into(),
+                source,
+            })?;
         c.network_settings
             .and_then(|n| n.networks)
             .and_then(|n| n.get(network).cloned())
             .and_then(|e| e.ip_address)
             .and_then(|ip| ip.parse().ok())
-            .ok_or_else(|| RuntimeError::NoAddress { name: name.into(), network: network.into() })
+            .ok_or_else(|| RuntimeError::NoAddress {
+                name: name.into(),
+                network: network.into(),
+            })
     }
 
     /// Whether the container is running, and if it exited, how and why.
@@ -260,15 +320,25 @@ impl Runtime {
             .docker
             .inspect_container(name, None)
             .await
-            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+            .map_err(|source| RuntimeError::Inspect {
+                name: name.into(),
+                source,
+            })?;
         let s = c.state.unwrap_or_default();
         let running = s.running.unwrap_or(false);
         let why = format!(
             "status {}, exit code {}{}{}",
             s.status.map(|x| x.to_string()).unwrap_or_default(),
             s.exit_code.unwrap_or(0),
-            if s.oom_killed == Some(true) { ", killed out of memory" } else { "" },
-            s.error.filter(|e| !e.is_empty()).map(|e| format!(", {e}")).unwrap_or_default()
+            if s.oom_killed == Some(true) {
+                ", killed out of memory"
+            } else {
+                ""
+            },
+            s.error
+                .filter(|e| !e.is_empty())
+                .map(|e| format!(", {e}"))
+                .unwrap_or_default()
         );
         Ok((running, why))
     }
@@ -280,16 +350,29 @@ impl Runtime {
             .docker
             .inspect_container(name, None)
             .await
-            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
-        Ok((c.id.unwrap_or_default(), c.state.and_then(|s| s.pid).unwrap_or(0)))
+            .map_err(|source| RuntimeError::Inspect {
+                name: name.into(),
+                source,
+            })?;
+        Ok((
+            c.id.unwrap_or_default(),
+            c.state.and_then(|s| s.pid).unwrap_or(0),
+        ))
     }
 
     /// The file at `path` in the container (running or stopped), from the engine's tar of it.
     pub async fn download(&self, name: &str, path: &str) -> Result<Vec<u8>, RuntimeError> {
-        let fail = |source| RuntimeError::Download { name: name.into(), path: path.into(), source };
-        let mut stream = self
-            .docker
-            .download_from_container(name, Some(bollard::container::DownloadFromContainerOptions { path: path.to_string() }));
+        let fail = |source| RuntimeError::Download {
+            name: name.into(),
+            path: path.into(),
+            source,
+        };
+        let mut stream = self.docker.download_from_container(
+            name,
+            Some(bollard::container::DownloadFromContainerOptions {
+                path: path.to_string(),
+            }),
+        );
         let mut tar_bytes = Vec::new();
         while let Some(chunk) = stream.next().await {
             tar_bytes.extend_from_slice(&chunk.map_err(fail)?);
@@ -310,7 +393,10 @@ impl Runtime {
             .docker
             .inspect_container(name, None)
             .await
-            .map_err(|source| RuntimeError::Inspect { name: name.into(), source })?;
+            .map_err(|source| RuntimeError::Inspect {
+                name: name.into(),
+                source,
+            })?;
         let h = c.host_config.unwrap_or_default();
         Ok(AppliedCaps {
             nano_cpus: h.nano_cpus.unwrap_or(0),
@@ -321,7 +407,11 @@ impl Runtime {
 
     /// Runs `argv` in a running container; returns its exit code and combined output.
     pub async fn exec(&self, name: &str, argv: &[String]) -> Result<(i64, String), RuntimeError> {
-        let fail = |source| RuntimeError::Exec { name: name.into(), argv: argv.to_vec(), source };
+        let fail = |source| RuntimeError::Exec {
+            name: name.into(),
+            argv: argv.to_vec(),
+            source,
+        };
         let exec = self
             .docker
             .create_exec(
@@ -336,14 +426,21 @@ impl Runtime {
             .await
             .map_err(fail)?;
         let mut output = String::new();
-        if let StartExecResults::Attached { output: mut stream, .. } =
-            self.docker.start_exec(&exec.id, None).await.map_err(fail)?
+        if let StartExecResults::Attached {
+            output: mut stream, ..
+        } = self.docker.start_exec(&exec.id, None).await.map_err(fail)?
         {
             while let Some(chunk) = stream.next().await {
                 output.push_str(&chunk.map_err(fail)?.to_string());
             }
         }
-        let code = self.docker.inspect_exec(&exec.id).await.map_err(fail)?.exit_code.unwrap_or(-1);
+        let code = self
+            .docker
+            .inspect_exec(&exec.id)
+            .await
+            .map_err(fail)?
+            .exit_code
+            .unwrap_or(-1);
         Ok((code, output))
     }
 
@@ -361,33 +458,55 @@ impl Runtime {
         let mut out = String::new();
         while let Some(chunk) = stream.next().await {
             match chunk {
-                Ok(LogOutput::StdOut { message } | LogOutput::StdErr { message } | LogOutput::Console { message }) => {
+                Ok(
+                    LogOutput::StdOut { message }
+                    | LogOutput::StdErr { message }
+                    | LogOutput::Console { message },
+                ) => {
                     out.push_str(&String::from_utf8_lossy(&message));
                 }
                 Ok(_) => {}
-                Err(source) => return Err(RuntimeError::Logs { name: name.into(), source }),
+                Err(source) => {
+                    return Err(RuntimeError::Logs {
+                        name: name.into(),
+                        source,
+                    })
+                }
             }
         }
         Ok(out)
     }
 
     pub async fn kill(&self, name: &str, signal: &str) -> Result<(), RuntimeError> {
-        let options = KillContainerOptions { signal: signal.to_string() };
+        let options = KillContainerOptions {
+            signal: signal.to_string(),
+        };
         match self.docker.kill_container(name, Some(options)).await {
             Ok(()) => Ok(()),
-            Err(source) => Err(RuntimeError::Kill { name: name.into(), signal: signal.into(), source }),
+            Err(source) => Err(RuntimeError::Kill {
+                name: name.into(),
+                signal: signal.into(),
+                source,
+            }),
         }
     }
 
     /// Removes a container and its anonymous volumes; absent is fine.
     pub async fn remove_container(&self, name: &str) -> Result<(), RuntimeError> {
-        let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+        let options = RemoveContainerOptions {
+            force: true,
+            v: true,
+            ..Default::default()
+        };
         match self.docker.remove_container(name, Some(options)).await {
             Ok(()) => Ok(()),
             Err(e) if matches!(status(&e), Some(404)) => Ok(()),
             // 409: removal already in progress.
             Err(e) if matches!(status(&e), Some(409)) => Ok(()),
-            Err(source) => Err(RuntimeError::RemoveContainer { name: name.into(), source }),
+            Err(source) => Err(RuntimeError::RemoveContainer {
+                name: name.into(),
+                source,
+            }),
         }
     }
 
@@ -396,7 +515,10 @@ impl Runtime {
         match self.docker.remove_network(name).await {
             Ok(()) => Ok(()),
             Err(e) if status(&e) == Some(404) => Ok(()),
-            Err(source) => Err(RuntimeError::RemoveNetwork { name: name.into(), source }),
+            Err(source) => Err(RuntimeError::RemoveNetwork {
+                name: name.into(),
+                source,
+            }),
         }
     }
 
@@ -431,21 +553,33 @@ impl Runtime {
         let mut removed = Removed::default();
         let containers = self
             .docker
-            .list_containers(Some(ListContainersOptions { all: true, filters: filters.clone(), ..Default::default() }))
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: filters.clone(),
+                ..Default::default()
+            }))
             .await
             .map_err(RuntimeError::List)?;
         let names: Vec<String> = containers
             .iter()
-            .filter_map(|c| c.names.as_ref()?.first().map(|n| n.trim_start_matches('/').to_string()))
+            .filter_map(|c| {
+                c.names
+                    .as_ref()?
+                    .first()
+                    .map(|n| n.trim_start_matches('/').to_string())
+            })
             .collect();
-        let results = futures_util::future::join_all(names.iter().map(|n| self.remove_container(n))).await;
+        let results =
+            futures_util::future::join_all(names.iter().map(|n| self.remove_container(n))).await;
         for (n, r) in names.into_iter().zip(results) {
             r?;
             removed.containers.push(n);
         }
         let networks = self
             .docker
-            .list_networks(Some(ListNetworksOptions { filters: filters.clone() }))
+            .list_networks(Some(ListNetworksOptions {
+                filters: filters.clone(),
+            }))
             .await
             .map_err(RuntimeError::List)?;
         for n in networks.into_iter().filter_map(|n| n.name) {
@@ -458,10 +592,19 @@ impl Runtime {
             .await
             .map_err(RuntimeError::List)?;
         for v in volumes.volumes.unwrap_or_default() {
-            match self.docker.remove_volume(&v.name, Some(RemoveVolumeOptions { force: true })).await {
+            match self
+                .docker
+                .remove_volume(&v.name, Some(RemoveVolumeOptions { force: true }))
+                .await
+            {
                 Ok(()) => removed.volumes.push(v.name),
                 Err(e) if status(&e) == Some(404) => {}
-                Err(source) => return Err(RuntimeError::RemoveVolume { name: v.name, source }),
+                Err(source) => {
+                    return Err(RuntimeError::RemoveVolume {
+                        name: v.name,
+                        source,
+                    })
+                }
             }
         }
         removed.containers.sort();
@@ -495,7 +638,11 @@ fn files_tar(files: &[FileSpec]) -> Vec<u8> {
         h.set_mode(0o644);
         h.set_size(f.contents.len() as u64);
         h.set_cksum();
-        let _ = builder.append_data(&mut h, f.path.trim_start_matches('/'), f.contents.as_slice());
+        let _ = builder.append_data(
+            &mut h,
+            f.path.trim_start_matches('/'),
+            f.contents.as_slice(),
+        );
     }
     builder.into_inner().unwrap_or_default()
 }

@@ -227,7 +227,10 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
             ),
             ServiceKind::ObjectStore => (
                 Role::ObjectStore,
-                contender.caps.object_store.unwrap_or(contender.caps.database),
+                contender
+                    .caps
+                    .object_store
+                    .unwrap_or(contender.caps.database),
                 svc.ready_command
                     .clone()
                     .map_or(Readiness::Tcp(svc.port), Readiness::Command),
@@ -235,7 +238,11 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         };
         let mut c = container(role, svc.image.as_str(), cap, 0, ready);
         c.cmd = svc.command.clone();
-        c.env = svc.env.iter().map(|(k, v)| (k.to_string(), v.as_str().to_string())).collect();
+        c.env = svc
+            .env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_str().to_string()))
+            .collect();
         for (i, init) in svc.init.iter().enumerate() {
             let contents = read(init).map_err(|reason| TopologyError::InitScript {
                 service: name.to_string(),
@@ -332,12 +339,27 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
 
     // A CPU-steal run carries its co-tenant from the start (created, not started), so the
     // monitors sample it like every other container.
-    let fault = run.fault.as_ref().and_then(|f| plan.faults.iter().find(|(n, _)| n.as_str() == f));
+    let fault = run
+        .fault
+        .as_ref()
+        .and_then(|f| plan.faults.iter().find(|(n, _)| n.as_str() == f));
     if let Some((_, f)) = fault {
         if let crate::plan::model::Injection::CpuSteal { cores } = f.inject {
-            let cap = Cap { cpus: cores, memory: crate::plan::units::ByteSize { bytes: 64 << 20 } };
-            let mut co = container(Role::CoTenant, t.co_tenant.image.as_str(), cap, 4, Readiness::NotStarted);
-            co.cmd = Some(crate::run::faults::co_tenant_args(cores, std::time::Duration::from_millis(f.duration.millis)));
+            let cap = Cap {
+                cpus: cores,
+                memory: crate::plan::units::ByteSize { bytes: 64 << 20 },
+            };
+            let mut co = container(
+                Role::CoTenant,
+                t.co_tenant.image.as_str(),
+                cap,
+                4,
+                Readiness::NotStarted,
+            );
+            co.cmd = Some(crate::run::faults::co_tenant_args(
+                cores,
+                std::time::Duration::from_millis(f.duration.millis),
+            ));
             containers.push(co);
         }
     }
@@ -372,19 +394,23 @@ fn replica_env(plan: &Plan, c: &ResolvedContender) -> Result<Vec<(String, String
     c.env
         .iter()
         .map(|(k, v)| {
-            let rendered = env
-                .render_str(v.as_str(), &ctx)
-                .map_err(|source| TopologyError::Render {
-                    what: format!("the environment value `{k}`"),
-                    source,
-                })?;
+            let rendered =
+                env.render_str(v.as_str(), &ctx)
+                    .map_err(|source| TopologyError::Render {
+                        what: format!("the environment value `{k}`"),
+                        source,
+                    })?;
             Ok((k.to_string(), rendered))
         })
         .collect()
 }
 
 /// HAProxy's configuration for a contender's replicas, from typed plan values only.
-pub fn haproxy_config(plan: &Plan, c: &ResolvedContender, run_id: &str) -> Result<String, TopologyError> {
+pub fn haproxy_config(
+    plan: &Plan,
+    c: &ResolvedContender,
+    run_id: &str,
+) -> Result<String, TopologyError> {
     let b = &plan.topology.balancer;
     let servers: Vec<BTreeMap<&str, String>> = (1..=c.replicas)
         .map(|i| {
@@ -429,8 +455,12 @@ mod tests {
 
     fn smoke() -> (Plan, Vec<RunSpec>) {
         let text = include_str!("../../experiments/smoke.yaml");
-        let ctx = Context { host_cores: None, exists: None };
-        let loaded = crate::plan::load_str("experiments/smoke.yaml", text, &ctx).expect("smoke plan loads");
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        let loaded =
+            crate::plan::load_str("experiments/smoke.yaml", text, &ctx).expect("smoke plan loads");
         let runs = crate::plan::expand(&loaded.plan);
         (loaded.plan, runs)
     }
@@ -444,12 +474,20 @@ mod tests {
         let (plan, runs) = smoke();
         let t = topology(&plan, &runs[0], &read).unwrap();
         assert_eq!(t.network, "fb-smoke-feed-rs_ramp_r1");
-        let replicas: Vec<&ContainerSpec> = t.containers.iter().filter(|c| matches!(c.role, Role::Replica(_))).collect();
+        let replicas: Vec<&ContainerSpec> = t
+            .containers
+            .iter()
+            .filter(|c| matches!(c.role, Role::Replica(_)))
+            .collect();
         assert_eq!(replicas.len(), plan.topology.replicas as usize);
         for r in &replicas {
             assert_eq!(r.nano_cpus, (plan.caps.replica.cpus * 1e9) as i64);
             assert_eq!(r.memory_bytes, plan.caps.replica.memory.bytes as i64);
-            assert!(r.env.iter().any(|(k, v)| k == "DATABASE_URL" && v == "postgres://feed:feed@fault-proxy:15432/feed"));
+            assert!(r
+                .env
+                .iter()
+                .any(|(k, v)| k == "DATABASE_URL"
+                    && v == "postgres://feed:feed@fault-proxy:15432/feed"));
         }
         for c in &t.containers {
             assert_eq!(c.labels[LABEL_STUDY], "smoke");
@@ -462,10 +500,25 @@ mod tests {
         let files: Vec<&str> = db.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(
             files,
-            ["/docker-entrypoint-initdb.d/01-schema.sql", "/docker-entrypoint-initdb.d/02-indexed.sql", "/docker-entrypoint-initdb.d/03-seed.sql"]
+            [
+                "/docker-entrypoint-initdb.d/01-schema.sql",
+                "/docker-entrypoint-initdb.d/02-indexed.sql",
+                "/docker-entrypoint-initdb.d/03-seed.sql"
+            ]
         );
-        assert_eq!(t.proxies, vec![ProxySpec { name: "db".into(), listen: "0.0.0.0:15432".into(), upstream: "database:5432".into(), enabled: true }]);
-        assert_eq!(t.container(Role::LoadGenerator).unwrap().readiness, Readiness::NotStarted);
+        assert_eq!(
+            t.proxies,
+            vec![ProxySpec {
+                name: "db".into(),
+                listen: "0.0.0.0:15432".into(),
+                upstream: "database:5432".into(),
+                enabled: true
+            }]
+        );
+        assert_eq!(
+            t.container(Role::LoadGenerator).unwrap().readiness,
+            Readiness::NotStarted
+        );
     }
 
     #[test]
@@ -484,6 +537,9 @@ mod tests {
 
     #[test]
     fn slugs_are_safe_names() {
-        assert_eq!(run_slug("feed-rs.indexed/baseline+db-cut/r2"), "feed-rs.indexed_baseline_db-cut_r2");
+        assert_eq!(
+            run_slug("feed-rs.indexed/baseline+db-cut/r2"),
+            "feed-rs.indexed_baseline_db-cut_r2"
+        );
     }
 }

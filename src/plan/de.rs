@@ -402,9 +402,19 @@ mod tests {
     #[test]
     fn type_errors_name_line_column_and_path() {
         let e = err("inner:\n  count: many\n  label: x\n");
-        assert_eq!(e.mark, Some(Mark { line: 2, column: 10 }));
+        assert_eq!(
+            e.mark,
+            Some(Mark {
+                line: 2,
+                column: 10
+            })
+        );
         assert_eq!(e.path.as_deref(), Some("inner.count"));
-        assert!(e.message.contains("invalid type: string \"many\""), "{}", e.message);
+        assert!(
+            e.message.contains("invalid type: string \"many\""),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -424,8 +434,8 @@ mod tests {
 
     #[test]
     fn enums_take_bare_names_and_one_key_mappings() {
-        let doc = parse("inner: {count: 1, label: 2}\nkinds: [plain, {shaped: {size: 3}}]\n")
-            .unwrap();
+        let doc =
+            parse("inner: {count: 1, label: 2}\nkinds: [plain, {shaped: {size: 3}}]\n").unwrap();
         let o: Outer = from_node(&doc).unwrap();
         assert_eq!((o.inner.count, o.inner.label.as_str()), (1, "2"));
         assert_eq!(o.kinds, vec![Kind::Plain, Kind::Shaped { size: 3 }]);

@@ -48,7 +48,12 @@ pub fn resolve_contenders(plan: &Plan) -> Vec<ResolvedContender> {
     out
 }
 
-fn resolve_one(plan: &Plan, name: &Name, c: &Contender, variant: Option<&Name>) -> ResolvedContender {
+fn resolve_one(
+    plan: &Plan,
+    name: &Name,
+    c: &Contender,
+    variant: Option<&Name>,
+) -> ResolvedContender {
     let mut caps = match &c.caps {
         Some(o) => o.apply(&plan.caps),
         None => plan.caps.clone(),
@@ -148,7 +153,11 @@ pub fn run_id(contender: &str, profile: &str, fault: Option<&str>, repetition: u
 
 /// The step ramps a profile's rates are derived from.
 pub fn profile_dependencies(profile: &Profile) -> Vec<&Name> {
-    profile.rates().into_iter().filter_map(|(_, r)| r.dependency()).collect()
+    profile
+        .rates()
+        .into_iter()
+        .filter_map(|(_, r)| r.dependency())
+        .collect()
 }
 
 /// Warm-up and measured length of a profile, where its rates are known in advance.
@@ -211,17 +220,30 @@ pub fn expand(plan: &Plan) -> Vec<RunSpec> {
         .iter()
         .map(|&(ci, ei, rep)| {
             let e = &plan.matrix.runs[ei];
-            run_id(&contenders[ci].name, e.profile.as_str(), e.fault.as_ref().map(Name::as_str), rep)
+            run_id(
+                &contenders[ci].name,
+                e.profile.as_str(),
+                e.fault.as_ref().map(Name::as_str),
+                rep,
+            )
         })
         .collect();
-    let index_of: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    let index_of: HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
     let deps: Vec<Vec<usize>> = cells
         .iter()
         .map(|&(ci, ei, rep)| {
             let profile = &plan.profiles[&plan.matrix.runs[ei].profile];
             let mut d: Vec<usize> = profile_dependencies(profile)
                 .into_iter()
-                .filter_map(|p| index_of.get(run_id(&contenders[ci].name, p.as_str(), None, rep).as_str()).copied())
+                .filter_map(|p| {
+                    index_of
+                        .get(run_id(&contenders[ci].name, p.as_str(), None, rep).as_str())
+                        .copied()
+                })
                 .collect();
             d.sort_unstable();
             d.dedup();
@@ -244,7 +266,10 @@ pub fn expand(plan: &Plan) -> Vec<RunSpec> {
             profile: (entry.profile.as_str(), profile),
             fault,
             repetition: rep,
-            depends_on: deps[i].iter().map(|&d| hashes[d].clone().unwrap_or_default()).collect(),
+            depends_on: deps[i]
+                .iter()
+                .map(|&d| hashes[d].clone().unwrap_or_default())
+                .collect(),
         };
         hashes[i] = Some(value_hash(&def));
     }

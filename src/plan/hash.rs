@@ -52,7 +52,9 @@ pub fn to_json(node: &Node) -> Result<serde_json::Value, HashError> {
                     node.text
                 )));
             }
-            serde_json::Number::from_f64(*f).map(J::Number).unwrap_or(J::Null)
+            serde_json::Number::from_f64(*f)
+                .map(J::Number)
+                .unwrap_or(J::Null)
         }
         Value::Str(s) => J::String(s.clone()),
         Value::Seq(items) => J::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
@@ -184,7 +186,8 @@ mod tests {
     #[test]
     fn formatting_comments_and_key_order_do_not_change_the_hash() {
         let a = parse("a: 1\nb: [x, 'y']\nc: {d: 1.0}\n").unwrap();
-        let b = parse("# note\nc:\n    d: 1   # same value\nb:\n  - x\n  - \"y\"\na: 0x1\n").unwrap();
+        let b =
+            parse("# note\nc:\n    d: 1   # same value\nb:\n  - x\n  - \"y\"\na: 0x1\n").unwrap();
         assert_eq!(plan_hash(&a).unwrap(), plan_hash(&b).unwrap());
         let c = parse("a: 1\nb: [x, 'y']\nc: {d: 1.5}\n").unwrap();
         assert_ne!(plan_hash(&a).unwrap(), plan_hash(&c).unwrap());

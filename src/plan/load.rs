@@ -45,10 +45,7 @@ pub fn load_file(path: &Path, host_cores: Option<f64>) -> Result<LoadedPlan, Loa
         file: file.clone(),
         source,
     })?;
-    let base_dir = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let source = match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => {
@@ -86,13 +83,26 @@ pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, L
         file: file.to_string(),
         diagnostics: vec![d],
     };
-    let root = parse(source)
-        .map_err(|e| invalid(Diagnostic::new(Severity::Error, file, e.mark, "", e.message)))?;
+    let root = parse(source).map_err(|e| {
+        invalid(Diagnostic::new(
+            Severity::Error,
+            file,
+            e.mark,
+            "",
+            e.message,
+        ))
+    })?;
     let plan: Plan = from_node(&root).map_err(|e| {
         let mark = e.mark.unwrap_or(root.mark);
         invalid(
-            Diagnostic::new(Severity::Error, file, mark, e.path.unwrap_or_default(), e.message)
-                .with_hint(e.hint),
+            Diagnostic::new(
+                Severity::Error,
+                file,
+                mark,
+                e.path.unwrap_or_default(),
+                e.message,
+            )
+            .with_hint(e.hint),
         )
     })?;
     let positions = Positions::index(&root);
@@ -110,7 +120,10 @@ pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, L
     let hash = match plan_hash(&root) {
         Ok(h) => Some(h),
         Err(e) => {
-            diagnostics.insert(0, Diagnostic::new(Severity::Error, file, e.mark, "", e.message));
+            diagnostics.insert(
+                0,
+                Diagnostic::new(Severity::Error, file, e.mark, "", e.message),
+            );
             None
         }
     };

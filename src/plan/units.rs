@@ -130,7 +130,9 @@ impl std::str::FromStr for Duration {
                 .ok_or(())?;
             let number: f64 = rest[..n].parse().map_err(|_| ())?;
             rest = &rest[n..];
-            let u = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+            let u = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
             let factor = match &rest[..u] {
                 "ms" => 1.0,
                 "s" => 1_000.0,
@@ -377,7 +379,8 @@ impl std::str::FromStr for Name {
     fn from_str(s: &str) -> Result<Self, ()> {
         let ok = !s.is_empty()
             && s.len() <= 40
-            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !s.starts_with('-')
             && !s.ends_with('-');
         if ok {
@@ -577,7 +580,8 @@ impl EnvValue {
 
 impl<'de> Deserialize<'de> for EnvValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(Text("a string, number or boolean")).map(EnvValue)
+        d.deserialize_str(Text("a string, number or boolean"))
+            .map(EnvValue)
     }
 }
 
@@ -594,7 +598,8 @@ impl JsonSchema for EnvValue {
             ])),
             ..Default::default()
         };
-        s.metadata().description = Some("An environment value; numbers and booleans are taken as written.".into());
+        s.metadata().description =
+            Some("An environment value; numbers and booleans are taken as written.".into());
         Schema::Object(s)
     }
 }

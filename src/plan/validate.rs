@@ -4,7 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::de::suggest;
-use super::expand::{profile_dependencies, profile_length, resolve_contenders, selects, ResolvedContender};
+use super::expand::{
+    profile_dependencies, profile_length, resolve_contenders, selects, ResolvedContender,
+};
 use super::model::{Cap, CapsOverride, Injection, Plan, Profile, Role, ServiceKind};
 use super::units::{Duration, Name, Rate};
 use super::yaml::join_key;
@@ -78,7 +80,8 @@ fn unknown<'a, 'f>(
 ) -> &'f mut Finding {
     let known: Vec<&str> = known.collect();
     let hint = suggest(found, &known, what);
-    f.error(path, format!("unknown {what} `{found}`")).hint(hint)
+    f.error(path, format!("unknown {what} `{found}`"))
+        .hint(hint)
 }
 
 /// Checks a plan; returns errors and warnings, errors first.
@@ -101,16 +104,25 @@ pub fn validate(plan: &Plan, ctx: &Context) -> Vec<Finding> {
 fn study(plan: &Plan, f: &mut Findings) {
     let s = &plan.study;
     if s.hypotheses.is_empty() {
-        f.error("study.hypotheses", "a study states at least one hypothesis before any run")
-            .hint("add `- {id: H1, text: \"...\"}`: pre-registration means writing it down first");
+        f.error(
+            "study.hypotheses",
+            "a study states at least one hypothesis before any run",
+        )
+        .hint("add `- {id: H1, text: \"...\"}`: pre-registration means writing it down first");
     }
     let mut seen = HashSet::new();
     for (i, h) in s.hypotheses.iter().enumerate() {
         let path = format!("study.hypotheses[{i}]");
         if h.id.trim().is_empty() {
-            f.error(format!("{path}.id"), "a hypothesis needs an id, e.g. \"H1\"");
+            f.error(
+                format!("{path}.id"),
+                "a hypothesis needs an id, e.g. \"H1\"",
+            );
         } else if !seen.insert(h.id.as_str()) {
-            f.error(format!("{path}.id"), format!("the hypothesis id `{}` is used twice", h.id));
+            f.error(
+                format!("{path}.id"),
+                format!("the hypothesis id `{}` is used twice", h.id),
+            );
         }
         if h.text.trim().is_empty() {
             f.error(format!("{path}.text"), "a hypothesis needs its text");
@@ -121,20 +133,35 @@ fn study(plan: &Plan, f: &mut Findings) {
         f.error("study.objective.p99", "the p99 bound must be above 0");
     }
     if o.window.millis < 1000 {
-        f.error("study.objective.window", "the evaluation window must be at least 1s");
+        f.error(
+            "study.objective.window",
+            "the evaluation window must be at least 1s",
+        );
     }
     if o.error_rate.percent > 100.0 {
-        f.error("study.objective.error-rate", format!("an error rate of {} is above 100%", o.error_rate));
+        f.error(
+            "study.objective.error-rate",
+            format!("an error rate of {} is above 100%", o.error_rate),
+        );
     }
 }
 
 fn cap(f: &mut Findings, path: String, c: &Cap) {
     if !(c.cpus.is_finite() && c.cpus > 0.0) {
-        f.error(format!("{path}.cpus"), format!("cpus must be above 0, found {}", c.cpus))
-            .hint("fractional cores are fine, e.g. 0.5");
+        f.error(
+            format!("{path}.cpus"),
+            format!("cpus must be above 0, found {}", c.cpus),
+        )
+        .hint("fractional cores are fine, e.g. 0.5");
     }
     if c.memory.bytes < 6 << 20 {
-        f.error(format!("{path}.memory"), format!("memory must be at least 6MiB (the engine's minimum), found {}", c.memory));
+        f.error(
+            format!("{path}.memory"),
+            format!(
+                "memory must be at least 6MiB (the engine's minimum), found {}",
+                c.memory
+            ),
+        );
     }
 }
 
@@ -146,15 +173,29 @@ fn caps_override(f: &mut Findings, path: &str, o: &CapsOverride) {
 
 fn caps(plan: &Plan, f: &mut Findings) {
     let c = &plan.caps;
-    for role in [Role::Replica, Role::Database, Role::ObjectStore, Role::FaultProxy, Role::Balancer, Role::LoadGenerator] {
+    for role in [
+        Role::Replica,
+        Role::Database,
+        Role::ObjectStore,
+        Role::FaultProxy,
+        Role::Balancer,
+        Role::LoadGenerator,
+    ] {
         if let Some(x) = c.get(role) {
             cap(f, p(&["caps", role.key()]), &x);
         }
     }
-    let has_store = plan.topology.services.values().any(|s| s.kind == ServiceKind::ObjectStore);
+    let has_store = plan
+        .topology
+        .services
+        .values()
+        .any(|s| s.kind == ServiceKind::ObjectStore);
     if has_store && c.object_store.is_none() {
-        f.error("caps", "the topology declares an object store but `caps.object-store` is missing")
-            .hint("add `object-store: {cpus: 1, memory: 512MiB}` under `caps`");
+        f.error(
+            "caps",
+            "the topology declares an object store but `caps.object-store` is missing",
+        )
+        .hint("add `object-store: {cpus: 1, memory: 512MiB}` under `caps`");
     }
 }
 
@@ -185,29 +226,50 @@ fn topology(plan: &Plan, ctx: &Context, f: &mut Findings) {
             file(f, ctx, format!("{base}.init[{i}]"), init, "the init script");
         }
         if let Some(b) = &s.build {
-            file(f, ctx, format!("{base}.build.context"), &b.context, "the build context");
+            file(
+                f,
+                ctx,
+                format!("{base}.build.context"),
+                &b.context,
+                "the build context",
+            );
         }
     }
     let mut listens: HashMap<u16, &Name> = HashMap::new();
     for (name, l) in &t.links {
         let base = p(&["topology", "links", name.as_str()]);
         if !t.services.contains_key(&l.service) {
-            unknown(f, format!("{base}.service"), "service", l.service.as_str(), t.services.keys().map(Name::as_str));
+            unknown(
+                f,
+                format!("{base}.service"),
+                "service",
+                l.service.as_str(),
+                t.services.keys().map(Name::as_str),
+            );
         }
         if let Some(pt) = l.port {
             port(f, format!("{base}.port"), pt);
         }
         port(f, format!("{base}.listen"), l.listen);
         if l.listen == 8474 {
-            f.error(format!("{base}.listen"), "port 8474 is the fault proxy's API port; choose another");
+            f.error(
+                format!("{base}.listen"),
+                "port 8474 is the fault proxy's API port; choose another",
+            );
         }
         if let Some(other) = listens.insert(l.listen, name) {
-            f.error(format!("{base}.listen"), format!("link `{other}` already listens on {}", l.listen));
+            f.error(
+                format!("{base}.listen"),
+                format!("link `{other}` already listens on {}", l.listen),
+            );
         }
     }
     let b = &t.balancer;
     if b.check.inter.millis < 100 {
-        f.error("topology.balancer.check.inter", "the check interval must be at least 100ms");
+        f.error(
+            "topology.balancer.check.inter",
+            "the check interval must be at least 100ms",
+        );
     }
     if b.check.fall == 0 {
         f.error("topology.balancer.check.fall", "fall must be at least 1");
@@ -216,7 +278,10 @@ fn topology(plan: &Plan, ctx: &Context, f: &mut Findings) {
         f.error("topology.balancer.check.rise", "rise must be at least 1");
     }
     if b.connect_timeout.millis == 0 {
-        f.error("topology.balancer.connect-timeout", "the connect timeout must be above 0");
+        f.error(
+            "topology.balancer.connect-timeout",
+            "the connect timeout must be above 0",
+        );
     }
     for (role, build) in [
         ("balancer", &b.build),
@@ -225,7 +290,13 @@ fn topology(plan: &Plan, ctx: &Context, f: &mut Findings) {
         ("co-tenant", &t.co_tenant.build),
     ] {
         if let Some(b) = build {
-            file(f, ctx, format!("topology.{role}.build.context"), &b.context, "the build context");
+            file(
+                f,
+                ctx,
+                format!("topology.{role}.build.context"),
+                &b.context,
+                "the build context",
+            );
         }
     }
 }
@@ -236,8 +307,14 @@ fn template(f: &mut Findings, plan: &Plan, path: String, text: &str) {
     let tmpl = match env.template_from_str(text) {
         Ok(t) => t,
         Err(e) => {
-            f.error(path, format!("not a valid template: {}", e.detail().unwrap_or("syntax error")))
-                .hint("write `{{ links.<link>.host }}`; a literal `{{` is written `{{ '{{' }}`");
+            f.error(
+                path,
+                format!(
+                    "not a valid template: {}",
+                    e.detail().unwrap_or("syntax error")
+                ),
+            )
+            .hint("write `{{ links.<link>.host }}`; a literal `{{` is written `{{ '{{' }}`");
             return;
         }
     };
@@ -246,14 +323,24 @@ fn template(f: &mut Findings, plan: &Plan, path: String, text: &str) {
     for name in names {
         let parts: Vec<&str> = name.split('.').collect();
         let ok = match parts.as_slice() {
-            ["links", link, field] => plan.topology.links.contains_key(*link) && matches!(*field, "host" | "port"),
+            ["links", link, field] => {
+                plan.topology.links.contains_key(*link) && matches!(*field, "host" | "port")
+            }
             _ => false,
         };
         if !ok {
-            let links: Vec<String> = plan.topology.links.keys().flat_map(|l| [format!("links.{l}.host"), format!("links.{l}.port")]).collect();
+            let links: Vec<String> = plan
+                .topology
+                .links
+                .keys()
+                .flat_map(|l| [format!("links.{l}.host"), format!("links.{l}.port")])
+                .collect();
             let known: Vec<&str> = links.iter().map(String::as_str).collect();
-            f.error(path.clone(), format!("the template names `{name}`, which is not defined"))
-                .hint(suggest(&name, &known, "name"));
+            f.error(
+                path.clone(),
+                format!("the template names `{name}`, which is not defined"),
+            )
+            .hint(suggest(&name, &known, "name"));
         }
     }
 }
@@ -272,14 +359,26 @@ fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
             template(f, plan, p(&[&base, "env", k.as_str()]), v.as_str());
         }
         if let Some(b) = &c.build {
-            file(f, ctx, format!("{base}.build.context"), &b.context, "the build context");
+            file(
+                f,
+                ctx,
+                format!("{base}.build.context"),
+                &b.context,
+                "the build context",
+            );
         }
         if let Some(g) = &c.gate {
             if g.command.is_empty() {
-                f.error(format!("{base}.gate.command"), "the gate needs a command (an argv list)");
+                f.error(
+                    format!("{base}.gate.command"),
+                    "the gate needs a command (an argv list)",
+                );
             }
             if g.timeout.millis == 0 {
-                f.error(format!("{base}.gate.timeout"), "the gate timeout must be above 0");
+                f.error(
+                    format!("{base}.gate.timeout"),
+                    "the gate timeout must be above 0",
+                );
             }
         }
         if let Some(o) = &c.caps {
@@ -296,10 +395,23 @@ fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
             for (svc, o) in &v.services {
                 let sbase = p(&[&vbase, "services", svc.as_str()]);
                 if !plan.topology.services.contains_key(svc) {
-                    unknown(f, sbase.clone(), "service", svc.as_str(), plan.topology.services.keys().map(Name::as_str)).at_key();
+                    unknown(
+                        f,
+                        sbase.clone(),
+                        "service",
+                        svc.as_str(),
+                        plan.topology.services.keys().map(Name::as_str),
+                    )
+                    .at_key();
                 }
                 for (i, init) in o.init.iter().flatten().enumerate() {
-                    file(f, ctx, format!("{sbase}.init[{i}]"), init, "the init script");
+                    file(
+                        f,
+                        ctx,
+                        format!("{sbase}.init[{i}]"),
+                        init,
+                        "the init script",
+                    );
                 }
             }
         }
@@ -309,7 +421,10 @@ fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
     let mut seen = HashSet::new();
     for c in resolve_contenders(plan) {
         if !seen.insert(c.name.clone()) {
-            f.error(p(&["contenders", c.declared.as_str()]), format!("the contender `{}` is declared twice", c.name));
+            f.error(
+                p(&["contenders", c.declared.as_str()]),
+                format!("the contender `{}` is declared twice", c.name),
+            );
         }
     }
 }
@@ -322,27 +437,52 @@ fn workload(plan: &Plan, f: &mut Findings) {
     for (name, r) in &w.routes {
         let base = p(&["workload", "routes", name.as_str()]);
         if r.weight == 0 {
-            f.error(format!("{base}.weight"), "a route's weight must be at least 1").hint("remove the route to leave it out of the mix");
+            f.error(
+                format!("{base}.weight"),
+                "a route's weight must be at least 1",
+            )
+            .hint("remove the route to leave it out of the mix");
         }
         if !r.path.starts_with('/') || r.path.contains(char::is_whitespace) {
-            f.error(format!("{base}.path"), format!("expected a path starting with `/` and without spaces, found \"{}\"", r.path));
+            f.error(
+                format!("{base}.path"),
+                format!(
+                    "expected a path starting with `/` and without spaces, found \"{}\"",
+                    r.path
+                ),
+            );
         }
         for (field, text) in [("path", Some(r.path.as_str())), ("body", r.body.as_deref())] {
             for ph in placeholders(text.unwrap_or("")) {
                 if !w.ids.contains_key(ph) {
-                    unknown(f, format!("{base}.{field}"), "id range", ph, w.ids.keys().map(Name::as_str));
+                    unknown(
+                        f,
+                        format!("{base}.{field}"),
+                        "id range",
+                        ph,
+                        w.ids.keys().map(Name::as_str),
+                    );
                 }
             }
         }
         for (i, link) in r.touches.iter().enumerate() {
             if !plan.topology.links.contains_key(link) {
-                unknown(f, format!("{base}.touches[{i}]"), "link", link.as_str(), plan.topology.links.keys().map(Name::as_str));
+                unknown(
+                    f,
+                    format!("{base}.touches[{i}]"),
+                    "link",
+                    link.as_str(),
+                    plan.topology.links.keys().map(Name::as_str),
+                );
             }
         }
     }
     for (name, r) in &w.ids {
         if r.min > r.max {
-            f.error(p(&["workload", "ids", name.as_str()]), format!("min {} is above max {}", r.min, r.max));
+            f.error(
+                p(&["workload", "ids", name.as_str()]),
+                format!("min {} is above max {}", r.min, r.max),
+            );
         }
     }
 }
@@ -364,20 +504,13 @@ fn placeholders(text: &str) -> Vec<&str> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn placeholders_inside_json_bodies_are_found() {
-        assert_eq!(super::placeholders(r#"{"author": {viewer}, "n": {x-1}}"#), ["viewer", "x-1"]);
-        assert_eq!(super::placeholders("/feed?viewer={viewer}"), ["viewer"]);
-        assert!(super::placeholders("{}{ a}").is_empty());
-    }
-}
-
 fn rate(f: &mut Findings, plan: &Plan, path: String, r: &Rate) {
     match r {
         Rate::Fixed(v) if *v <= 0.0 => {
-            f.error(path, format!("a rate must be above 0 arrivals per second, found {v}"));
+            f.error(
+                path,
+                format!("a rate must be above 0 arrivals per second, found {v}"),
+            );
         }
         Rate::Fixed(_) => {}
         Rate::OfSaturation { share, profile } => {
@@ -386,7 +519,13 @@ fn rate(f: &mut Findings, plan: &Plan, path: String, r: &Rate) {
             }
             match plan.profiles.get(profile) {
                 None => {
-                    unknown(f, path, "profile", profile.as_str(), plan.profiles.keys().map(Name::as_str));
+                    unknown(
+                        f,
+                        path,
+                        "profile",
+                        profile.as_str(),
+                        plan.profiles.keys().map(Name::as_str),
+                    );
                 }
                 Some(Profile::StepRamp { .. }) => {}
                 Some(other) => {
@@ -413,12 +552,23 @@ fn profiles(plan: &Plan, f: &mut Findings) {
             rate(f, plan, format!("{base}.{field}"), r);
         }
         match prof {
-            Profile::StepRamp { start, step, step_duration, max, .. } => {
+            Profile::StepRamp {
+                start,
+                step,
+                step_duration,
+                max,
+                ..
+            } => {
                 if !(step.is_finite() && *step > 0.0) {
-                    f.error(format!("{base}.step"), format!("the step must be above 0 arrivals per second, found {step}"));
+                    f.error(
+                        format!("{base}.step"),
+                        format!("the step must be above 0 arrivals per second, found {step}"),
+                    );
                 }
                 positive(f, format!("{base}.step-duration"), *step_duration);
-                if step_duration.millis > 0 && step_duration.millis < plan.study.objective.window.millis {
+                if step_duration.millis > 0
+                    && step_duration.millis < plan.study.objective.window.millis
+                {
                     f.warn(format!("{base}.step-duration"), format!(
                         "each step ({step_duration}) is shorter than the objective's window ({}), so no step is judged over a full window",
                         plan.study.objective.window
@@ -433,10 +583,19 @@ fn profiles(plan: &Plan, f: &mut Findings) {
             Profile::Constant { duration, .. } | Profile::Soak { duration, .. } => {
                 positive(f, format!("{base}.duration"), *duration);
             }
-            Profile::Diurnal { period, peak, trough, cycles, .. } => {
+            Profile::Diurnal {
+                period,
+                peak,
+                trough,
+                cycles,
+                ..
+            } => {
                 positive(f, format!("{base}.period"), *period);
                 if trough.percent > peak.percent {
-                    f.error(format!("{base}.trough"), format!("the trough ({trough}) is above the peak ({peak})"));
+                    f.error(
+                        format!("{base}.trough"),
+                        format!("the trough ({trough}) is above the peak ({peak})"),
+                    );
                 }
                 if peak.percent <= 0.0 {
                     f.error(format!("{base}.peak"), "the peak must be above 0%");
@@ -452,14 +611,21 @@ fn profiles(plan: &Plan, f: &mut Findings) {
         let mut path = vec![start];
         if let Some(cycle) = find_cycle(plan, start, &mut path) {
             let names: Vec<&str> = cycle.iter().map(|n| n.as_str()).collect();
-            f.error(p(&["profiles", start.as_str()]), format!("the profile depends on itself: {}", names.join(" → ")))
-                .hint("a rate such as \"70% of ramp\" must lead back to a ramp with fixed rates");
+            f.error(
+                p(&["profiles", start.as_str()]),
+                format!("the profile depends on itself: {}", names.join(" → ")),
+            )
+            .hint("a rate such as \"70% of ramp\" must lead back to a ramp with fixed rates");
             break;
         }
     }
 }
 
-fn find_cycle<'a>(plan: &'a Plan, node: &'a Name, path: &mut Vec<&'a Name>) -> Option<Vec<&'a Name>> {
+fn find_cycle<'a>(
+    plan: &'a Plan,
+    node: &'a Name,
+    path: &mut Vec<&'a Name>,
+) -> Option<Vec<&'a Name>> {
     let prof = plan.profiles.get(node)?;
     for dep in profile_dependencies(prof) {
         if dep == path[0] {
@@ -481,35 +647,68 @@ fn find_cycle<'a>(plan: &'a Plan, node: &'a Name, path: &mut Vec<&'a Name>) -> O
 
 fn faults(plan: &Plan, f: &mut Findings) {
     let contenders = resolve_contenders(plan);
-    let min_replicas = contenders.iter().map(|c| c.replicas).min().unwrap_or(plan.topology.replicas);
+    let min_replicas = contenders
+        .iter()
+        .map(|c| c.replicas)
+        .min()
+        .unwrap_or(plan.topology.replicas);
     for (name, fault) in &plan.faults {
         let base = p(&["faults", name.as_str()]);
         positive(f, format!("{base}.duration"), fault.duration);
         let ibase = format!("{base}.inject.{}", fault.inject.kind());
         if let Some(link) = fault.inject.link() {
             if !plan.topology.links.contains_key(link) {
-                unknown(f, format!("{ibase}.link"), "link", link.as_str(), plan.topology.links.keys().map(Name::as_str));
+                unknown(
+                    f,
+                    format!("{ibase}.link"),
+                    "link",
+                    link.as_str(),
+                    plan.topology.links.keys().map(Name::as_str),
+                );
             }
         }
         if let Some(r) = fault.inject.replica() {
             if r == 0 || r > min_replicas {
-                f.error(format!("{ibase}.replica"), format!("replica {r} does not exist; replicas count from 1 to {min_replicas}"));
+                f.error(
+                    format!("{ibase}.replica"),
+                    format!("replica {r} does not exist; replicas count from 1 to {min_replicas}"),
+                );
             }
         }
         match &fault.inject {
             Injection::CpuSteal { cores } => {
                 if !(cores.is_finite() && *cores > 0.0) {
-                    f.error(format!("{ibase}.cores"), format!("cores must be above 0, found {cores}"));
+                    f.error(
+                        format!("{ibase}.cores"),
+                        format!("cores must be above 0, found {cores}"),
+                    );
                 }
             }
-            Injection::LinkLatency { latency, .. } => positive(f, format!("{ibase}.latency"), *latency),
-            Injection::Toxic { toxic_type, toxicity, attributes, .. } => {
+            Injection::LinkLatency { latency, .. } => {
+                positive(f, format!("{ibase}.latency"), *latency)
+            }
+            Injection::Toxic {
+                toxic_type,
+                toxicity,
+                attributes,
+                ..
+            } => {
                 if !(0.0..=1.0).contains(toxicity) {
-                    f.error(format!("{ibase}.toxicity"), format!("toxicity is a probability from 0 to 1, found {toxicity}"));
+                    f.error(
+                        format!("{ibase}.toxicity"),
+                        format!("toxicity is a probability from 0 to 1, found {toxicity}"),
+                    );
                 }
                 for key in attributes.keys() {
                     if !toxic_type.attributes().contains(&key.as_str()) {
-                        unknown(f, format!("{ibase}.attributes.{key}"), "attribute", key, toxic_type.attributes().iter().copied()).at_key();
+                        unknown(
+                            f,
+                            format!("{ibase}.attributes.{key}"),
+                            "attribute",
+                            key,
+                            toxic_type.attributes().iter().copied(),
+                        )
+                        .at_key();
                     }
                 }
             }
@@ -523,14 +722,23 @@ fn guards(plan: &Plan, f: &mut Findings) {
     let g = &plan.guards;
     for (field, v) in [
         ("measurement-cpu-ceiling", g.measurement_cpu_ceiling),
-        ("measurement-throttle-ceiling", g.measurement_throttle_ceiling),
+        (
+            "measurement-throttle-ceiling",
+            g.measurement_throttle_ceiling,
+        ),
     ] {
         if v.percent <= 0.0 || v.percent > 100.0 {
-            f.error(format!("guards.{field}"), format!("expected a share from above 0% to 100%, found {v}"));
+            f.error(
+                format!("guards.{field}"),
+                format!("expected a share from above 0% to 100%, found {v}"),
+            );
         }
     }
     if g.dropped_iterations.percent > 100.0 {
-        f.error("guards.dropped-iterations", format!("expected at most 100%, found {}", g.dropped_iterations));
+        f.error(
+            "guards.dropped-iterations",
+            format!("expected at most 100%, found {}", g.dropped_iterations),
+        );
     }
 }
 
@@ -539,7 +747,13 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
     if m.repetitions == 0 {
         f.error("matrix.repetitions", "at least 1 repetition is needed");
     } else if m.repetitions < 3 {
-        f.warn("matrix.repetitions", format!("{} repetition(s): with fewer than 3, no difference can be called significant", m.repetitions));
+        f.warn(
+            "matrix.repetitions",
+            format!(
+                "{} repetition(s): with fewer than 3, no difference can be called significant",
+                m.repetitions
+            ),
+        );
     }
     if m.runs.is_empty() {
         f.error("matrix.runs", "the matrix needs at least one entry");
@@ -556,32 +770,62 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
         let base = format!("matrix.runs[{i}]");
         let profile = plan.profiles.get(&e.profile);
         if profile.is_none() {
-            unknown(f, format!("{base}.profile"), "profile", e.profile.as_str(), plan.profiles.keys().map(Name::as_str));
+            unknown(
+                f,
+                format!("{base}.profile"),
+                "profile",
+                e.profile.as_str(),
+                plan.profiles.keys().map(Name::as_str),
+            );
         }
         let fault = e.fault.as_ref().and_then(|n| {
             let x = plan.faults.get(n);
             if x.is_none() {
-                unknown(f, format!("{base}.fault"), "fault", n.as_str(), plan.faults.keys().map(Name::as_str));
+                unknown(
+                    f,
+                    format!("{base}.fault"),
+                    "fault",
+                    n.as_str(),
+                    plan.faults.keys().map(Name::as_str),
+                );
             }
             x
         });
         if let Some(sel) = &e.contenders {
             if sel.is_empty() {
-                f.error(format!("{base}.contenders"), "an empty list selects no contender").hint("leave `contenders` out to select every contender");
+                f.error(
+                    format!("{base}.contenders"),
+                    "an empty list selects no contender",
+                )
+                .hint("leave `contenders` out to select every contender");
             }
             for (j, s) in sel.iter().enumerate() {
                 if !names.contains(&s.as_str()) {
-                    unknown(f, format!("{base}.contenders[{j}]"), "contender", s, names.iter().copied());
+                    unknown(
+                        f,
+                        format!("{base}.contenders[{j}]"),
+                        "contender",
+                        s,
+                        names.iter().copied(),
+                    );
                 }
             }
         }
         let picked: Vec<&ResolvedContender> = contenders
             .iter()
-            .filter(|c| e.contenders.as_ref().is_none_or(|sel| sel.iter().any(|s| selects(s, c))))
+            .filter(|c| {
+                e.contenders
+                    .as_ref()
+                    .is_none_or(|sel| sel.iter().any(|s| selects(s, c)))
+            })
             .collect();
         for c in &picked {
             if !seen.insert((c.name.clone(), &e.profile, e.fault.as_ref())) {
-                f.error(base.clone(), format!("`{}` runs this (profile, fault) pair twice", c.name)).hint("use `repetitions` to repeat runs");
+                f.error(
+                    base.clone(),
+                    format!("`{}` runs this (profile, fault) pair twice", c.name),
+                )
+                .hint("use `repetitions` to repeat runs");
             }
         }
         if let (Some(prof), Some(fault)) = (profile, fault) {
@@ -603,7 +847,11 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
             for dep in profile_dependencies(prof) {
                 for c in &picked {
                     let has_ramp = m.runs.iter().any(|o| {
-                        &o.profile == dep && o.fault.is_none() && o.contenders.as_ref().is_none_or(|sel| sel.iter().any(|s| selects(s, c)))
+                        &o.profile == dep
+                            && o.fault.is_none()
+                            && o.contenders
+                                .as_ref()
+                                .is_none_or(|sel| sel.iter().any(|s| selects(s, c)))
                     });
                     if !has_ramp {
                         f.error(format!("{base}.profile"), format!(
@@ -619,7 +867,11 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
         for c in &contenders {
             let total = total_cpus(c);
             if total > host {
-                let what = if c.caps.allow_oversubscription { "allowed by caps.allow-oversubscription" } else { "deploying will refuse unless caps.allow-oversubscription is true" };
+                let what = if c.caps.allow_oversubscription {
+                    "allowed by caps.allow-oversubscription"
+                } else {
+                    "deploying will refuse unless caps.allow-oversubscription is true"
+                };
                 f.warn(p(&["contenders", c.declared.as_str()]), format!(
                     "the caps of a `{}` run sum to {total} cores, more than this host's {host} ({what})", c.name
                 ));
@@ -642,4 +894,17 @@ pub fn total_cpus(c: &ResolvedContender) -> f64 {
         total += cap.map_or(0.0, |x| x.cpus);
     }
     (total * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_inside_json_bodies_are_found() {
+        assert_eq!(
+            super::placeholders(r#"{"author": {viewer}, "n": {x-1}}"#),
+            ["viewer", "x-1"]
+        );
+        assert_eq!(super::placeholders("/feed?viewer={viewer}"), ["viewer"]);
+        assert!(super::placeholders("{}{ a}").is_empty());
+    }
 }

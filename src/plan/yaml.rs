@@ -87,7 +87,9 @@ pub fn parse(source: &str) -> Result<Node, SyntaxError> {
         }),
         1 => Ok(builder.documents.pop().expect("one document")),
         _ => Err(SyntaxError {
-            mark: builder.second_document.unwrap_or(Mark { line: 1, column: 1 }),
+            mark: builder
+                .second_document
+                .unwrap_or(Mark { line: 1, column: 1 }),
             message: "a plan is one YAML document; found a second one (`---`)".into(),
         }),
     }
@@ -141,14 +143,20 @@ impl Builder {
                     let key = match &node.value {
                         Value::Seq(_) | Value::Map(_) => {
                             let mark = node.mark;
-                            self.fail(mark, "mapping keys must be plain names, not collections".into());
+                            self.fail(
+                                mark,
+                                "mapping keys must be plain names, not collections".into(),
+                            );
                             return;
                         }
                         _ => node.text.clone(),
                     };
                     if entries.iter().any(|e| e.key == key) {
                         let mark = node.mark;
-                        self.fail(mark, format!("duplicate key `{key}`; each key may appear once"));
+                        self.fail(
+                            mark,
+                            format!("duplicate key `{key}`; each key may appear once"),
+                        );
                         return;
                     }
                     *pending = Some((key, node.mark));
@@ -187,7 +195,10 @@ impl MarkedEventReceiver for Builder {
             Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
                 if let Some(tag) = tag {
                     if !(is_core_handle(tag) && (tag.suffix == "seq" || tag.suffix == "map")) {
-                        self.fail(mark, format!("unsupported tag `{}{}`", tag.handle, tag.suffix));
+                        self.fail(
+                            mark,
+                            format!("unsupported tag `{}{}`", tag.handle, tag.suffix),
+                        );
                         return;
                     }
                 }
@@ -423,12 +434,7 @@ impl Positions {
             }
             match p.rfind(['.', '[']) {
                 Some(i) => p = &p[..i],
-                None => {
-                    return map
-                        .get("")
-                        .copied()
-                        .unwrap_or(Mark { line: 1, column: 1 })
-                }
+                None => return map.get("").copied().unwrap_or(Mark { line: 1, column: 1 }),
             }
         }
     }
@@ -482,7 +488,13 @@ mod tests {
         let p = Positions::index(&doc);
         assert_eq!(p.value("a.b"), Mark { line: 2, column: 6 });
         assert_eq!(p.key("a.b"), Mark { line: 2, column: 3 });
-        assert_eq!(p.value("a.c[1]"), Mark { line: 3, column: 10 });
+        assert_eq!(
+            p.value("a.c[1]"),
+            Mark {
+                line: 3,
+                column: 10
+            }
+        );
         assert_eq!(p.value("a.missing.deeper"), Mark { line: 2, column: 3 });
     }
 

@@ -57,19 +57,66 @@ impl Clock {
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum RunEvent {
     /// A phase of the run began: deploy, warmup, measure, teardown.
-    Phase { phase: String },
-    FaultApplied { fault: String, action: String, target: String },
-    FaultCleared { fault: String, action: String, target: String },
+    Phase {
+        phase: String,
+    },
+    FaultApplied {
+        fault: String,
+        action: String,
+        target: String,
+    },
+    FaultCleared {
+        fault: String,
+        action: String,
+        target: String,
+    },
     /// A fault action that could not be carried out.
-    FaultFailed { fault: String, action: String, reason: String },
+    FaultFailed {
+        fault: String,
+        action: String,
+        reason: String,
+    },
     /// A guard stopped the run; `figure` against `threshold`, in `unit`.
-    GuardTripped { guard: String, figure: f64, threshold: f64, unit: String, detail: String },
-    ContainerRestarted { container: String },
-    HealthChanged { server: String, from: String, to: String },
-    LoadStarted { scheduled_arrivals: f64 },
-    LoadFinished { requests: u64, dropped_iterations: u64 },
+    GuardTripped {
+        guard: String,
+        figure: f64,
+        threshold: f64,
+        unit: String,
+        detail: String,
+    },
+    ContainerRestarted {
+        container: String,
+    },
+    HealthChanged {
+        server: String,
+        from: String,
+        to: String,
+    },
+    LoadStarted {
+        scheduled_arrivals: f64,
+    },
+    LoadFinished {
+        requests: u64,
+        dropped_iterations: u64,
+    },
     /// A note for the record (oversubscription, a derived rate and where it came from).
-    Note { text: String },
+    Note {
+        text: String,
+    },
+    /// Where the run stands, every few seconds, for the live display (not written to
+    /// events.csv: the raw files hold the same figures exactly).
+    Progress {
+        elapsed_s: f64,
+        total_s: f64,
+        /// Requests per second the balancer received over the last interval.
+        achieved_rate: f64,
+        scheduled_rate: f64,
+        /// 5xx answers over the last interval.
+        errors: u64,
+        /// HAProxy's average response time over its last 1024 requests (HAProxy keeps no
+        /// percentiles; p99 comes from requests.csv after the run).
+        avg_response_ms: u64,
+    },
 }
 
 impl RunEvent {
@@ -85,6 +132,7 @@ impl RunEvent {
             RunEvent::LoadStarted { .. } => "load-started",
             RunEvent::LoadFinished { .. } => "load-finished",
             RunEvent::Note { .. } => "note",
+            RunEvent::Progress { .. } => "progress",
         }
     }
 }
@@ -107,6 +155,12 @@ pub fn csv_row(stamp: Stamp, event: &RunEvent) -> String {
             (String::new(), format!("requests {requests}, dropped {dropped_iterations}"))
         }
         RunEvent::Note { text } => (String::new(), text.clone()),
+        RunEvent::Progress { elapsed_s, total_s, achieved_rate, scheduled_rate, errors, avg_response_ms } => (
+            String::new(),
+            format!(
+                "{elapsed_s:.0}/{total_s:.0} s  {achieved_rate:.1}/s of {scheduled_rate:.1}/s scheduled  {errors} 5xx  avg {avg_response_ms} ms"
+            ),
+        ),
     };
     format!(
         "{},{:.6},{},{},{}\n",
@@ -139,15 +193,30 @@ mod tests {
         let a = c.now();
         let b = c.now();
         assert!(b.t_s >= a.t_s && b.wall_ns >= a.wall_ns);
-        assert_eq!(b.wall_ns - a.wall_ns, ((b.t_s - a.t_s) * 1e9).round() as i128);
+        assert_eq!(
+            b.wall_ns - a.wall_ns,
+            ((b.t_s - a.t_s) * 1e9).round() as i128
+        );
     }
 
     #[test]
     fn rows_are_quoted_csv() {
         let row = csv_row(
-            Stamp { t_s: 1.5, wall_ns: 7 },
-            &RunEvent::GuardTripped { guard: "host-memory".into(), figure: 1.0, threshold: 2.0, unit: "GiB".into(), detail: "a, \"b\"".into() },
+            Stamp {
+                t_s: 1.5,
+                wall_ns: 7,
+            },
+            &RunEvent::GuardTripped {
+                guard: "host-memory".into(),
+                figure: 1.0,
+                threshold: 2.0,
+                unit: "GiB".into(),
+                detail: "a, \"b\"".into(),
+            },
         );
-        assert_eq!(row, "7,1.500000,guard-tripped,host-memory,\"1 GiB against 2 GiB: a, \"\"b\"\"\"\n");
+        assert_eq!(
+            row,
+            "7,1.500000,guard-tripped,host-memory,\"1 GiB against 2 GiB: a, \"\"b\"\"\"\n"
+        );
     }
 }

@@ -18,7 +18,9 @@ use crate::analysis::saturation::{self, Saturation};
 use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
 use crate::engine::fault_proxy::FaultProxy;
 use crate::engine::runtime::{Runtime, RuntimeError};
-use crate::engine::topology::{topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use crate::engine::topology::{
+    topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
+};
 use crate::plan::model::{Plan, Profile};
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
@@ -28,7 +30,10 @@ pub enum ExecuteError {
     #[error("the run directory `{0}` already exists; feedbench never overwrites results")]
     Exists(PathBuf),
     #[error("cannot write `{path}`: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Topology(#[from] crate::engine::topology::TopologyError),
     #[error(transparent)]
@@ -46,8 +51,16 @@ pub enum ExecuteError {
 #[serde(tag = "execution", rename_all = "kebab-case")]
 pub enum Execution {
     Completed,
-    Aborted { guard: String, figure: f64, threshold: f64, unit: String, detail: String },
-    Failed { reason: String },
+    Aborted {
+        guard: String,
+        figure: f64,
+        threshold: f64,
+        unit: String,
+        detail: String,
+    },
+    Failed {
+        reason: String,
+    },
 }
 
 /// What a run leaves for the record (the run's `run.json`).
@@ -67,8 +80,19 @@ pub struct RunRecord {
     pub monitors: Option<MonitorSummary>,
     /// For a step ramp: every step's verdict and the saturation.
     pub saturation: Option<Saturation>,
+    /// Requests that started in the measured phase (after the warm-up): how many, their
+    /// nearest-rank p50 and p99 in ms, and the share that failed (no response or 5xx).
+    pub measured: Option<Measured>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Measured {
+    pub requests: usize,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub failed_share: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,27 +114,46 @@ pub struct EventLog<'a> {
 }
 
 impl<'a> EventLog<'a> {
-    fn new(dir: &Path, run_id: &str, observer: &'a mut dyn FnMut(&str, Stamp, &RunEvent)) -> Result<Self, ExecuteError> {
+    fn new(
+        dir: &Path,
+        run_id: &str,
+        observer: &'a mut dyn FnMut(&str, Stamp, &RunEvent),
+    ) -> Result<Self, ExecuteError> {
         let path = dir.join("events.csv");
-        let mut file = std::fs::File::create(&path).map_err(|source| ExecuteError::Write { path: path.clone(), source })?;
+        let mut file = std::fs::File::create(&path).map_err(|source| ExecuteError::Write {
+            path: path.clone(),
+            source,
+        })?;
         use std::io::Write;
-        file.write_all(CSV_HEADER.as_bytes()).map_err(|source| ExecuteError::Write { path, source })?;
-        Ok(EventLog { clock: Clock::start(), file, observer, run_id: run_id.to_string() })
+        file.write_all(CSV_HEADER.as_bytes())
+            .map_err(|source| ExecuteError::Write { path, source })?;
+        Ok(EventLog {
+            clock: Clock::start(),
+            file,
+            observer,
+            run_id: run_id.to_string(),
+        })
     }
 
     pub fn emit(&mut self, event: RunEvent) {
         use std::io::Write;
         let stamp = self.clock.now();
         // The events file is evidence; a failed write is reported on stderr, not fatal.
-        if let Err(e) = self.file.write_all(csv_row(stamp, &event).as_bytes()) {
-            eprintln!("warning: cannot append to events.csv: {e}");
+        if !matches!(event, RunEvent::Progress { .. }) {
+            if let Err(e) = self.file.write_all(csv_row(stamp, &event).as_bytes()) {
+                eprintln!("warning: cannot append to events.csv: {e}");
+            }
         }
         (self.observer)(&self.run_id, stamp, &event);
     }
 }
 
 /// The rates of a run's profile that derive from saturations, resolved.
-pub fn resolve_saturations(plan: &Plan, run: &RunSpec, measured: &Saturations) -> Result<(IndexMap<Name, f64>, Vec<Derived>), String> {
+pub fn resolve_saturations(
+    plan: &Plan,
+    run: &RunSpec,
+    measured: &Saturations,
+) -> Result<(IndexMap<Name, f64>, Vec<Derived>), String> {
     let profile = &plan.profiles[run.profile.as_str()];
     let mut map = IndexMap::new();
     let mut derived = Vec::new();
@@ -118,13 +161,19 @@ pub fn resolve_saturations(plan: &Plan, run: &RunSpec, measured: &Saturations) -
         if let Rate::OfSaturation { profile: from, .. } = rate {
             let key = (run.contender.clone(), run.repetition, from.to_string());
             let (value, source) = measured.get(&key).ok_or_else(|| {
-                format!("`{}` has no measured saturation from `{from}` in repetition {}", run.contender, run.repetition)
+                format!(
+                    "`{}` has no measured saturation from `{from}` in repetition {}",
+                    run.contender, run.repetition
+                )
             })?;
             map.insert(from.clone(), *value);
             derived.push(Derived {
                 field: field.to_string(),
                 rate: load::resolve(rate, &map).unwrap_or(0.0),
-                from: format!("{rate} = {} × saturation {value} measured by {source}", rate_share(rate)),
+                from: format!(
+                    "{rate} = {} × saturation {value} measured by {source}",
+                    rate_share(rate)
+                ),
             });
         }
     }
@@ -155,7 +204,10 @@ pub async fn execute(
     if dir.exists() {
         return Err(ExecuteError::Exists(dir.to_path_buf()));
     }
-    std::fs::create_dir_all(dir).map_err(|source| ExecuteError::Write { path: dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| ExecuteError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let plan = &loaded.plan;
     let mut events = EventLog::new(dir, &run.id, observer)?;
     let mut record = RunRecord {
@@ -171,6 +223,7 @@ pub async fn execute(
         scheduled_arrivals: None,
         monitors: None,
         saturation: None,
+        measured: None,
         started_wall_ns: events.clock.start_wall_ns(),
         ended_wall_ns: 0,
     };
@@ -184,7 +237,9 @@ pub async fn execute(
         }
     };
     for d in &derived {
-        events.emit(RunEvent::Note { text: format!("{}: {} arrivals/s ({})", d.field, d.rate, d.from) });
+        events.emit(RunEvent::Note {
+            text: format!("{}: {} arrivals/s ({})", d.field, d.rate, d.from),
+        });
     }
     record.derived = derived;
 
@@ -218,15 +273,24 @@ pub async fn execute(
             return Ok(finish(dir, record, &events));
         }
     }
-    events.emit(RunEvent::Phase { phase: "deploy".into() });
+    events.emit(RunEvent::Phase {
+        phase: "deploy".into(),
+    });
     let outcome = measure(rt, plan, run, &topo, &script, dir, &mut events, &mut record).await;
-    events.emit(RunEvent::Phase { phase: "teardown".into() });
+    events.emit(RunEvent::Phase {
+        phase: "teardown".into(),
+    });
     if save_logs(rt, &topo, &dir.join("logs")).await.is_err() {
-        record.warnings.push("some container logs could not be saved".into());
+        record
+            .warnings
+            .push("some container logs could not be saved".into());
     }
     // Exact health transitions, from HAProxy's own timestamped log (the 1 Hz stats only
     // bound them to the second).
-    if let Ok(log) = std::fs::read_to_string(dir.join("logs").join(format!("{}.log", Role::Balancer.key()))) {
+    if let Ok(log) = std::fs::read_to_string(
+        dir.join("logs")
+            .join(format!("{}.log", Role::Balancer.key())),
+    ) {
         let mut csv = String::from("wall_ns,server,state\n");
         for t in crate::engine::balancer::transitions(&log) {
             csv.push_str(&format!("{},{},{}\n", t.wall_ns, t.server, t.state));
@@ -235,7 +299,9 @@ pub async fn execute(
     }
     record.cleanup_ok = teardown(rt, &topo).await.is_ok();
     if let Err(e) = outcome {
-        record.execution = Execution::Failed { reason: e.to_string() };
+        record.execution = Execution::Failed {
+            reason: e.to_string(),
+        };
     }
     Ok(finish(dir, record, &events))
 }
@@ -263,16 +329,24 @@ async fn measure(
 ) -> Result<(), ExecuteError> {
     let deployed = deploy(rt, topo, Duration::from_secs(300), Some(&dir.join("logs"))).await?;
     let targets: Vec<Target> = topo.containers.iter().map(Target::from).collect();
-    let monitors = monitor::start(rt, targets, deployed.addr(Role::Balancer, STATS_PORT), dir).await?;
+    let monitors =
+        monitor::start(rt, targets, deployed.addr(Role::Balancer, STATS_PORT), dir).await?;
     let mut oom = monitors.latest();
     let mut health = monitors.balancer_latest();
 
-    let loadgen = topo.container(Role::LoadGenerator).map(|c| c.name.clone()).unwrap_or_default();
+    let loadgen = topo
+        .container(Role::LoadGenerator)
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
     rt.upload(&loadgen, &[script.file()]).await?;
     rt.start(&loadgen).await?;
     let load_started = Instant::now();
-    events.emit(RunEvent::LoadStarted { scheduled_arrivals: script.scheduled_arrivals });
-    events.emit(RunEvent::Phase { phase: "warmup".into() });
+    events.emit(RunEvent::LoadStarted {
+        scheduled_arrivals: script.scheduled_arrivals,
+    });
+    events.emit(RunEvent::Phase {
+        phase: "warmup".into(),
+    });
 
     let measured_at = load_started + Duration::from_secs_f64(script.measured_start_s);
     let mut steps = run
@@ -283,12 +357,16 @@ async fn measure(
     steps.sort_by_key(|s| s.at);
     let mut steps = steps.into_iter().peekable();
     let fault_name = run.fault.clone().unwrap_or_default();
-    let fp = deployed.addr(Role::FaultProxy, FAULT_PROXY_API_PORT).map(|addr| FaultProxy { addr });
+    let fp = deployed
+        .addr(Role::FaultProxy, FAULT_PROXY_API_PORT)
+        .map(|addr| FaultProxy { addr });
     let deadline = load_started + Duration::from_secs_f64(script.duration_s + 120.0);
     let mut measuring = false;
     let mut last_statuses: std::collections::BTreeMap<String, String> = Default::default();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut last_image_check = Instant::now();
+    let stats_addr = deployed.addr(Role::Balancer, STATS_PORT);
+    let mut last_progress = (Instant::now(), crate::engine::balancer::Traffic::default());
     let mut applied: Vec<Action> = Vec::new();
 
     let trip: Option<Trip> = loop {
@@ -296,22 +374,36 @@ async fn measure(
         let now = Instant::now();
         if !measuring && now >= measured_at {
             measuring = true;
-            events.emit(RunEvent::Phase { phase: "measure".into() });
+            events.emit(RunEvent::Phase {
+                phase: "measure".into(),
+            });
         }
         while let Some(step) = steps.next_if(|s| now >= measured_at + s.at) {
             let (action, target) = step.action.describe();
             match perform(rt, topo, fp.as_ref(), &step.action).await {
                 Ok(()) => {
                     events.emit(match step.edge {
-                        Edge::Apply => RunEvent::FaultApplied { fault: fault_name.clone(), action, target },
-                        Edge::Clear => RunEvent::FaultCleared { fault: fault_name.clone(), action, target },
+                        Edge::Apply => RunEvent::FaultApplied {
+                            fault: fault_name.clone(),
+                            action,
+                            target,
+                        },
+                        Edge::Clear => RunEvent::FaultCleared {
+                            fault: fault_name.clone(),
+                            action,
+                            target,
+                        },
                     });
                     match step.edge {
                         Edge::Apply => applied.push(step.action.clone()),
                         Edge::Clear => applied.clear(),
                     }
                 }
-                Err(reason) => events.emit(RunEvent::FaultFailed { fault: fault_name.clone(), action, reason }),
+                Err(reason) => events.emit(RunEvent::FaultFailed {
+                    fault: fault_name.clone(),
+                    action,
+                    reason,
+                }),
             }
         }
         // Health transitions the balancer reports.
@@ -319,7 +411,11 @@ async fn measure(
             for row in health.borrow_and_update().iter() {
                 let before = last_statuses.insert(row.server.clone(), row.status.clone());
                 if let Some(from) = before.filter(|b| *b != row.status) {
-                    events.emit(RunEvent::HealthChanged { server: row.server.clone(), from, to: row.status.clone() });
+                    events.emit(RunEvent::HealthChanged {
+                        server: row.server.clone(),
+                        from,
+                        to: row.status.clone(),
+                    });
                 }
             }
         }
@@ -332,7 +428,13 @@ async fn measure(
         // Counted from the monitors' start: any kill for memory changes what the run measured.
         let kills = oom.borrow_and_update().clone();
         if kills.oom_kills_total > 0 {
-            let who = kills.oom_kills.iter().filter(|(_, n)| **n > 0).map(|(c, _)| c.clone()).collect::<Vec<_>>().join(", ");
+            let who = kills
+                .oom_kills
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, _)| c.clone())
+                .collect::<Vec<_>>()
+                .join(", ");
             break Some(guards::oom_trip(&who, kills.oom_kills_total));
         }
         if now.duration_since(last_image_check) >= Duration::from_secs(5) {
@@ -341,12 +443,36 @@ async fn measure(
                 break Some(guards::image_gone_trip(&img));
             }
         }
+        if now.duration_since(last_progress.0) >= Duration::from_secs(5) {
+            if let Some(t) = match stats_addr {
+                Some(a) => crate::engine::balancer::traffic(a, Duration::from_millis(500)).await,
+                None => None,
+            } {
+                let span = now.duration_since(last_progress.0).as_secs_f64();
+                let elapsed = now.duration_since(load_started).as_secs_f64();
+                events.emit(RunEvent::Progress {
+                    elapsed_s: elapsed,
+                    total_s: script.duration_s,
+                    achieved_rate: t.requests.saturating_sub(last_progress.1.requests) as f64
+                        / span,
+                    scheduled_rate: load::scheduled_rate_at(script, elapsed),
+                    errors: t
+                        .responses_5xx
+                        .saturating_sub(last_progress.1.responses_5xx),
+                    avg_response_ms: t.avg_response_ms,
+                });
+                last_progress = (now, t);
+            }
+        }
         match rt.state(&loadgen).await {
             Ok((false, _)) if now > load_started + Duration::from_secs(1) => break None,
             _ => {}
         }
         if now > deadline {
-            record.warnings.push(format!("the load generator ran past its schedule by 120 s; stopped at {:.0} s", now.duration_since(load_started).as_secs_f64()));
+            record.warnings.push(format!(
+                "the load generator ran past its schedule by 120 s; stopped at {:.0} s",
+                now.duration_since(load_started).as_secs_f64()
+            ));
             let _ = rt.kill(&loadgen, "SIGKILL").await;
             break None;
         }
@@ -370,17 +496,28 @@ async fn measure(
         Ok(bytes) if !bytes.is_empty() => {
             write(dir, "k6.csv.gz", &bytes)?;
             let path = dir.join("requests.csv");
-            let out = std::fs::File::create(&path).map_err(|source| ExecuteError::Write { path: path.clone(), source })?;
+            let out = std::fs::File::create(&path).map_err(|source| ExecuteError::Write {
+                path: path.clone(),
+                source,
+            })?;
             match requests::convert(bytes.as_slice(), std::io::BufWriter::new(out)) {
                 Ok(summary) => {
-                    events.emit(RunEvent::LoadFinished { requests: summary.requests, dropped_iterations: summary.dropped_iterations });
+                    events.emit(RunEvent::LoadFinished {
+                        requests: summary.requests,
+                        dropped_iterations: summary.dropped_iterations,
+                    });
                     record.saturation = ramp_saturation(plan, run, script, &summary, &path);
+                    record.measured = measured_summary(script, &summary, &path);
                     record.load = Some(summary);
                 }
-                Err(e) => record.warnings.push(format!("cannot read the load generator's output: {e}")),
+                Err(e) => record
+                    .warnings
+                    .push(format!("cannot read the load generator's output: {e}")),
             }
         }
-        Ok(_) => record.warnings.push("the load generator left no output".into()),
+        Ok(_) => record
+            .warnings
+            .push("the load generator left no output".into()),
         Err(e) => record.warnings.push(e.to_string()),
     }
     Ok(())
@@ -405,7 +542,10 @@ fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {
 
 async fn missing_image(rt: &Runtime, topo: &RunTopology) -> Option<String> {
     for c in &topo.containers {
-        if let Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) = rt.docker().inspect_image(&c.image).await {
+        if let Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) = rt.docker().inspect_image(&c.image).await
+        {
             return Some(c.image.clone());
         }
     }
@@ -415,19 +555,46 @@ async fn missing_image(rt: &Runtime, topo: &RunTopology) -> Option<String> {
 /// What puts an applied action back, when the run ends inside a fault's window.
 fn undo(action: &Action) -> Option<Action> {
     match action {
-        Action::Signal { role, .. } | Action::AwaitExit { role, .. } => Some(Action::Start { role: *role }),
-        Action::Start { role: Role::CoTenant } => Some(Action::Stop { role: Role::CoTenant }),
-        Action::Link { proxy, enabled: false } => Some(Action::Link { proxy: proxy.clone(), enabled: true }),
-        Action::AddToxic { proxy, name, .. } => Some(Action::RemoveToxic { proxy: proxy.clone(), name: name.clone() }),
+        Action::Signal { role, .. } | Action::AwaitExit { role, .. } => {
+            Some(Action::Start { role: *role })
+        }
+        Action::Start {
+            role: Role::CoTenant,
+        } => Some(Action::Stop {
+            role: Role::CoTenant,
+        }),
+        Action::Link {
+            proxy,
+            enabled: false,
+        } => Some(Action::Link {
+            proxy: proxy.clone(),
+            enabled: true,
+        }),
+        Action::AddToxic { proxy, name, .. } => Some(Action::RemoveToxic {
+            proxy: proxy.clone(),
+            name: name.clone(),
+        }),
         _ => None,
     }
 }
 
-async fn perform(rt: &Runtime, topo: &RunTopology, fp: Option<&FaultProxy>, action: &Action) -> Result<(), String> {
-    let name = |role: Role| topo.container(role).map(|c| c.name.clone()).ok_or_else(|| format!("the run has no {}", role.key()));
+async fn perform(
+    rt: &Runtime,
+    topo: &RunTopology,
+    fp: Option<&FaultProxy>,
+    action: &Action,
+) -> Result<(), String> {
+    let name = |role: Role| {
+        topo.container(role)
+            .map(|c| c.name.clone())
+            .ok_or_else(|| format!("the run has no {}", role.key()))
+    };
     let proxy = || fp.ok_or_else(|| "the fault proxy has no address".to_string());
     match action {
-        Action::Signal { role, signal } => rt.kill(&name(*role)?, signal).await.map_err(|e| e.to_string()),
+        Action::Signal { role, signal } => rt
+            .kill(&name(*role)?, signal)
+            .await
+            .map_err(|e| e.to_string()),
         Action::AwaitExit { role, grace } => {
             let n = name(*role)?;
             let until = Instant::now() + *grace;
@@ -438,27 +605,90 @@ async fn perform(rt: &Runtime, topo: &RunTopology, fp: Option<&FaultProxy>, acti
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             rt.kill(&n, "SIGKILL").await.map_err(|e| e.to_string())?;
-            Err(format!("`{n}` did not exit within {:.1} s of SIGTERM and was killed", grace.as_secs_f64()))
+            Err(format!(
+                "`{n}` did not exit within {:.1} s of SIGTERM and was killed",
+                grace.as_secs_f64()
+            ))
         }
         Action::Start { role } => rt.start(&name(*role)?).await.map_err(|e| e.to_string()),
-        Action::Stop { role } => rt.kill(&name(*role)?, "SIGKILL").await.map_err(|e| e.to_string()),
-        Action::Link { proxy: p, enabled } => proxy()?.set_enabled(p, *enabled).await.map_err(|e| e.to_string()),
-        Action::AddToxic { proxy: p, name: n, kind, stream, toxicity, attributes } => proxy()?
+        Action::Stop { role } => rt
+            .kill(&name(*role)?, "SIGKILL")
+            .await
+            .map_err(|e| e.to_string()),
+        Action::Link { proxy: p, enabled } => proxy()?
+            .set_enabled(p, *enabled)
+            .await
+            .map_err(|e| e.to_string()),
+        Action::AddToxic {
+            proxy: p,
+            name: n,
+            kind,
+            stream,
+            toxicity,
+            attributes,
+        } => proxy()?
             .add_toxic(p, n, kind, stream, *toxicity, attributes.clone())
             .await
             .map_err(|e| e.to_string()),
-        Action::RemoveToxic { proxy: p, name: n } => proxy()?.remove_toxic(p, n).await.map_err(|e| e.to_string()),
+        Action::RemoveToxic { proxy: p, name: n } => {
+            proxy()?.remove_toxic(p, n).await.map_err(|e| e.to_string())
+        }
     }
 }
 
+fn measured_summary(
+    script: &LoadScript,
+    summary: &LoadSummary,
+    requests_csv: &Path,
+) -> Option<Measured> {
+    let from = summary.scenario_start_ns? + (script.measured_start_s * 1e9) as u64;
+    let file = std::fs::File::open(requests_csv).ok()?;
+    let reqs: Vec<requests::Request> = requests::read(std::io::BufReader::new(file))
+        .filter_map(Result::ok)
+        .filter(|r| r.start_ns >= from)
+        .collect();
+    let mut d: Vec<f64> = reqs.iter().map(|r| r.duration_ms).collect();
+    d.sort_by(f64::total_cmp);
+    let failed = reqs
+        .iter()
+        .filter(|r| r.status == 0 || r.status >= 500)
+        .count();
+    Some(Measured {
+        requests: reqs.len(),
+        p50_ms: saturation::percentile(&d, 50.0),
+        p99_ms: saturation::percentile(&d, 99.0),
+        failed_share: if reqs.is_empty() {
+            0.0
+        } else {
+            failed as f64 / reqs.len() as f64
+        },
+    })
+}
+
 /// A step ramp's saturation from its requests, its steps placed on the scenario's clock.
-fn ramp_saturation(plan: &Plan, run: &RunSpec, script: &LoadScript, summary: &LoadSummary, requests_csv: &Path) -> Option<Saturation> {
-    let Profile::StepRamp { start, step, step_duration, max, .. } = &plan.profiles[run.profile.as_str()] else {
+fn ramp_saturation(
+    plan: &Plan,
+    run: &RunSpec,
+    script: &LoadScript,
+    summary: &LoadSummary,
+    requests_csv: &Path,
+) -> Option<Saturation> {
+    let Profile::StepRamp {
+        start,
+        step,
+        step_duration,
+        max,
+        ..
+    } = &plan.profiles[run.profile.as_str()]
+    else {
         return None;
     };
     let t0 = summary.scenario_start_ns? as i128;
     let empty = IndexMap::new();
-    let (start, max) = (load::resolve(start, &empty).ok()?, load::resolve(max, &empty).ok()?);
+    let (start, max) = (
+        load::resolve(start, &empty).ok()?,
+        load::resolve(max, &empty).ok()?,
+    );
     let n = Profile::ramp_steps(start, *step, max);
     let step_ns = step_duration.millis as i128 * 1_000_000;
     let measured = t0 + (script.measured_start_s * 1e9) as i128;
@@ -472,12 +702,20 @@ fn ramp_saturation(plan: &Plan, run: &RunSpec, script: &LoadScript, summary: &Lo
     let file = std::fs::File::open(requests_csv).ok()?;
     let reqs: Vec<saturation::Request> = requests::read(std::io::BufReader::new(file))
         .filter_map(Result::ok)
-        .map(|r| saturation::Request { start_ns: r.start_ns as i128, duration_ms: r.duration_ms, status: r.status })
+        .map(|r| saturation::Request {
+            start_ns: r.start_ns as i128,
+            duration_ms: r.duration_ms,
+            status: r.status,
+        })
         .collect();
     let o = &plan.study.objective;
     Some(saturation::saturation(
         &reqs,
         &steps,
-        &saturation::Objective { p99_ms: o.p99.millis as f64, error_rate: o.error_rate.fraction(), window_ns: o.window.millis as i128 * 1_000_000 },
+        &saturation::Objective {
+            p99_ms: o.p99.millis as f64,
+            error_rate: o.error_rate.fraction(),
+            window_ns: o.window.millis as i128 * 1_000_000,
+        },
     ))
 }

@@ -108,21 +108,52 @@ mod tests {
     use crate::plan::units::ByteSize;
 
     fn guards() -> Guards {
-        Guards { host_memory_floor: ByteSize { bytes: 1536 << 20 }, disk_floor: ByteSize { bytes: 5 << 30 }, ..Guards::default() }
+        Guards {
+            host_memory_floor: ByteSize { bytes: 1536 << 20 },
+            disk_floor: ByteSize { bytes: 5 << 30 },
+            ..Guards::default()
+        }
     }
 
     #[test]
     fn memory_under_the_floor_trips_with_its_figure() {
-        let t = check(&guards(), &HostReadings { available_memory_bytes: 1 << 30, free_disk_bytes: 10 << 30 }).unwrap();
-        assert_eq!((t.guard, t.figure, t.threshold, t.unit), ("host-memory-floor", 1024.0, 1536.0, "MiB"));
-        let t = check(&guards(), &HostReadings { available_memory_bytes: 8 << 30, free_disk_bytes: 1 << 30 }).unwrap();
+        let t = check(
+            &guards(),
+            &HostReadings {
+                available_memory_bytes: 1 << 30,
+                free_disk_bytes: 10 << 30,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (t.guard, t.figure, t.threshold, t.unit),
+            ("host-memory-floor", 1024.0, 1536.0, "MiB")
+        );
+        let t = check(
+            &guards(),
+            &HostReadings {
+                available_memory_bytes: 8 << 30,
+                free_disk_bytes: 1 << 30,
+            },
+        )
+        .unwrap();
         assert_eq!(t.guard, "disk-floor");
-        assert!(check(&guards(), &HostReadings { available_memory_bytes: 8 << 30, free_disk_bytes: 10 << 30 }).is_none());
+        assert!(check(
+            &guards(),
+            &HostReadings {
+                available_memory_bytes: 8 << 30,
+                free_disk_bytes: 10 << 30
+            }
+        )
+        .is_none());
     }
 
     #[test]
     fn meminfo_and_the_real_host_are_read() {
-        assert_eq!(parse_mem_available("MemTotal: 10 kB\nMemAvailable:     2048 kB\n"), Some(2 << 20));
+        assert_eq!(
+            parse_mem_available("MemTotal: 10 kB\nMemAvailable:     2048 kB\n"),
+            Some(2 << 20)
+        );
         assert_eq!(parse_mem_available("MemTotal: 10 kB\n"), None);
         let r = read_host(Path::new("/")).unwrap();
         assert!(r.available_memory_bytes > 0 && r.free_disk_bytes > 0);

@@ -1,9 +1,9 @@
 //! Executing a run: load, monitors, faults, guards and the raw data they record.
 
 pub mod events;
-pub mod faults;
-pub mod monitor;
-pub mod load;
-pub mod requests;
-pub mod guards;
 pub mod execute;
+pub mod faults;
+pub mod guards;
+pub mod load;
+pub mod monitor;
+pub mod requests;

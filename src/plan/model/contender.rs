@@ -93,6 +93,9 @@ pub struct Gate {
     /// The image the gate runs in; by default the contender's own image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ImageRef>,
+    /// How to build the gate's image locally when it is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecipe>,
     /// The gate's argv.
     pub command: Vec<String>,
     /// How long the gate may take.

@@ -23,7 +23,11 @@ pub struct Fault {
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", rename_all_fields = "kebab-case")]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
 pub enum Injection {
     /// SIGKILL one replica; restart it after `duration`.
     KillReplica {

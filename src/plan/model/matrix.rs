@@ -47,5 +47,7 @@ pub enum Order {
     Sequential,
     #[default]
     Interleaved,
-    Shuffled { seed: u64 },
+    Shuffled {
+        seed: u64,
+    },
 }

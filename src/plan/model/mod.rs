@@ -8,7 +8,9 @@ mod profile;
 mod study;
 mod topology;
 
-pub use contender::{BuildRecipe, CargoBinary, Contender, Gate, PypiBinary, ServiceOverride, Variant};
+pub use contender::{
+    BuildRecipe, CargoBinary, Contender, Gate, PypiBinary, ServiceOverride, Variant,
+};
 pub use fault::{Fault, Injection, Stream, ToxicType};
 pub use matrix::{Matrix, MatrixEntry, Order};
 pub use profile::{IdRange, Method, Profile, Route, Workload};

@@ -9,7 +9,11 @@ use crate::plan::units::{Duration, Name, Percent, Rate};
 
 /// A load profile. Every kind has a warm-up whose requests are sent but not evaluated.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", rename_all_fields = "kebab-case")]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
 pub enum Profile {
     /// Steps of rising arrival rate, to find the rate at which the objective breaks.
     StepRamp {
