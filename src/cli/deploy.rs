@@ -7,8 +7,7 @@ use std::time::Duration;
 use super::CliError;
 use crate::engine::deploy::{check_caps, deploy, teardown};
 use crate::engine::runtime::Runtime;
-use crate::engine::topology::{topology, Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
-use crate::plan::{expand, load_file};
+use crate::engine::topology::{Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
 
 #[derive(Debug, clap::Args)]
 pub struct DeployArgs {
@@ -24,19 +23,7 @@ pub struct DeployArgs {
 
 impl DeployArgs {
     pub fn exec(self) -> Result<(), CliError> {
-        let loaded = load_file(&self.plan, None)?;
-        let runs = expand(&loaded.plan);
-        let Some(run) = runs.iter().find(|r| r.id == self.run) else {
-            let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-            let hint = crate::plan::de::suggest(&self.run, &ids, "run");
-            return Err(CliError::Invalid(
-                format!("the plan has no run `{}`; {hint}", self.run),
-                Vec::new(),
-            ));
-        };
-        let base = loaded.base_dir.clone();
-        let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-        let topo = topology(&loaded.plan, run, &read).map_err(|e| CliError::Failure(e.into()))?;
+        let (loaded, topo) = super::run_topology(&self.plan, &self.run)?;
         let allowed = loaded.plan.caps.allow_oversubscription;
         super::block_on(async move {
             let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;

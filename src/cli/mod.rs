@@ -142,6 +142,35 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// A plan and the topology of one of its runs, by id (with a did-you-mean when the id is
+/// not the plan's).
+pub fn run_topology(
+    plan: &std::path::Path,
+    run_id: &str,
+) -> Result<
+    (
+        crate::plan::LoadedPlan,
+        crate::engine::topology::RunTopology,
+    ),
+    CliError,
+> {
+    let loaded = crate::plan::load_file(plan, None)?;
+    let runs = crate::plan::expand(&loaded.plan);
+    let Some(run) = runs.iter().find(|r| r.id == run_id) else {
+        let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        let hint = crate::plan::de::suggest(run_id, &ids, "run");
+        return Err(CliError::Invalid(
+            format!("the plan has no run `{run_id}`; {hint}"),
+            Vec::new(),
+        ));
+    };
+    let base = loaded.base_dir.clone();
+    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+    let topo = crate::engine::topology::topology(&loaded.plan, run, &read)
+        .map_err(|e| CliError::Failure(e.into()))?;
+    Ok((loaded, topo))
+}
+
 /// Runs an async command body on a runtime made for it.
 pub fn block_on<F: std::future::Future<Output = Result<(), CliError>>>(
     f: F,

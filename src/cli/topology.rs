@@ -5,8 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::CliError;
-use crate::engine::topology::topology;
-use crate::plan::{expand, load_file};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Show {
@@ -29,19 +27,7 @@ pub struct TopologyArgs {
 
 impl TopologyArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
-        let loaded = load_file(&self.plan, None)?;
-        let runs = expand(&loaded.plan);
-        let Some(run) = runs.iter().find(|r| r.id == self.run) else {
-            let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-            let hint = crate::plan::de::suggest(&self.run, &ids, "run");
-            return Err(CliError::Invalid(
-                format!("the plan has no run `{}`; {hint}", self.run),
-                Vec::new(),
-            ));
-        };
-        let base = loaded.base_dir.clone();
-        let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-        let topo = topology(&loaded.plan, run, &read).map_err(|e| CliError::Failure(e.into()))?;
+        let (_, topo) = super::run_topology(&self.plan, &self.run)?;
         match self.show {
             Show::Haproxy => out.write_all(topo.haproxy_cfg.as_bytes())?,
             Show::Json => {
