@@ -451,7 +451,12 @@ export default function () {
 }
 "#;
     let mut k6 = Spec::new(K6, "k6");
-    k6.cmd = Some(vec!["run", "--no-color", "--no-usage-report", "/home/k6/script.js"]);
+    k6.cmd = Some(vec![
+        "run",
+        "--no-color",
+        "--no-usage-report",
+        "/home/k6/script.js",
+    ]);
     k6.env = vec![format!("TARGET={target}:8000")];
     let id = create(docker, net, k6).await?;
     upload(docker, &id, "/home/k6", &[("script.js", 0o644, script)]).await?;

@@ -49,7 +49,10 @@ fn every_invalid_plan_exits_2_naming_line_column_and_field() {
             .next()
             .and_then(|l| l.strip_prefix("# expect: "))
             .unwrap_or_else(|| panic!("{} has no `# expect:` first line", file.display()));
-        let rel = format!("tests/plans/invalid/{}", file.file_name().unwrap().to_string_lossy());
+        let rel = format!(
+            "tests/plans/invalid/{}",
+            file.file_name().unwrap().to_string_lossy()
+        );
         let out = feedbench().args(["plan", &rel]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{rel}: {stderr}");
@@ -63,14 +66,21 @@ fn every_invalid_plan_exits_2_naming_line_column_and_field() {
 
 #[test]
 fn a_missing_plan_file_is_bad_input() {
-    let out = feedbench().args(["plan", "experiments/nope.yaml"]).output().unwrap();
+    let out = feedbench()
+        .args(["plan", "experiments/nope.yaml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the plan `experiments/nope.yaml`"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("cannot read the plan `experiments/nope.yaml`"));
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = feedbench().args(["plan", "--format", "xml", "x.yaml"]).output().unwrap();
+    let out = feedbench()
+        .args(["plan", "--format", "xml", "x.yaml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -94,7 +104,8 @@ fn expanded_contenders(doc: &serde_yaml::Value) -> Vec<(String, String)> {
 #[test]
 fn the_study_expands_into_contenders_times_entries_times_repetitions() {
     let path = repo().join("experiments/study.yaml");
-    let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let contenders = expanded_contenders(&doc);
     let reps = doc["matrix"]["repetitions"].as_u64().unwrap() as usize;
     let mut expected = 0;
@@ -102,8 +113,16 @@ fn the_study_expands_into_contenders_times_entries_times_repetitions() {
         expected += match entry.get("contenders") {
             None => contenders.len(),
             Some(sel) => {
-                let sel: Vec<&str> = sel.as_sequence().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
-                contenders.iter().filter(|(d, n)| sel.contains(&d.as_str()) || sel.contains(&n.as_str())).count()
+                let sel: Vec<&str> = sel
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap())
+                    .collect();
+                contenders
+                    .iter()
+                    .filter(|(d, n)| sel.contains(&d.as_str()) || sel.contains(&n.as_str()))
+                    .count()
             }
         } * reps;
     }
@@ -112,7 +131,12 @@ fn the_study_expands_into_contenders_times_entries_times_repetitions() {
     assert_eq!(json["format_version"], 1);
     assert_eq!(json["study"], "feed-runtimes");
     let hash = json["plan_hash"].as_str().unwrap();
-    assert!(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    assert!(
+        hash.len() == 64
+            && hash
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    );
     let runs = json["runs"].as_array().unwrap();
     assert_eq!(runs.len(), expected);
     assert!(json["estimated_duration_s"].as_f64().unwrap() > 0.0);
@@ -127,25 +151,47 @@ fn the_study_expands_into_contenders_times_entries_times_repetitions() {
         assert!(r["fault"].is_null() || r["fault"].is_string());
         assert!(r["repetition"].as_u64().unwrap() >= 1);
         let expect_id = match r["fault"].as_str() {
-            Some(f) => format!("{}/{}+{f}/r{}", r["contender"].as_str().unwrap(), r["profile"].as_str().unwrap(), r["repetition"]),
-            None => format!("{}/{}/r{}", r["contender"].as_str().unwrap(), r["profile"].as_str().unwrap(), r["repetition"]),
+            Some(f) => format!(
+                "{}/{}+{f}/r{}",
+                r["contender"].as_str().unwrap(),
+                r["profile"].as_str().unwrap(),
+                r["repetition"]
+            ),
+            None => format!(
+                "{}/{}/r{}",
+                r["contender"].as_str().unwrap(),
+                r["profile"].as_str().unwrap(),
+                r["repetition"]
+            ),
         };
         assert_eq!(id, expect_id);
     }
     // A baseline at 70% of saturation depends on the same contender's ramp in the same
     // repetition, and runs after it.
     for (i, r) in runs.iter().enumerate() {
-        let deps: Vec<&str> = r["depends_on"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        let deps: Vec<&str> = r["depends_on"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
         if r["profile"] == "ramp" {
             assert!(deps.is_empty());
         } else {
-            let ramp = format!("{}/ramp/r{}", r["contender"].as_str().unwrap(), r["repetition"]);
+            let ramp = format!(
+                "{}/ramp/r{}",
+                r["contender"].as_str().unwrap(),
+                r["repetition"]
+            );
             assert_eq!(deps, vec![ramp.as_str()]);
             assert!(position[&ramp] < i, "{} runs before its ramp", r["id"]);
         }
     }
 
-    let human = feedbench().args(["plan", "experiments/study.yaml"]).output().unwrap();
+    let human = feedbench()
+        .args(["plan", "experiments/study.yaml"])
+        .output()
+        .unwrap();
     assert!(human.status.success());
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains(&format!("plan hash  {hash}")));
@@ -186,7 +232,9 @@ fn reverse_keys(v: &serde_yaml::Value) -> serde_yaml::Value {
             }
             serde_yaml::Value::Mapping(out)
         }
-        serde_yaml::Value::Sequence(s) => serde_yaml::Value::Sequence(s.iter().map(reverse_keys).collect()),
+        serde_yaml::Value::Sequence(s) => {
+            serde_yaml::Value::Sequence(s.iter().map(reverse_keys).collect())
+        }
         other => other.clone(),
     }
 }
@@ -196,7 +244,12 @@ fn run_hashes(json: &Json) -> HashMap<String, String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["id"].as_str().unwrap().to_string(), r["run_hash"].as_str().unwrap().to_string()))
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["run_hash"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -234,21 +287,33 @@ fn edit_study(edit: impl FnOnce(&mut serde_yaml::Value)) -> (bool, Vec<String>, 
     let edited = plan_json(&scratch.write("study.yaml", &serde_yaml::to_string(&doc).unwrap()));
     let (before, after) = (run_hashes(&original), run_hashes(&edited));
     assert_eq!(before.len(), after.len());
-    let mut changed: Vec<String> = before.iter().filter(|(id, h)| after[*id] != **h).map(|(id, _)| id.clone()).collect();
+    let mut changed: Vec<String> = before
+        .iter()
+        .filter(|(id, h)| after[*id] != **h)
+        .map(|(id, _)| id.clone())
+        .collect();
     changed.sort();
-    (original["plan_hash"] != edited["plan_hash"], changed, before.len())
+    (
+        original["plan_hash"] != edited["plan_hash"],
+        changed,
+        before.len(),
+    )
 }
 
 #[test]
 fn one_contenders_cap_changes_only_that_contenders_run_hashes() {
     let (plan_changed, changed, total) = edit_study(|doc| {
-        doc["contenders"]["feed-py"]["caps"] = serde_yaml::from_str("{replica: {cpus: 0.3, memory: 512MiB}}").unwrap();
+        doc["contenders"]["feed-py"]["caps"] =
+            serde_yaml::from_str("{replica: {cpus: 0.3, memory: 512MiB}}").unwrap();
     });
     assert!(plan_changed);
     assert!(!changed.is_empty() && changed.len() < total);
     let expected: Vec<String> = {
         let json = plan_json(&repo().join("experiments/study.yaml"));
-        let mut v: Vec<String> = run_hashes(&json).into_keys().filter(|id| id.starts_with("feed-py.")).collect();
+        let mut v: Vec<String> = run_hashes(&json)
+            .into_keys()
+            .filter(|id| id.starts_with("feed-py."))
+            .collect();
         v.sort();
         v
     };
@@ -262,7 +327,10 @@ fn one_faults_window_changes_only_its_runs() {
     });
     assert!(plan_changed);
     assert!(!changed.is_empty());
-    assert!(changed.iter().all(|id| id.contains("+db-cut/")), "{changed:?}");
+    assert!(
+        changed.iter().all(|id| id.contains("+db-cut/")),
+        "{changed:?}"
+    );
 }
 
 #[test]
@@ -276,7 +344,10 @@ fn a_shared_cap_changes_every_run_hash_and_a_note_changes_none() {
         doc["study"]["notes"] = "Edited notes.".into();
     });
     assert!(plan_changed, "any change of value changes the plan hash");
-    assert!(changed.is_empty(), "notes do not define any run: {changed:?}");
+    assert!(
+        changed.is_empty(),
+        "notes do not define any run: {changed:?}"
+    );
 }
 
 #[test]
@@ -285,7 +356,10 @@ fn a_ramps_change_reaches_the_runs_that_depend_on_it() {
         doc["profiles"]["ramp"]["step-ramp"]["max"] = 120.into();
     });
     // Baselines do not name the ramp's fields; they change through their dependency's hash.
-    assert!(changed.iter().any(|id| id.contains("/baseline")), "dependent runs must change too");
+    assert!(
+        changed.iter().any(|id| id.contains("/baseline")),
+        "dependent runs must change too"
+    );
 }
 
 #[test]

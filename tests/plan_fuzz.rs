@@ -24,15 +24,69 @@ fn load(text: &str) -> Result<(), Vec<String>> {
 }
 
 const KEYS: &[&str] = &[
-    "study", "name", "contenders", "topology", "caps", "workload", "profiles", "faults",
-    "matrix", "runs", "profile", "fault", "inject", "link", "step-ramp", "constant", "rate",
-    "cpus", "memory", "replica", "image", "port", "env", "variants", "order", "shuffled", "seed",
-    "<<", "? x", "-", "&a", "*a",
+    "study",
+    "name",
+    "contenders",
+    "topology",
+    "caps",
+    "workload",
+    "profiles",
+    "faults",
+    "matrix",
+    "runs",
+    "profile",
+    "fault",
+    "inject",
+    "link",
+    "step-ramp",
+    "constant",
+    "rate",
+    "cpus",
+    "memory",
+    "replica",
+    "image",
+    "port",
+    "env",
+    "variants",
+    "order",
+    "shuffled",
+    "seed",
+    "<<",
+    "? x",
+    "-",
+    "&a",
+    "*a",
 ];
 const SCALARS: &[&str] = &[
-    "", "~", "0", "-1", "1e309", ".nan", "0x", "0o9", "70% of ramp", "15s", "512MiB", "1%",
-    "'q'", "\"d\"", "{{ links.db.host }}", "[", "]", "{", "}", "!!int x", "!t v", "*nope",
-    "9007199254740993", "ünï", "|", ">", "%YAML 1.2", "---", "...",
+    "",
+    "~",
+    "0",
+    "-1",
+    "1e309",
+    ".nan",
+    "0x",
+    "0o9",
+    "70% of ramp",
+    "15s",
+    "512MiB",
+    "1%",
+    "'q'",
+    "\"d\"",
+    "{{ links.db.host }}",
+    "[",
+    "]",
+    "{",
+    "}",
+    "!!int x",
+    "!t v",
+    "*nope",
+    "9007199254740993",
+    "ünï",
+    "|",
+    ">",
+    "%YAML 1.2",
+    "---",
+    "...",
 ];
 
 /// YAML-shaped text: nested mappings and sequences of plan-like keys and awkward scalars.
@@ -40,15 +94,24 @@ fn yamlish() -> impl Strategy<Value = String> {
     let leaf = prop::sample::select(SCALARS).prop_map(|s| s.to_string());
     leaf.prop_recursive(5, 64, 6, |inner| {
         prop_oneof![
-            prop::collection::vec((prop::sample::select(KEYS), inner.clone()), 0..6).prop_map(|kv| {
-                let body: Vec<String> = kv
-                    .into_iter()
-                    .map(|(k, v)| format!("{k}: {}", v.replace('\n', "\n  ")))
-                    .collect();
-                format!("\n  {}", body.join("\n  "))
-            }),
+            prop::collection::vec((prop::sample::select(KEYS), inner.clone()), 0..6).prop_map(
+                |kv| {
+                    let body: Vec<String> = kv
+                        .into_iter()
+                        .map(|(k, v)| format!("{k}: {}", v.replace('\n', "\n  ")))
+                        .collect();
+                    format!("\n  {}", body.join("\n  "))
+                }
+            ),
             prop::collection::vec(inner.clone(), 0..5).prop_map(|items| {
-                format!("\n- {}", items.iter().map(|i| i.replace('\n', "\n  ")).collect::<Vec<_>>().join("\n- "))
+                format!(
+                    "\n- {}",
+                    items
+                        .iter()
+                        .map(|i| i.replace('\n', "\n  "))
+                        .collect::<Vec<_>>()
+                        .join("\n- ")
+                )
             }),
             prop::collection::vec(inner, 0..4).prop_map(|items| format!("[{}]", items.join(", "))),
         ]
@@ -57,7 +120,11 @@ fn yamlish() -> impl Strategy<Value = String> {
 }
 
 fn study() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/study.yaml")).unwrap()
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/experiments/study.yaml"
+    ))
+    .unwrap()
 }
 
 proptest! {
@@ -105,7 +172,9 @@ fn deep_nesting_and_alias_bombs_are_refused_not_fatal() {
     let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..10 {
         let p = i - 1;
-        bomb.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
     }
     let err = load(&bomb).unwrap_err();
     assert!(err[0].contains("more than"), "{err:?}");

@@ -41,7 +41,10 @@ fn plans() -> Vec<String> {
         for e in std::fs::read_dir(repo().join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "yaml") {
-                out.push(format!("{dir}/{}", p.file_name().unwrap().to_string_lossy()));
+                out.push(format!(
+                    "{dir}/{}",
+                    p.file_name().unwrap().to_string_lossy()
+                ));
             }
         }
     }
@@ -52,13 +55,27 @@ fn plans() -> Vec<String> {
 #[test]
 fn jsonschema_accepts_every_example_plan() {
     let Some(mut py) = python() else { return };
-    let out = py.arg("validate").arg("schemas/plan.schema.json").args(plans()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = py
+        .arg("validate")
+        .arg("schemas/plan.schema.json")
+        .args(plans())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
 fn jsonschema_rejects_plans_the_schema_can_judge() {
-    for bad in ["unknown-top-level-field", "bad-duration", "unknown-fault-kind", "bad-memory-unit"] {
+    for bad in [
+        "unknown-top-level-field",
+        "bad-duration",
+        "unknown-fault-kind",
+        "bad-memory-unit",
+    ] {
         let Some(mut py) = python() else { return };
         let out = py
             .arg("validate")
@@ -66,7 +83,12 @@ fn jsonschema_rejects_plans_the_schema_can_judge() {
             .arg(format!("tests/plans/invalid/{bad}.yaml"))
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{bad}: {}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{bad}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
 }
 
@@ -74,7 +96,11 @@ fn jsonschema_rejects_plans_the_schema_can_judge() {
 fn the_plan_hash_recipe_reproduces_in_python() {
     let Some(mut py) = python() else { return };
     let out = py.arg("hash").args(plans()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     for line in text.lines() {
         let (hash, plan) = line.split_once("  ").unwrap();

@@ -23,7 +23,13 @@ fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let headers = r.headers().unwrap().clone();
     r.records()
-        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
+        .map(|rec| {
+            headers
+                .iter()
+                .zip(rec.unwrap().iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
         .collect()
 }
 
@@ -51,12 +57,18 @@ fn assert_sampled(dir: &Path) {
     let ticks: BTreeSet<u64> = rows.iter().map(|r| r["tick"].parse().unwrap()).collect();
     let mut per: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     for r in &rows {
-        per.entry(r["container"].clone()).or_default().insert(r["tick"].parse().unwrap());
+        per.entry(r["container"].clone())
+            .or_default()
+            .insert(r["tick"].parse().unwrap());
     }
     let span = ticks.iter().max().unwrap() - ticks.iter().min().unwrap() + 1;
     assert!(per.len() >= 5, "containers sampled: {:?}", per.keys());
     for (c, t) in per {
-        assert!(t.len() as f64 >= 0.95 * span as f64, "{c}: {} samples over {span} s", t.len());
+        assert!(
+            t.len() as f64 >= 0.95 * span as f64,
+            "{c}: {} samples over {span} s",
+            t.len()
+        );
     }
 }
 
@@ -64,44 +76,99 @@ fn assert_sampled(dir: &Path) {
 fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let Some(engine) = rt.block_on(common::engine()) else { return };
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
     rt.block_on(common::plan_images("experiments/smoke.yaml"));
     let results = tempfile::tempdir().unwrap();
     let out = run_plan("experiments/smoke.yaml", results.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let runs: PathBuf = results.path().join("smoke/runs");
 
-    for dir in [runs.join("feed-rs_ramp_r1"), runs.join("feed-rs_baseline_db-latency_r1")] {
+    for dir in [
+        runs.join("feed-rs_ramp_r1"),
+        runs.join("feed-rs_baseline_db-latency_r1"),
+    ] {
         let record = run_json(&dir);
-        assert_eq!(record["execution"]["execution"], "completed", "{}", dir.display());
+        assert_eq!(
+            record["execution"]["execution"],
+            "completed",
+            "{}",
+            dir.display()
+        );
         assert_eq!(record["cleanup_ok"], true);
         // Open model: the scheduled number of requests, within 2%.
         let scheduled = record["scheduled_arrivals"].as_f64().unwrap();
         let sent = record["load"]["requests"].as_f64().unwrap();
-        assert!((sent - scheduled).abs() <= 0.02 * scheduled, "{}: {sent} of {scheduled}", dir.display());
+        assert!(
+            (sent - scheduled).abs() <= 0.02 * scheduled,
+            "{}: {sent} of {scheduled}",
+            dir.display()
+        );
         assert_sampled(&dir);
-        for f in ["requests.csv", "balancer.csv", "events.csv", "health.csv", "haproxy.cfg", "load.js", "logs/database.log"] {
+        for f in [
+            "requests.csv",
+            "balancer.csv",
+            "events.csv",
+            "health.csv",
+            "haproxy.cfg",
+            "load.js",
+            "logs/database.log",
+        ] {
             assert!(dir.join(f).is_file(), "{} has no {f}", dir.display());
         }
     }
     // The baseline took its rate from the ramp's measured saturation.
     let baseline = runs.join("feed-rs_baseline_db-latency_r1");
     let record = run_json(&baseline);
-    assert!(record["derived"][0]["from"].as_str().unwrap().contains("feed-rs/ramp/r1"));
+    assert!(record["derived"][0]["from"]
+        .as_str()
+        .unwrap()
+        .contains("feed-rs/ramp/r1"));
 
     // +100 ms on the database link: requests that touch the database are ≥ 100 ms slower
     // while the toxic is on, and not after it (requests bucketed by start time).
-    let (applied, cleared) = (event_ns(&baseline, "fault-applied"), event_ns(&baseline, "fault-cleared"));
+    let (applied, cleared) = (
+        event_ns(&baseline, "fault-applied"),
+        event_ns(&baseline, "fault-cleared"),
+    );
     let feed: Vec<(i128, f64)> = csv(&baseline.join("requests.csv"))
         .into_iter()
         .filter(|r| r["route"] == "feed" && r["status"] == "200")
-        .map(|r| (r["start_ns"].parse().unwrap(), r["duration_ms"].parse().unwrap()))
+        .map(|r| {
+            (
+                r["start_ns"].parse().unwrap(),
+                r["duration_ms"].parse().unwrap(),
+            )
+        })
         .collect();
-    let during = median(feed.iter().filter(|(s, _)| *s >= applied + 200_000_000 && *s < cleared).map(|x| x.1).collect());
-    let before = median(feed.iter().filter(|(s, _)| *s < applied).map(|x| x.1).collect());
-    let after = median(feed.iter().filter(|(s, _)| *s >= cleared + 2_000_000_000).map(|x| x.1).collect());
+    let during = median(
+        feed.iter()
+            .filter(|(s, _)| *s >= applied + 200_000_000 && *s < cleared)
+            .map(|x| x.1)
+            .collect(),
+    );
+    let before = median(
+        feed.iter()
+            .filter(|(s, _)| *s < applied)
+            .map(|x| x.1)
+            .collect(),
+    );
+    let after = median(
+        feed.iter()
+            .filter(|(s, _)| *s >= cleared + 2_000_000_000)
+            .map(|x| x.1)
+            .collect(),
+    );
     eprintln!("feed median: before {before:.1} ms, during {during:.1} ms, after {after:.1} ms");
-    assert!(during >= before + 100.0, "during {during} vs before {before}");
+    assert!(
+        during >= before + 100.0,
+        "during {during} vs before {before}"
+    );
     assert!(after < before + 50.0, "after {after} vs before {before}");
     let left = rt.block_on(common::leftovers(&engine, "smoke"));
     assert_eq!(left, (vec![], vec![]));
@@ -111,13 +178,22 @@ fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
 fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let Some(engine) = rt.block_on(common::engine()) else { return };
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
     rt.block_on(common::infrastructure_images());
     let results = tempfile::tempdir().unwrap();
     let out = run_plan("tests/plans/docker/kill.yaml", results.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = results.path().join("test-kill/runs/static_steady_kill_r1");
-    let (killed, restarted) = (event_ns(&dir, "fault-applied"), event_ns(&dir, "fault-cleared"));
+    let (killed, restarted) = (
+        event_ns(&dir, "fault-applied"),
+        event_ns(&dir, "fault-cleared"),
+    );
     let health = csv(&dir.join("health.csv"));
     let at = |state: &str, after: i128| {
         health
@@ -131,29 +207,53 @@ fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     let up = at("UP", restarted);
     // inter 500 ms × fall 2 + 1 s.
     let detection = (down - killed) as f64 / 1e9;
-    eprintln!("DOWN {detection:.2} s after the kill; UP {:.2} s after the restart", (up - restarted) as f64 / 1e9);
+    eprintln!(
+        "DOWN {detection:.2} s after the kill; UP {:.2} s after the restart",
+        (up - restarted) as f64 / 1e9
+    );
     assert!(detection <= 2.0, "detection took {detection} s");
     assert_sampled(&dir);
-    assert_eq!(rt.block_on(common::leftovers(&engine, "test-kill")), (vec![], vec![]));
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-kill")),
+        (vec![], vec![])
+    );
 }
 
 #[test]
 fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
     let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let Some(engine) = rt.block_on(common::engine()) else { return };
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
     let results = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let out = run_plan("tests/plans/docker/guard.yaml", results.path());
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = results.path().join("test-guard/runs/static_steady_r1");
     let record = run_json(&dir);
-    let aborted_after = (record["ended_wall_ns"].as_i64().unwrap() - record["started_wall_ns"].as_i64().unwrap()) as f64 / 1e9;
-    assert!(aborted_after < 2.0, "aborted after {aborted_after} s (command took {:?})", started.elapsed());
+    let aborted_after = (record["ended_wall_ns"].as_i64().unwrap()
+        - record["started_wall_ns"].as_i64().unwrap()) as f64
+        / 1e9;
+    assert!(
+        aborted_after < 2.0,
+        "aborted after {aborted_after} s (command took {:?})",
+        started.elapsed()
+    );
     assert_eq!(record["execution"]["execution"], "aborted");
     assert_eq!(record["execution"]["guard"], "host-memory-floor");
     assert_eq!(record["execution"]["threshold"], 1048576.0);
     assert!(record["execution"]["figure"].as_f64().unwrap() < 1048576.0);
-    assert!(std::fs::read_to_string(dir.join("events.csv")).unwrap().contains("guard-tripped,host-memory-floor"));
-    assert_eq!(rt.block_on(common::leftovers(&engine, "test-guard")), (vec![], vec![]));
+    assert!(std::fs::read_to_string(dir.join("events.csv"))
+        .unwrap()
+        .contains("guard-tripped,host-memory-floor"));
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-guard")),
+        (vec![], vec![])
+    );
 }

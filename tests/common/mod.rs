@@ -39,11 +39,18 @@ pub async fn leftovers(rt: &Runtime, study: &str) -> (Vec<String>, Vec<String>) 
     use bollard::container::ListContainersOptions;
     use bollard::network::ListNetworksOptions;
     use std::collections::HashMap;
-    let filters: HashMap<String, Vec<String>> =
-        [("label".to_string(), vec![format!("feedbench.study={study}")])].into();
+    let filters: HashMap<String, Vec<String>> = [(
+        "label".to_string(),
+        vec![format!("feedbench.study={study}")],
+    )]
+    .into();
     let containers = rt
         .docker()
-        .list_containers(Some(ListContainersOptions { all: true, filters: filters.clone(), ..Default::default() }))
+        .list_containers(Some(ListContainersOptions {
+            all: true,
+            filters: filters.clone(),
+            ..Default::default()
+        }))
         .await
         .unwrap()
         .into_iter()
