@@ -91,6 +91,8 @@ impl RunArgs {
             ));
         }
         let study_dir = self.results.join(loaded.plan.study.name.as_str());
+        let _lock = crate::run::lock::lock_study(&study_dir, loaded.plan.study.name.as_str())
+            .map_err(|e| CliError::Failure(e.into()))?;
         for r in &selected {
             let dir = study_dir.join("runs").join(run_slug(&r.id));
             if dir.exists() {

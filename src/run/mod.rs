@@ -5,5 +5,6 @@ pub mod execute;
 pub mod faults;
 pub mod guards;
 pub mod load;
+pub mod lock;
 pub mod monitor;
 pub mod requests;

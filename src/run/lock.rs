@@ -1,0 +1,71 @@
+//! One `feedbench run` per study at a time: runs of the same study share container and
+//! network names, so a second process would tear down the first one's containers. The lock
+//! is an advisory `flock` on `results/<study>/.lock`, released when the process ends, also
+//! when it is killed.
+
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("another feedbench process is running study `{study}` (it holds `{}`); wait for it, or stop it first", .path.display())]
+    Held { study: String, path: PathBuf },
+    #[error("cannot lock `{}`: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Held while the study runs; dropping it releases the lock.
+#[derive(Debug)]
+pub struct StudyLock {
+    _file: File,
+}
+
+pub fn lock_study(study_dir: &Path, study: &str) -> Result<StudyLock, LockError> {
+    let path = study_dir.join(".lock");
+    let io = |source| LockError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(study_dir).map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    // SAFETY: flock on a descriptor this function owns; no memory is shared.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            LockError::Held {
+                study: study.to_string(),
+                path,
+            }
+        } else {
+            io(e)
+        });
+    }
+    Ok(StudyLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_is_refused_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock_study(dir.path(), "s").unwrap();
+        let second = lock_study(dir.path(), "s").unwrap_err();
+        assert!(second
+            .to_string()
+            .contains("another feedbench process is running study `s`"));
+        drop(first);
+        assert!(lock_study(dir.path(), "s").is_ok());
+    }
+}
