@@ -57,6 +57,19 @@ impl ImagesArgs {
     }
 }
 
+/// The built-in recipes plus `extra`; a plan's own recipe for an image wins over the
+/// built-in one of the same name.
+pub fn with_builtins(root: &Path, extra: Vec<ImageRecipe>) -> Vec<ImageRecipe> {
+    let mut recipes = builtin_recipes(root);
+    recipes.retain(|r| {
+        !extra.iter().any(|e| {
+            crate::images::normalize_ref(&e.image) == crate::images::normalize_ref(&r.image)
+        })
+    });
+    recipes.extend(extra);
+    recipes
+}
+
 /// Every image the plan declares with a `build:` recipe, with paths resolved against the
 /// plan's directory.
 pub fn plan_recipes(plan: &Path) -> Result<Vec<ImageRecipe>, super::CliError> {
@@ -130,15 +143,7 @@ impl BuildArgs {
                 "cannot find the feedbench checkout (a directory with images/postgres/Dockerfile); pass --repo-root",
             )?,
         };
-        // A plan's own recipe for an image wins over the built-in one of the same name.
-        let mut recipes = builtin_recipes(&root);
-        recipes.retain(|r| {
-            !extra.iter().any(|e| {
-                crate::images::normalize_ref(&e.image) == crate::images::normalize_ref(&r.image)
-            })
-        });
-        recipes.extend(extra);
-        let recipes = select(recipes, &self.only)?;
+        let recipes = select(with_builtins(&root, extra), &self.only)?;
         let options = BuildOptions {
             force: self.force,
             ..BuildOptions::for_repo(&root)

@@ -292,7 +292,18 @@ pub async fn execute(
     events.emit(RunEvent::Phase {
         phase: "deploy".into(),
     });
-    let outcome = measure(rt, plan, run, &topo, &script, dir, &mut events, &mut record).await;
+    let outcome = measure(
+        rt,
+        plan,
+        run,
+        &topo,
+        &script,
+        &saturation_map,
+        dir,
+        &mut events,
+        &mut record,
+    )
+    .await;
     events.emit(RunEvent::Phase {
         phase: "teardown".into(),
     });
@@ -339,6 +350,7 @@ async fn measure(
     run: &RunSpec,
     topo: &RunTopology,
     script: &LoadScript,
+    saturations: &IndexMap<Name, f64>,
     dir: &Path,
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
@@ -381,6 +393,9 @@ async fn measure(
     let mut last_statuses: std::collections::BTreeMap<String, String> = Default::default();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut last_image_check = Instant::now();
+    // Engine calls cost the measured host CPU: the load generator's state is asked once a
+    // second, not at every tick (the tick is fine-grained for the faults' timing).
+    let mut last_state_check = Instant::now();
     let stats_addr = deployed.addr(Role::Balancer, STATS_PORT);
     let mut last_progress = (Instant::now(), crate::engine::balancer::Traffic::default());
     let mut applied: Vec<Action> = Vec::new();
@@ -480,9 +495,11 @@ async fn measure(
                 last_progress = (now, t);
             }
         }
-        match rt.state(&loadgen).await {
-            Ok((false, _)) if now > load_started + Duration::from_secs(1) => break None,
-            _ => {}
+        if now.duration_since(last_state_check) >= Duration::from_secs(1) {
+            last_state_check = now;
+            if let Ok((false, _)) = rt.state(&loadgen).await {
+                break None;
+            }
         }
         if now > deadline {
             record.warnings.push(format!(
@@ -522,8 +539,10 @@ async fn measure(
                         requests: summary.requests,
                         dropped_iterations: summary.dropped_iterations,
                     });
-                    record.saturation = ramp_saturation(plan, run, script, &summary, &path);
-                    record.measured = measured_summary(script, &summary, &path);
+                    let reqs = read_requests(&path);
+                    record.saturation =
+                        ramp_saturation(plan, run, script, &summary, saturations, &reqs);
+                    record.measured = measured_summary(script, &summary, &reqs);
                     record.load = Some(summary);
                 }
                 Err(e) => record
@@ -652,33 +671,42 @@ async fn perform(
     }
 }
 
+/// The measured phase's figures: requests that started after the warm-up.
 fn measured_summary(
     script: &LoadScript,
     summary: &LoadSummary,
-    requests_csv: &Path,
+    reqs: &[saturation::Request],
 ) -> Option<Measured> {
-    let from = summary.scenario_start_ns? + (script.measured_start_s * 1e9) as u64;
-    let file = std::fs::File::open(requests_csv).ok()?;
-    let reqs: Vec<requests::Request> = requests::read(std::io::BufReader::new(file))
-        .filter_map(Result::ok)
-        .filter(|r| r.start_ns >= from)
-        .collect();
-    let mut d: Vec<f64> = reqs.iter().map(|r| r.duration_ms).collect();
+    let from = summary.scenario_start_ns? as i128 + (script.measured_start_s * 1e9) as i128;
+    let measured: Vec<&saturation::Request> = reqs.iter().filter(|r| r.start_ns >= from).collect();
+    let mut d: Vec<f64> = measured.iter().map(|r| r.duration_ms).collect();
     d.sort_by(f64::total_cmp);
-    let failed = reqs
-        .iter()
-        .filter(|r| r.status == 0 || r.status >= 500)
-        .count();
+    let failed = measured.iter().filter(|r| r.failed()).count();
     Some(Measured {
-        requests: reqs.len(),
+        requests: measured.len(),
         p50_ms: saturation::percentile(&d, 50.0),
         p99_ms: saturation::percentile(&d, 99.0),
-        failed_share: if reqs.is_empty() {
+        failed_share: if measured.is_empty() {
             0.0
         } else {
-            failed as f64 / reqs.len() as f64
+            failed as f64 / measured.len() as f64
         },
     })
+}
+
+/// requests.csv as analysis reads it, read once.
+fn read_requests(requests_csv: &Path) -> Vec<saturation::Request> {
+    let Ok(file) = std::fs::File::open(requests_csv) else {
+        return Vec::new();
+    };
+    requests::read(std::io::BufReader::new(file))
+        .filter_map(Result::ok)
+        .map(|r| saturation::Request {
+            start_ns: r.start_ns as i128,
+            duration_ms: r.duration_ms,
+            status: r.status,
+        })
+        .collect()
 }
 
 /// A step ramp's saturation from its requests, its steps placed on the scenario's clock.
@@ -687,7 +715,8 @@ fn ramp_saturation(
     run: &RunSpec,
     script: &LoadScript,
     summary: &LoadSummary,
-    requests_csv: &Path,
+    saturations: &IndexMap<Name, f64>,
+    reqs: &[saturation::Request],
 ) -> Option<Saturation> {
     let Profile::StepRamp {
         start,
@@ -700,10 +729,9 @@ fn ramp_saturation(
         return None;
     };
     let t0 = summary.scenario_start_ns? as i128;
-    let empty = IndexMap::new();
     let (start, max) = (
-        load::resolve(start, &empty).ok()?,
-        load::resolve(max, &empty).ok()?,
+        load::resolve(start, saturations).ok()?,
+        load::resolve(max, saturations).ok()?,
     );
     let n = Profile::ramp_steps(start, *step, max);
     let step_ns = step_duration.millis as i128 * 1_000_000;
@@ -715,18 +743,9 @@ fn ramp_saturation(
             end_ns: measured + (i as i128 + 1) * step_ns,
         })
         .collect();
-    let file = std::fs::File::open(requests_csv).ok()?;
-    let reqs: Vec<saturation::Request> = requests::read(std::io::BufReader::new(file))
-        .filter_map(Result::ok)
-        .map(|r| saturation::Request {
-            start_ns: r.start_ns as i128,
-            duration_ms: r.duration_ms,
-            status: r.status,
-        })
-        .collect();
     let o = &plan.study.objective;
     Some(saturation::saturation(
-        &reqs,
+        reqs,
         &steps,
         &saturation::Objective {
             p99_ms: o.p99.millis as f64,

@@ -71,11 +71,9 @@ pub async fn leftovers(rt: &Runtime, study: &str) -> (Vec<String>, Vec<String>) 
 /// `feedbench images build PLAN` does.
 pub async fn plan_images(plan: &str) {
     let root = repo();
-    let mut recipes = feedbench::images::builtin_recipes(&root);
     let extra = feedbench::cli::images::plan_recipes(&root.join(plan))
         .unwrap_or_else(|e| panic!("the plan's image recipes: {}", e.render()));
-    recipes.retain(|r| !extra.iter().any(|e| e.image == r.image));
-    recipes.extend(extra);
+    let recipes = feedbench::cli::images::with_builtins(&root, extra);
     feedbench::images::build_all(&recipes, &feedbench::images::BuildOptions::for_repo(&root))
         .await
         .unwrap_or_else(|e| panic!("building the plan's images failed: {e}"));
