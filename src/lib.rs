@@ -7,5 +7,6 @@ pub mod analysis;
 pub mod cli;
 pub mod engine;
 pub mod images;
+pub mod ledger;
 pub mod plan;
 pub mod run;

@@ -1,0 +1,418 @@
+//! The study journal, `results/<study>/journal.jsonl`: one JSON event per line, appended and
+//! fsync'd, never rewritten. A crash can leave a torn last line; reading tolerates it and
+//! the next writer terminates it and records that it did, so no line is ever lost or hidden.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::files::{fail, sync_dir, FileError};
+
+pub const FORMAT_VERSION: u32 = 1;
+pub const FILE: &str = "journal.jsonl";
+
+/// A figure that proves a verdict: which container (or component), which figure, its value
+/// against the threshold it broke.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What the check is, e.g. `cpu`, `throttling`, `dropped-iterations`, `arrival-rate`, `oom`.
+    pub check: String,
+    /// The role, e.g. `fault-proxy`, `load-generator`, `balancer`.
+    pub role: String,
+    /// The container's name, when the figure belongs to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// What was measured, in words, e.g. `p95 CPU over the measured window, share of its cap`.
+    pub figure: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub unit: String,
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {} {} {} against {} {}",
+            self.role,
+            self.container.as_deref().unwrap_or("-"),
+            self.figure,
+            fmt_num(self.value),
+            self.unit,
+            fmt_num(self.threshold),
+            self.unit
+        )
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Who decided: feedbench itself, from data, or a person, with a reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decider {
+    Feedbench,
+    Person,
+}
+
+/// A change of one run's hash, or a run added or removed, by a plan amendment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunChange {
+    pub run: String,
+    /// None: the run is new in the amended plan.
+    pub old_run_hash: Option<String>,
+    /// None: the amended plan no longer has the run.
+    pub new_run_hash: Option<String>,
+}
+
+/// One journal event. The tag `event` names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// A `feedbench run` began on the study (the first, or a resume).
+    StudyStarted {
+        plan_file: String,
+        plan_hash: String,
+        feedbench_version: String,
+        git_commit: Option<String>,
+        /// Whether the plan file had no uncommitted change (None: not in a git repository).
+        git_clean: Option<bool>,
+        resume: bool,
+        runs_planned: usize,
+        /// Runs this invocation means to execute.
+        runs_to_do: Vec<String>,
+    },
+    /// The plan file was run with uncommitted changes, by `--allow-uncommitted`.
+    UncommittedPlan {
+        plan_file: String,
+        plan_hash: String,
+        git_commit: Option<String>,
+    },
+    RunStarted {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: String,
+    },
+    /// The run executed to its end and its manifest is written.
+    RunFinished {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: String,
+        /// `met`, `breached`, or None when the run has no verdict of its own.
+        objective: Option<String>,
+        cleanup_ok: bool,
+    },
+    /// A guard stopped the run, or it failed; its directory was moved aside.
+    RunAborted {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: String,
+        reason: String,
+    },
+    /// A run started and never finished: feedbench was killed, the host rebooted, the
+    /// engine restarted. Found by the next `run --resume`, which moved its directory aside.
+    RunInterrupted {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: String,
+        /// What the directory held when it was found, e.g. `events.csv and containers.csv, no manifest`.
+        found: String,
+    },
+    RunInvalidated {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        /// Where the run's directory is now (`_invalid_<reason>/…`).
+        dir: String,
+        reason: String,
+        by: Decider,
+        evidence: Vec<Evidence>,
+    },
+    RunSkipped {
+        run: String,
+        run_hash: String,
+        reason: String,
+        by: Decider,
+    },
+    /// An amendment changed the run's definition; its result no longer stands for the plan.
+    RunSuperseded {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: Option<String>,
+        amendment: String,
+    },
+    PlanAmended {
+        reason: String,
+        old_plan_hash: String,
+        new_plan_hash: String,
+        git_commit: Option<String>,
+        changes: Vec<RunChange>,
+    },
+    GatePassed {
+        contender: String,
+        image: String,
+        seconds: f64,
+    },
+    ContenderExcluded {
+        contender: String,
+        image: String,
+        /// The gate's exit code (None: it timed out or could not start).
+        exit_code: Option<i64>,
+        reason: String,
+        /// The gate's output (its last 64 KiB).
+        output: String,
+        runs: Vec<String>,
+    },
+    /// A torn line (a crash mid-write) was found at the end of the journal and terminated
+    /// with a newline before this event was appended.
+    TornLineFound { line: usize, bytes: usize },
+}
+
+pub fn unix_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// A journal line as written: when, then the event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub format_version: u32,
+    /// Unix ns, as a string (JSON numbers lose precision past 2^53).
+    pub wall_ns: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// A line that does not parse.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BadLine {
+    pub line: usize,
+    pub text: String,
+    pub error: String,
+}
+
+/// The journal as read.
+#[derive(Debug, Clone, Default)]
+pub struct Journal {
+    /// (1-based line number, entry).
+    pub entries: Vec<(usize, Entry)>,
+    /// Lines that do not parse; a torn last line is in `torn` instead.
+    pub bad: Vec<BadLine>,
+    /// A last line without its newline: a write cut short.
+    pub torn: Option<BadLine>,
+}
+
+impl Journal {
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.entries.iter().map(|(_, e)| &e.event)
+    }
+
+    /// Bad lines that no `torn-line-found` event declares.
+    pub fn undeclared_bad(&self) -> Vec<&BadLine> {
+        let declared: Vec<usize> = self
+            .events()
+            .filter_map(|e| match e {
+                Event::TornLineFound { line, .. } => Some(*line),
+                _ => None,
+            })
+            .collect();
+        self.bad
+            .iter()
+            .chain(self.torn.iter())
+            .filter(|b| !declared.contains(&b.line))
+            .collect()
+    }
+}
+
+/// Parses journal text. Never fails: what does not parse is reported line by line.
+pub fn parse(text: &str) -> Journal {
+    let mut j = Journal::default();
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.split_terminator('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Entry>(line) {
+            Ok(e) => j.entries.push((n, e)),
+            Err(err) => {
+                let bad = BadLine {
+                    line: n,
+                    text: line.chars().take(200).collect(),
+                    error: err.to_string(),
+                };
+                if !complete && n == lines.len() {
+                    j.torn = Some(bad);
+                } else {
+                    j.bad.push(bad);
+                }
+            }
+        }
+    }
+    j
+}
+
+pub fn read(path: &Path) -> Result<Journal, FileError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(parse(&String::from_utf8_lossy(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal::default()),
+        Err(source) => Err(FileError {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// An open journal, appending.
+pub struct Writer {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl Writer {
+    /// Opens (or creates) the journal for appending. A torn last line is terminated with a
+    /// newline and declared with a `torn-line-found` event, so later lines stay whole.
+    pub fn open(path: &Path) -> Result<Writer, FileError> {
+        let fail = |action| fail(action, path);
+        let existed = path.exists();
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
+            .map_err(fail("open"))?;
+        if !existed {
+            if let Some(dir) = path.parent() {
+                sync_dir(dir);
+            }
+        }
+        let mut w = Writer {
+            path: path.to_path_buf(),
+            file: file.try_clone().map_err(fail("open"))?,
+        };
+        let len = file.seek(SeekFrom::End(0)).map_err(fail("read"))?;
+        if len > 0 {
+            let mut text = String::new();
+            file.seek(SeekFrom::Start(0)).map_err(fail("read"))?;
+            file.read_to_string(&mut text).map_err(fail("read"))?;
+            if !text.ends_with('\n') {
+                let line = text.matches('\n').count() + 1;
+                let bytes = text.len() - text.rfind('\n').map_or(0, |i| i + 1);
+                w.raw(b"\n")?;
+                w.append(Event::TornLineFound { line, bytes })?;
+            }
+        }
+        Ok(w)
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+        self.file
+            .write_all(bytes)
+            .map_err(fail("append to", &self.path))?;
+        self.file.sync_data().map_err(fail("sync", &self.path))
+    }
+
+    /// Appends one event as one line (one `write`) and fsyncs it before returning.
+    pub fn append(&mut self, event: Event) -> Result<Entry, FileError> {
+        let entry = Entry {
+            format_version: FORMAT_VERSION,
+            wall_ns: unix_ns().to_string(),
+            event,
+        };
+        let mut line = serde_json::to_string(&entry).expect("journal entries serialise");
+        line.push('\n');
+        self.raw(line.as_bytes())?;
+        Ok(entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skipped(run: &str) -> Event {
+        Event::RunSkipped {
+            run: run.into(),
+            run_hash: "h".into(),
+            reason: "r".into(),
+            by: Decider::Person,
+        }
+    }
+
+    #[test]
+    fn appends_and_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE);
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r1")).unwrap();
+        w.append(skipped("a/b/r2")).unwrap();
+        let j = read(&p).unwrap();
+        assert_eq!(j.entries.len(), 2);
+        assert_eq!(j.entries[1].0, 2);
+        assert_eq!(j.entries[1].1.event, skipped("a/b/r2"));
+        assert!(j.bad.is_empty() && j.torn.is_none());
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.starts_with(r#"{"format_version":1,"wall_ns":""#), "{text}");
+        assert!(text.contains(r#""event":"run-skipped","run":"a/b/r1""#), "{text}");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_tolerated_then_terminated_and_declared() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE);
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r1")).unwrap();
+        drop(w);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(br#"{"format_version":1,"wall_ns":"12","event":"run-sta"#)
+            .unwrap();
+        drop(f);
+        let j = read(&p).unwrap();
+        assert_eq!(j.entries.len(), 1);
+        assert_eq!(j.torn.as_ref().map(|t| t.line), Some(2));
+        assert_eq!(j.undeclared_bad().len(), 1);
+
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r2")).unwrap();
+        let j = read(&p).unwrap();
+        assert!(j.torn.is_none());
+        assert_eq!(j.bad.len(), 1);
+        assert_eq!(j.bad[0].line, 2);
+        assert!(matches!(
+            j.entries[1].1.event,
+            Event::TornLineFound { line: 2, bytes: 51 }
+        ));
+        assert_eq!(j.entries[2].1.event, skipped("a/b/r2"));
+        assert!(j.undeclared_bad().is_empty());
+    }
+
+    #[test]
+    fn a_bad_line_in_the_middle_is_reported_not_hidden() {
+        let good = serde_json::to_string(&Entry {
+            format_version: 1,
+            wall_ns: "1".into(),
+            event: skipped("x"),
+        })
+        .unwrap();
+        let j = parse(&format!("{good}\nnot json\n{good}\n"));
+        assert_eq!(j.entries.len(), 2);
+        assert_eq!(j.bad.len(), 1);
+        assert_eq!(j.bad[0].line, 2);
+        assert_eq!(j.undeclared_bad().len(), 1);
+    }
+}

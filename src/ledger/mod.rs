@@ -1,0 +1,10 @@
+//! The study ledger under `results/<study>/`: the journal, run manifests, the layout of run
+//! directories, and the pure schedule that says what each planned run's state is.
+
+pub mod files;
+pub mod journal;
+pub mod layout;
+pub mod manifest;
+pub mod state;
+
+pub use journal::{Decider, Event, Evidence};

@@ -1,0 +1,342 @@
+//! The pure schedule: from the planned runs and the journal, each run's state, what a
+//! resume must do, and whether the plan changed under completed runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::journal::{Event, Evidence, RunChange};
+use crate::plan::RunSpec;
+
+/// Where a planned run stands, for the plan as it is now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum RunState {
+    NotRun,
+    CompletedValid {
+        attempt: u32,
+        dir: String,
+        objective: Option<String>,
+    },
+    Invalid {
+        attempt: u32,
+        dir: String,
+        reason: String,
+        evidence: Vec<Evidence>,
+    },
+    Skipped {
+        reason: String,
+    },
+    /// Started and never finished; the next resume records it and runs it again.
+    Interrupted {
+        attempt: u32,
+        dir: String,
+    },
+}
+
+impl RunState {
+    pub fn label(&self) -> &'static str {
+        match self {
+            RunState::NotRun => "not run",
+            RunState::CompletedValid { .. } => "completed valid",
+            RunState::Invalid { .. } => "invalid",
+            RunState::Skipped { .. } => "skipped",
+            RunState::Interrupted { .. } => "interrupted",
+        }
+    }
+
+    /// Whether `run --resume` leaves the run as it is.
+    pub fn settled(&self) -> bool {
+        matches!(
+            self,
+            RunState::CompletedValid { .. } | RunState::Invalid { .. } | RunState::Skipped { .. }
+        )
+    }
+}
+
+/// A run's standing record in the journal: the last word on it, for one run hash.
+#[derive(Debug, Clone, PartialEq)]
+struct Record {
+    run_hash: String,
+    state: RunState,
+}
+
+/// One planned run's state, with its history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunStatus {
+    pub run: String,
+    pub run_hash: String,
+    #[serde(flatten)]
+    pub state: RunState,
+    /// Attempts started so far (any run hash).
+    pub attempts: u32,
+    /// Runs that were superseded by amendments, by their old hash.
+    pub superseded: Vec<String>,
+}
+
+/// What the journal says, folded.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    records: BTreeMap<String, Record>,
+    open: BTreeMap<String, (String, u32, String)>,
+    attempts: BTreeMap<String, u32>,
+    superseded: BTreeMap<String, Vec<String>>,
+    /// Contenders excluded by their gate, with the reason.
+    pub excluded: BTreeMap<String, String>,
+    pub gate_passed: BTreeSet<String>,
+    /// The plan hash the study last ran under (study started or plan amended).
+    pub plan_hash: Option<String>,
+}
+
+fn contender_of(run: &str) -> &str {
+    run.split('/').next().unwrap_or(run)
+}
+
+impl Ledger {
+    pub fn fold<'a>(events: impl IntoIterator<Item = &'a Event>) -> Ledger {
+        let mut l = Ledger::default();
+        for e in events {
+            l.apply(e);
+        }
+        l
+    }
+
+    fn settle(&mut self, run: &str, run_hash: &str, state: RunState) {
+        self.open.remove(run);
+        self.records.insert(
+            run.to_string(),
+            Record {
+                run_hash: run_hash.to_string(),
+                state,
+            },
+        );
+    }
+
+    fn apply(&mut self, e: &Event) {
+        match e {
+            Event::StudyStarted { plan_hash, .. } => self.plan_hash = Some(plan_hash.clone()),
+            Event::PlanAmended {
+                new_plan_hash,
+                changes,
+                ..
+            } => {
+                self.plan_hash = Some(new_plan_hash.clone());
+                // A changed contender is gated again.
+                for c in changes {
+                    let who = contender_of(&c.run).to_string();
+                    self.excluded.remove(&who);
+                    self.gate_passed.remove(&who);
+                }
+            }
+            Event::RunStarted {
+                run,
+                run_hash,
+                attempt,
+                dir,
+            } => {
+                let n = self.attempts.entry(run.clone()).or_default();
+                *n = (*n).max(*attempt);
+                self.open
+                    .insert(run.clone(), (run_hash.clone(), *attempt, dir.clone()));
+            }
+            Event::RunFinished {
+                run,
+                run_hash,
+                attempt,
+                dir,
+                objective,
+                ..
+            } => self.settle(
+                run,
+                run_hash,
+                RunState::CompletedValid {
+                    attempt: *attempt,
+                    dir: dir.clone(),
+                    objective: objective.clone(),
+                },
+            ),
+            Event::RunAborted { run, run_hash, .. }
+            | Event::RunInterrupted { run, run_hash, .. } => {
+                self.settle(run, run_hash, RunState::NotRun)
+            }
+            Event::RunInvalidated {
+                run,
+                run_hash,
+                attempt,
+                dir,
+                reason,
+                evidence,
+                ..
+            } => self.settle(
+                run,
+                run_hash,
+                RunState::Invalid {
+                    attempt: *attempt,
+                    dir: dir.clone(),
+                    reason: reason.clone(),
+                    evidence: evidence.clone(),
+                },
+            ),
+            Event::RunSkipped {
+                run,
+                run_hash,
+                reason,
+                ..
+            } => self.settle(
+                run,
+                run_hash,
+                RunState::Skipped {
+                    reason: reason.clone(),
+                },
+            ),
+            Event::RunSuperseded { run, run_hash, .. } => {
+                if self.records.get(run).is_some_and(|r| &r.run_hash == run_hash) {
+                    self.records.remove(run);
+                }
+                self.superseded
+                    .entry(run.clone())
+                    .or_default()
+                    .push(run_hash.clone());
+            }
+            Event::GatePassed { contender, .. } => {
+                self.gate_passed.insert(contender.clone());
+            }
+            Event::ContenderExcluded {
+                contender, reason, ..
+            } => {
+                self.excluded.insert(contender.clone(), reason.clone());
+            }
+            Event::UncommittedPlan { .. } | Event::TornLineFound { .. } => {}
+        }
+    }
+
+    /// The attempt number the next start of `run` gets.
+    pub fn next_attempt(&self, run: &str) -> u32 {
+        self.attempts.get(run).copied().unwrap_or(0) + 1
+    }
+
+    /// Runs started and never settled: (run, run hash, attempt, dir).
+    pub fn open_runs(&self) -> Vec<(String, String, u32, String)> {
+        self.open
+            .iter()
+            .map(|(r, (h, a, d))| (r.clone(), h.clone(), *a, d.clone()))
+            .collect()
+    }
+
+    /// Every planned run's state under the plan as it is now. A run whose standing record
+    /// is for another hash is `NotRun` here; `plan_change` reports it.
+    pub fn status(&self, runs: &[RunSpec]) -> Vec<RunStatus> {
+        runs.iter()
+            .map(|r| {
+                let state = if let Some((h, attempt, dir)) = self.open.get(&r.id) {
+                    if *h == r.run_hash {
+                        RunState::Interrupted {
+                            attempt: *attempt,
+                            dir: dir.clone(),
+                        }
+                    } else {
+                        RunState::NotRun
+                    }
+                } else {
+                    match self.records.get(&r.id) {
+                        Some(rec) if rec.run_hash == r.run_hash => rec.state.clone(),
+                        _ => match self.excluded.get(&r.contender) {
+                            Some(why) => RunState::Skipped {
+                                reason: format!("contender excluded by its gate: {why}"),
+                            },
+                            None => RunState::NotRun,
+                        },
+                    }
+                };
+                RunStatus {
+                    run: r.id.clone(),
+                    run_hash: r.run_hash.clone(),
+                    state,
+                    attempts: self.attempts.get(&r.id).copied().unwrap_or(0),
+                    superseded: self.superseded.get(&r.id).cloned().unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// How the plan now differs from what the study ran under: None when it does not. The
+    /// changes list every run whose standing record no longer matches (changed hash or
+    /// gone from the plan), and the runs that depend on them.
+    pub fn plan_change(&self, plan_hash: &str, runs: &[RunSpec]) -> Option<PlanChange> {
+        let old = self.plan_hash.as_ref()?;
+        if old == plan_hash {
+            return None;
+        }
+        let planned: BTreeMap<&str, &RunSpec> = runs.iter().map(|r| (r.id.as_str(), r)).collect();
+        let mut changes = Vec::new();
+        let mut affected = BTreeSet::new();
+        for (run, rec) in &self.records {
+            let now = planned.get(run.as_str()).map(|r| r.run_hash.clone());
+            if now.as_deref() != Some(rec.run_hash.as_str()) {
+                changes.push(RunChange {
+                    run: run.clone(),
+                    old_run_hash: Some(rec.run_hash.clone()),
+                    new_run_hash: now,
+                });
+                affected.insert(run.clone());
+            }
+        }
+        // A run that took a figure from an affected run (a rate from its saturation) no
+        // longer stands either.
+        loop {
+            let more: Vec<String> = runs
+                .iter()
+                .filter(|r| !affected.contains(&r.id) && self.records.contains_key(&r.id))
+                .filter(|r| r.depends_on.iter().any(|d| affected.contains(d)))
+                .map(|r| r.id.clone())
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            for run in more {
+                let h = self.records[&run].run_hash.clone();
+                changes.push(RunChange {
+                    run: run.clone(),
+                    old_run_hash: Some(h.clone()),
+                    new_run_hash: Some(h),
+                });
+                affected.insert(run);
+            }
+        }
+        Some(PlanChange {
+            old_plan_hash: old.clone(),
+            new_plan_hash: plan_hash.to_string(),
+            changes,
+        })
+    }
+
+    /// The standing record of `run`, for superseding: (run hash, attempt, dir).
+    pub fn standing(&self, run: &str) -> Option<(String, u32, Option<String>)> {
+        self.records.get(run).map(|rec| {
+            let (attempt, dir) = match &rec.state {
+                RunState::CompletedValid { attempt, dir, .. }
+                | RunState::Invalid { attempt, dir, .. } => (*attempt, Some(dir.clone())),
+                _ => (0, None),
+            };
+            (rec.run_hash.clone(), attempt, dir)
+        })
+    }
+}
+
+/// A plan that differs from the one the study ran under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanChange {
+    pub old_plan_hash: String,
+    pub new_plan_hash: String,
+    /// Runs whose results no longer stand for the plan.
+    pub changes: Vec<RunChange>,
+}
+
+/// Counts by state label.
+pub fn counts(status: &[RunStatus]) -> BTreeMap<&'static str, usize> {
+    let mut c = BTreeMap::new();
+    for s in status {
+        *c.entry(s.state.label()).or_default() += 1;
+    }
+    c
+}
