@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod engine;
+pub mod git;
 pub mod images;
 pub mod ledger;
 pub mod plan;
