@@ -1,3 +1,4 @@
 //! Analysis: metrics computed from a run's raw data. Pure functions over samples.
 
+pub mod objective;
 pub mod saturation;

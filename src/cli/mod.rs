@@ -2,11 +2,13 @@
 //! (0 ok, 1 failure, 2 bad input or usage).
 
 mod clean;
+mod decide;
 mod deploy;
 pub mod images;
 mod plan;
 mod run;
 mod schema;
+mod status;
 mod topology;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -32,6 +34,12 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Execute a plan's runs.
     Run(run::RunArgs),
+    /// Every planned run's state in the study's ledger, and counts.
+    Status(status::StatusArgs),
+    /// Set a completed run aside as invalid, with a person's reason.
+    Invalidate(decide::DecideArgs),
+    /// Record that a run will not be run, with a person's reason.
+    Skip(decide::DecideArgs),
     /// Deploy one run's topology and leave it up for inspection.
     Deploy(deploy::DeployArgs),
     /// Remove everything carrying feedbench's labels.
@@ -49,6 +57,9 @@ impl Cli {
             Command::Plan(a) => a.exec(&mut out),
             Command::Schema(a) => a.exec(&mut out),
             Command::Run(a) => a.exec(),
+            Command::Status(a) => a.exec(&mut out),
+            Command::Invalidate(a) => a.exec(decide::Decision::Invalidate),
+            Command::Skip(a) => a.exec(decide::Decision::Skip),
             Command::Deploy(a) => a.exec(),
             Command::Clean(a) => a.exec(),
             Command::Topology(a) => a.exec(&mut out),

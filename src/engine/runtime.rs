@@ -360,6 +360,15 @@ impl Runtime {
         ))
     }
 
+    /// The engine's ID (`sha256:…`) of an image, by reference; None when it is not there.
+    pub async fn image_id(&self, image: &str) -> Option<String> {
+        self.docker
+            .inspect_image(image)
+            .await
+            .ok()
+            .and_then(|i| i.id)
+    }
+
     /// The file at `path` in the container (running or stopped), from the engine's tar of it.
     pub async fn download(&self, name: &str, path: &str) -> Result<Vec<u8>, RuntimeError> {
         let fail = |source| RuntimeError::Download {

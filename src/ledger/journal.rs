@@ -367,8 +367,14 @@ mod tests {
         assert_eq!(j.entries[1].1.event, skipped("a/b/r2"));
         assert!(j.bad.is_empty() && j.torn.is_none());
         let text = std::fs::read_to_string(&p).unwrap();
-        assert!(text.starts_with(r#"{"format_version":1,"wall_ns":""#), "{text}");
-        assert!(text.contains(r#""event":"run-skipped","run":"a/b/r1""#), "{text}");
+        assert!(
+            text.starts_with(r#"{"format_version":1,"wall_ns":""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""event":"run-skipped","run":"a/b/r1""#),
+            "{text}"
+        );
     }
 
     #[test]

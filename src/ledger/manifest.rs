@@ -139,15 +139,27 @@ impl Manifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Mismatch {
-    Changed { file: String, recorded: String, now: String },
-    Missing { file: String },
-    Extra { file: String },
+    Changed {
+        file: String,
+        recorded: String,
+        now: String,
+    },
+    Missing {
+        file: String,
+    },
+    Extra {
+        file: String,
+    },
 }
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Mismatch::Changed { file, recorded, now } => write!(
+            Mismatch::Changed {
+                file,
+                recorded,
+                now,
+            } => write!(
                 f,
                 "`{file}` changed: sha256 {} recorded, {} now",
                 &recorded[..12.min(recorded.len())],

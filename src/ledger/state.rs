@@ -112,7 +112,7 @@ impl Ledger {
         );
     }
 
-    fn apply(&mut self, e: &Event) {
+    pub fn apply(&mut self, e: &Event) {
         match e {
             Event::StudyStarted { plan_hash, .. } => self.plan_hash = Some(plan_hash.clone()),
             Event::PlanAmended {
@@ -190,7 +190,11 @@ impl Ledger {
                 },
             ),
             Event::RunSuperseded { run, run_hash, .. } => {
-                if self.records.get(run).is_some_and(|r| &r.run_hash == run_hash) {
+                if self
+                    .records
+                    .get(run)
+                    .is_some_and(|r| &r.run_hash == run_hash)
+                {
                     self.records.remove(run);
                 }
                 self.superseded

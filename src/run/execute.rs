@@ -83,6 +83,8 @@ pub struct RunRecord {
     /// Requests that started in the measured phase (after the warm-up): how many, their
     /// nearest-rank p50 and p99 in ms, and the share that failed (no response or 5xx).
     pub measured: Option<Measured>,
+    /// Measurement-path checks that failed (empty: valid), see `validity`.
+    pub validity: Vec<crate::ledger::Evidence>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -240,6 +242,7 @@ pub async fn execute(
         monitors: None,
         saturation: None,
         measured: None,
+        validity: Vec::new(),
         started_wall_ns: events.clock.start_wall_ns(),
         ended_wall_ns: 0,
     };

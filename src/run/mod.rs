@@ -8,3 +8,4 @@ pub mod load;
 pub mod lock;
 pub mod monitor;
 pub mod requests;
+pub mod settle;

@@ -1,0 +1,163 @@
+//! `feedbench status <PLAN>`: every planned run with its state in the study's ledger
+//! (not run, completed valid, invalid + reason, skipped + reason, interrupted), and counts.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{CliError, Format};
+use crate::ledger::journal::{self, Event};
+use crate::ledger::state::{counts, Ledger, RunState};
+use crate::plan::{expand, load_file};
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// The plan file.
+    pub plan: PathBuf,
+    /// Where study results are.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+impl StatusArgs {
+    pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
+        let loaded = load_file(&self.plan, super::host_cores())?;
+        let runs = expand(&loaded.plan);
+        let study_dir = self.results.join(loaded.plan.study.name.as_str());
+        let j = journal::read(&study_dir.join(journal::FILE))
+            .map_err(|e| CliError::Failure(e.into()))?;
+        let ledger = Ledger::fold(j.events());
+        let status = ledger.status(&runs);
+        let change = ledger.plan_change(&loaded.plan_hash, &runs);
+        let c = counts(&status);
+        let bad: Vec<_> = j.undeclared_bad();
+        if self.format == Format::Json {
+            let v = serde_json::json!({
+                "format_version": 1,
+                "study": loaded.plan.study.name.as_str(),
+                "plan_hash": loaded.plan_hash,
+                "recorded_plan_hash": ledger.plan_hash,
+                "plan_changed": change.as_ref().map(|c| c.changes.iter().map(|ch| ch.run.clone()).collect::<Vec<_>>()),
+                "excluded_contenders": ledger.excluded,
+                "runs": status,
+                "counts": c,
+                "unreadable_journal_lines": bad,
+            });
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            )
+            .map_err(|e| CliError::Failure(e.into()))?;
+            return Ok(());
+        }
+        let mut text = format!(
+            "study `{}`: {} planned run(s), plan {}\n",
+            loaded.plan.study.name,
+            runs.len(),
+            &loaded.plan_hash[..12]
+        );
+        if j.entries.is_empty() {
+            text.push_str(&format!(
+                "no journal at `{}`: nothing has run\n",
+                study_dir.join(journal::FILE).display()
+            ));
+        }
+        if let Some(ch) = &change {
+            text.push_str(&format!(
+                "the plan changed since the study last ran (plan {} then): {} result(s) no longer match; `feedbench run --amend \"<reason>\"` declares it\n",
+                &ch.old_plan_hash[..12.min(ch.old_plan_hash.len())],
+                ch.changes.len()
+            ));
+        }
+        for (who, why) in &ledger.excluded {
+            text.push_str(&format!("contender `{who}` excluded by its gate: {why}\n"));
+        }
+        let width = runs.iter().map(|r| r.id.len()).max().unwrap_or(0);
+        for s in &status {
+            let detail = match &s.state {
+                RunState::NotRun => String::new(),
+                RunState::CompletedValid { dir, objective, .. } => format!(
+                    "{dir}{}",
+                    objective
+                        .as_ref()
+                        .map(|o| format!(", objective {o}"))
+                        .unwrap_or_default()
+                ),
+                RunState::Invalid {
+                    dir,
+                    reason,
+                    evidence,
+                    ..
+                } => format!(
+                    "{reason}: {}; {dir}",
+                    evidence
+                        .iter()
+                        .map(|e| e.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                RunState::Skipped { reason } => reason.clone(),
+                RunState::Interrupted { dir, .. } => format!("{dir}; `run --resume` runs it again"),
+            };
+            let attempts = if s.attempts > 1 {
+                format!(" ({} attempts)", s.attempts)
+            } else {
+                String::new()
+            };
+            text.push_str(&format!(
+                "  {:width$}  {:<15} {detail}{attempts}\n",
+                s.run,
+                s.state.label()
+            ));
+        }
+        let summary: Vec<String> = c.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        text.push_str(&format!("{}\n", summary.join(", ")));
+        for b in bad {
+            text.push_str(&format!(
+                "journal line {} does not parse: {}\n",
+                b.line, b.error
+            ));
+        }
+        out.write_all(text.as_bytes())
+            .map_err(|e| CliError::Failure(e.into()))
+    }
+}
+
+/// One journal event in a line, for people.
+pub fn describe(e: &Event) -> String {
+    match e {
+        Event::StudyStarted { plan_hash, resume, runs_planned, runs_to_do, git_commit, git_clean, .. } => format!(
+            "study {} under plan {} ({} planned, {} to do; git {} {})",
+            if *resume { "resumed" } else { "started" },
+            &plan_hash[..12.min(plan_hash.len())],
+            runs_planned,
+            runs_to_do.len(),
+            git_commit.as_deref().map_or("-", |c| &c[..12.min(c.len())]),
+            match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" }
+        ),
+        Event::UncommittedPlan { plan_file, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
+        Event::RunStarted { run, attempt, .. } => format!("{run} started (attempt {attempt})"),
+        Event::RunFinished { run, dir, objective, .. } => format!(
+            "{run} completed valid{} → {dir}",
+            objective.as_ref().map(|o| format!(", objective {o}")).unwrap_or_default()
+        ),
+        Event::RunAborted { run, reason, dir, .. } => format!("deviation: {run} aborted: {reason} → {dir}"),
+        Event::RunInterrupted { run, attempt, found, dir, .. } => format!("deviation: {run} attempt {attempt} was interrupted ({found}) → {dir}"),
+        Event::RunInvalidated { run, reason, evidence, dir, by, .. } => format!(
+            "deviation: {run} invalid ({reason}, by {}): {} → {dir}",
+            if *by == crate::ledger::Decider::Person { "a person" } else { "feedbench" },
+            evidence.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+        ),
+        Event::RunSkipped { run, reason, .. } => format!("deviation: {run} skipped: {reason}"),
+        Event::RunSuperseded { run, amendment, .. } => format!("{run} superseded by the amendment \"{amendment}\""),
+        Event::PlanAmended { reason, changes, .. } => format!("plan amended: \"{reason}\" ({} run(s) touched)", changes.len()),
+        Event::GatePassed { contender, seconds, .. } => format!("gate of {contender} passed in {seconds:.0} s"),
+        Event::ContenderExcluded { contender, reason, runs, .. } => format!(
+            "deviation: contender {contender} excluded by its gate ({reason}); its {} run(s) will not run",
+            runs.len()
+        ),
+        Event::TornLineFound { line, bytes } => format!("journal line {line} was torn by a crash ({bytes} bytes); terminated and kept"),
+    }
+}
