@@ -156,7 +156,7 @@ pub fn assess(
     let containers = path_containers(topo);
     let run = Run {
         window,
-        scenario_start_ns: window.start_ns - (script.measured_start_s * 1e9) as i128,
+        scenario_start_ns: load.scenario_start_ns.map_or(0, i128::from),
         schedule: &script.schedule,
         containers: &containers,
         dropped_iterations: Some(load.dropped_iterations),
