@@ -11,3 +11,4 @@ pub mod images;
 pub mod ledger;
 pub mod plan;
 pub mod run;
+pub mod validity;

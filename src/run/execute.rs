@@ -24,6 +24,7 @@ use crate::engine::topology::{
 use crate::plan::model::{Plan, Profile};
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
+use crate::validity::{self, Evidence, Window};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecuteError {
@@ -83,8 +84,11 @@ pub struct RunRecord {
     /// Requests that started in the measured phase (after the warm-up): how many, their
     /// nearest-rank p50 and p99 in ms, and the share that failed (no response or 5xx).
     pub measured: Option<Measured>,
-    /// Measurement-path checks that failed (empty: valid), see `validity`.
-    pub validity: Vec<crate::ledger::Evidence>,
+    /// Measurement-path validity (`validity::check`) of a completed run: one piece of
+    /// evidence per failed check; empty when every check passed or none could run (those
+    /// are in `warnings`).
+    #[serde(rename = "validity_evidence")]
+    pub validity: Vec<Evidence>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -332,6 +336,27 @@ pub async fn execute(
         record.execution = Execution::Failed {
             reason: e.to_string(),
         };
+    }
+    if record.execution == Execution::Completed {
+        match validity::assess(
+            dir,
+            &topo,
+            &script,
+            record.load.as_ref(),
+            record.scheduled_arrivals,
+            &plan.guards,
+        ) {
+            Ok(a) => {
+                for e in &a.evidence {
+                    events.emit(RunEvent::Note {
+                        text: format!("invalid: {e}"),
+                    });
+                }
+                record.validity = a.evidence;
+                record.warnings.extend(a.warnings);
+            }
+            Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
+        }
     }
     Ok(finish(dir, record, &events))
 }
@@ -680,7 +705,7 @@ fn measured_summary(
     summary: &LoadSummary,
     reqs: &[saturation::Request],
 ) -> Option<Measured> {
-    let from = summary.scenario_start_ns? as i128 + (script.measured_start_s * 1e9) as i128;
+    let from = Window::measured(script, summary)?.start_ns;
     let measured: Vec<&saturation::Request> = reqs.iter().filter(|r| r.start_ns >= from).collect();
     let mut d: Vec<f64> = measured.iter().map(|r| r.duration_ms).collect();
     d.sort_by(f64::total_cmp);
@@ -731,14 +756,13 @@ fn ramp_saturation(
     else {
         return None;
     };
-    let t0 = summary.scenario_start_ns? as i128;
     let (start, max) = (
         load::resolve(start, saturations).ok()?,
         load::resolve(max, saturations).ok()?,
     );
     let n = Profile::ramp_steps(start, *step, max);
     let step_ns = step_duration.millis as i128 * 1_000_000;
-    let measured = t0 + (script.measured_start_s * 1e9) as i128;
+    let measured = Window::measured(script, summary)?.start_ns;
     let steps: Vec<saturation::Step> = (0..n)
         .map(|i| saturation::Step {
             rate: start + *step * i as f64,

@@ -10,7 +10,7 @@ use crate::ledger::layout::{self, ABORTED, INTERRUPTED};
 use crate::ledger::manifest::{
     self, Execution as Axis, Git, Host, Image, Manifest, Outcome, Validity,
 };
-use crate::ledger::{files, Decider, Evidence};
+use crate::ledger::{files, Decider};
 use crate::plan::RunSpec;
 use crate::run::execute::{Execution, RunRecord};
 
@@ -34,13 +34,6 @@ pub struct StudyContext {
 
 pub fn feedbench_version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
-}
-
-/// A short, directory-safe reason from the first failed check, e.g. `fault-proxy-cpu`.
-pub fn invalid_reason(evidence: &[Evidence]) -> String {
-    evidence
-        .first()
-        .map_or("unknown".into(), |e| format!("{}-{}", e.role, e.check))
 }
 
 fn manifest(
@@ -102,7 +95,7 @@ pub fn settle(
     };
     let validity = if axis == Axis::Completed && !record.validity.is_empty() {
         Validity::Invalid {
-            reason: invalid_reason(&record.validity),
+            reason: crate::validity::reason(&record.validity),
             evidence: record.validity.clone(),
         }
     } else {

@@ -1,0 +1,190 @@
+//! Measurement-path validity: after a completed run, whether the load generator, the fault
+//! proxy or the balancer (rather than the system under test) was the bottleneck, decided
+//! from the run's raw data. Every failed check is a piece of `Evidence`; none means valid.
+//!
+//! The core (`check`) is pure: parsed samples in, evidence and warnings out. `assess` reads
+//! the run directory's CSVs and calls it. docs/results.md, "Validity", says how each figure
+//! is recomputed from the files.
+
+mod cpu;
+mod error;
+mod load;
+mod oom;
+mod read;
+mod samples;
+mod window;
+
+use std::path::Path;
+
+pub use error::ValidityError;
+pub use read::{read_events, read_request_starts, read_samples};
+pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
+pub use window::{fault_spans, subtract, EventRow, Window};
+
+use crate::engine::topology::RunTopology;
+pub use crate::ledger::Evidence;
+use crate::plan::model::Guards;
+use crate::run::load::{LoadScript, Schedule};
+use crate::run::requests::LoadSummary;
+
+/// How far the achieved arrivals may stray from the scheduled ones, either way, in percent.
+pub const ARRIVAL_TOLERANCE_PCT: f64 = 2.0;
+
+/// Below this many seconds of fault-free measured window the arrival rate is not checked.
+pub const MIN_ARRIVAL_SPAN_S: f64 = 5.0;
+
+/// The thresholds, all in percent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// p95 CPU as a share of the cap.
+    pub cpu_ceiling_pct: f64,
+    /// Throttled periods as a share of CPU periods.
+    pub throttle_ceiling_pct: f64,
+    /// Dropped iterations as a share of scheduled arrivals.
+    pub dropped_pct: f64,
+    /// Achieved against scheduled arrivals, either way.
+    pub arrival_tolerance_pct: f64,
+}
+
+impl Limits {
+    pub fn from_guards(guards: &Guards) -> Limits {
+        Limits {
+            cpu_ceiling_pct: guards.measurement_cpu_ceiling.percent,
+            throttle_ceiling_pct: guards.measurement_throttle_ceiling.percent,
+            dropped_pct: guards.dropped_iterations.percent,
+            arrival_tolerance_pct: ARRIVAL_TOLERANCE_PCT,
+        }
+    }
+}
+
+/// What the checks found: evidence (empty = valid) and the checks that could not be
+/// evaluated, in words (for the run's warnings; a check that cannot run never passes).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Assessment {
+    pub evidence: Vec<Evidence>,
+    pub warnings: Vec<String>,
+}
+
+/// What the checks know of the run besides its raw data.
+#[derive(Debug, Clone)]
+pub struct Run<'a> {
+    pub window: Window,
+    /// t = 0 of the schedule, unix ns.
+    pub scenario_start_ns: i128,
+    pub schedule: &'a Schedule,
+    /// The measurement-path containers of the topology, with their caps.
+    pub containers: &'a [PathContainer],
+    /// k6's `dropped_iterations`; `None` when unknown.
+    pub dropped_iterations: Option<u64>,
+    /// Arrivals the schedule started over the whole run, warm-up included.
+    pub scheduled_arrivals: Option<f64>,
+}
+
+/// The run's raw data, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct Data {
+    /// containers.csv.
+    pub samples: Vec<Sample>,
+    /// requests.csv's `start_ns`, unix ns.
+    pub request_starts: Vec<i128>,
+    /// events.csv.
+    pub events: Vec<EventRow>,
+}
+
+/// Every check, in order: CPU, throttling, dropped iterations, arrival rate, OOM kills.
+pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
+    let mut out = Assessment::default();
+    let containers = samples::with_sampled(run.containers, &data.samples);
+    let rows: Vec<(&PathContainer, Vec<&Sample>)> = containers
+        .iter()
+        .map(|c| (c, samples::rows_of(&data.samples, &c.name)))
+        .collect();
+    for (c, rows) in &rows {
+        if rows.is_empty() {
+            out.warnings.push(format!(
+                "validity: containers.csv has no rows of {} ({}); its cpu, throttling and oom \
+                 checks were not evaluated",
+                c.role, c.name
+            ));
+        }
+    }
+    let present = rows.iter().filter(|(_, r)| !r.is_empty());
+    for (c, r) in present.clone() {
+        cpu::check_cpu(c, r, run.window, limits.cpu_ceiling_pct, &mut out);
+    }
+    for (c, r) in present.clone() {
+        cpu::check_throttling(c, r, run.window, limits.throttle_ceiling_pct, &mut out);
+    }
+    let loadgen = containers
+        .iter()
+        .find(|c| c.role == "load-generator")
+        .map(|c| c.name.clone());
+    load::check_dropped(run, loadgen.clone(), limits.dropped_pct, &mut out);
+    let faults = fault_spans(&data.events);
+    load::check_arrivals(
+        run,
+        &data.request_starts,
+        &faults,
+        loadgen,
+        limits.arrival_tolerance_pct,
+        &mut out,
+    );
+    for (c, r) in present {
+        oom::check_oom(c, r, &mut out);
+    }
+    out
+}
+
+/// Reads the run directory's containers.csv, requests.csv and events.csv and checks them.
+/// An unreadable file, or a run whose measured window is unknown, is an error: the caller
+/// records it as a warning, never as a valid run.
+pub fn assess(
+    dir: &Path,
+    topo: &RunTopology,
+    script: &LoadScript,
+    load: Option<&LoadSummary>,
+    scheduled_arrivals: Option<f64>,
+    guards: &Guards,
+) -> Result<Assessment, ValidityError> {
+    let load = load.ok_or(ValidityError::NoWindow("load summary"))?;
+    let window = Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
+    let data = Data {
+        samples: read_samples(&dir.join(crate::run::monitor::CONTAINERS_CSV))?,
+        request_starts: read_request_starts(&dir.join("requests.csv"))?,
+        events: read_events(&dir.join("events.csv"))?,
+    };
+    let containers = path_containers(topo);
+    let run = Run {
+        window,
+        scenario_start_ns: load.scenario_start_ns.map_or(0, i128::from),
+        schedule: &script.schedule,
+        containers: &containers,
+        dropped_iterations: Some(load.dropped_iterations),
+        scheduled_arrivals,
+    };
+    Ok(check(&run, &data, &Limits::from_guards(guards)))
+}
+
+/// A short, directory-safe reason from the first evidence, e.g. `fault-proxy-cpu`.
+pub fn reason(evidence: &[Evidence]) -> String {
+    let Some(e) = evidence.first() else {
+        return "unspecified".into();
+    };
+    let raw = format!("{}-{}", e.role, e.check).to_ascii_lowercase();
+    let mut out = String::new();
+    for c in raw.chars() {
+        let c = if c.is_ascii_alphanumeric() { c } else { '-' };
+        if !(c == '-' && (out.is_empty() || out.ends_with('-'))) {
+            out.push(c);
+        }
+    }
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "unspecified".into()
+    } else {
+        out.into()
+    }
+}
+
+#[cfg(test)]
+mod tests;

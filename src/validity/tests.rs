@@ -1,0 +1,272 @@
+//! The checks together: their order, the reason they give, and `assess` on files.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::engine::topology::{ContainerSpec, Readiness, Role};
+use crate::run::load::Stage;
+use crate::run::monitor::SampleStatus;
+
+const S: i128 = 1_000_000_000;
+const T0: i128 = 1_700_000_000 * S;
+
+fn ev(check: &str, role: &str) -> Evidence {
+    Evidence {
+        check: check.into(),
+        role: role.into(),
+        container: None,
+        figure: String::new(),
+        value: 1.0,
+        threshold: 0.0,
+        unit: "%".into(),
+    }
+}
+
+#[test]
+fn the_reason_names_the_first_evidence() {
+    assert_eq!(
+        reason(&[ev("cpu", "fault-proxy"), ev("oom", "balancer")]),
+        "fault-proxy-cpu"
+    );
+    assert_eq!(
+        reason(&[ev("dropped-iterations", "load-generator")]),
+        "load-generator-dropped-iterations"
+    );
+    assert_eq!(reason(&[ev("Odd check/..", " x ")]), "x-odd-check");
+    assert_eq!(reason(&[]), "unspecified");
+}
+
+fn schedule() -> Schedule {
+    Schedule {
+        start_rate: 10.0,
+        stages: vec![Stage {
+            duration_s: 30.0,
+            target: 10.0,
+        }],
+    }
+}
+
+fn sample(name: &str, role: &str, t: i128, cpu: f64) -> Sample {
+    Sample {
+        unix_ns: T0 + t * S,
+        offset_s: t as f64,
+        container: name.into(),
+        role: role.into(),
+        status: SampleStatus::Ok,
+        cpu_usage_s: Some(cpu),
+        cpu_periods: Some(0),
+        cpu_throttled_periods: Some(0),
+        oom_kills: Some(0),
+        detail: String::new(),
+    }
+}
+
+fn on_time() -> Vec<i128> {
+    (0..300).map(|i| T0 + i * S / 10).collect()
+}
+
+#[test]
+fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
+    let s = schedule();
+    let containers = [
+        PathContainer {
+            name: "lg".into(),
+            role: "load-generator".into(),
+            cpus: Some(1.0),
+        },
+        PathContainer {
+            name: "fp".into(),
+            role: "fault-proxy".into(),
+            cpus: Some(0.1),
+        },
+    ];
+    let run = Run {
+        window: Window {
+            start_ns: T0 + 5 * S,
+            end_ns: T0 + 30 * S,
+        },
+        scenario_start_ns: T0,
+        schedule: &s,
+        containers: &containers,
+        dropped_iterations: Some(30),
+        scheduled_arrivals: Some(300.0),
+    };
+    // The fault proxy runs at its full cap; a replica's rows are not the measurement path;
+    // an unlisted balancer is picked up from its role; the load generator has no rows.
+    let mut samples: Vec<Sample> = (0..31)
+        .map(|t| sample("fp", "fault-proxy", t, t as f64 * 0.1))
+        .collect();
+    samples.extend((0..31).map(|t| sample("r1", "replica-1", t, t as f64 * 4.0)));
+    samples.extend((0..31).map(|t| sample("b", "balancer", t, t as f64 * 4.0)));
+    samples[3].oom_kills = Some(1);
+    let data = Data {
+        samples,
+        request_starts: on_time(),
+        events: Vec::new(),
+    };
+    let limits = Limits::from_guards(&Guards::default());
+    assert_eq!(limits.arrival_tolerance_pct, ARRIVAL_TOLERANCE_PCT);
+    let out = check(&run, &data, &limits);
+    let found: Vec<(&str, &str)> = out
+        .evidence
+        .iter()
+        .map(|e| (e.check.as_str(), e.role.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("cpu", "fault-proxy"),
+            ("dropped-iterations", "load-generator"),
+            ("oom", "fault-proxy")
+        ]
+    );
+    assert_eq!(out.evidence[1].container.as_deref(), Some("lg"));
+    assert_eq!(reason(&out.evidence), "fault-proxy-cpu");
+    assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+    assert!(out.warnings[0].contains("load-generator (lg)"));
+}
+
+fn spec(name: &str, role: Role, nano_cpus: i64) -> ContainerSpec {
+    ContainerSpec {
+        name: name.into(),
+        role,
+        image: "img".into(),
+        env: Vec::new(),
+        cmd: None,
+        nano_cpus,
+        memory_bytes: 1 << 30,
+        labels: BTreeMap::new(),
+        files: Vec::new(),
+        stage: 0,
+        readiness: Readiness::NotStarted,
+    }
+}
+
+fn topology() -> RunTopology {
+    RunTopology {
+        study: "s".into(),
+        run_id: "r".into(),
+        network: "n".into(),
+        labels: BTreeMap::new(),
+        containers: vec![
+            spec("db", Role::Database, 1_000_000_000),
+            spec("lg", Role::LoadGenerator, 500_000_000),
+            spec("bal", Role::Balancer, 0),
+        ],
+        proxies: Vec::new(),
+        total_cpus: 1.5,
+        haproxy_cfg: String::new(),
+    }
+}
+
+fn script() -> LoadScript {
+    LoadScript {
+        script: String::new(),
+        kind: "constant",
+        executor: "constant-arrival-rate",
+        measured_start_s: 5.0,
+        duration_s: 30.0,
+        scheduled_arrivals: 300.0,
+        pre_allocated_vus: 1,
+        max_vus: 1,
+        request_timeout_s: 1.0,
+        schedule: schedule(),
+    }
+}
+
+#[test]
+fn path_containers_carry_their_caps() {
+    let c = path_containers(&topology());
+    assert_eq!(
+        c,
+        [
+            PathContainer {
+                name: "lg".into(),
+                role: "load-generator".into(),
+                cpus: Some(0.5)
+            },
+            PathContainer {
+                name: "bal".into(),
+                role: "balancer".into(),
+                cpus: None
+            },
+        ]
+    );
+}
+
+#[test]
+fn assess_reads_the_run_directory() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut containers = format!("{}\n", crate::run::monitor::CONTAINERS_HEADER);
+    for t in 0..31 {
+        for name in ["lg", "bal"] {
+            let role = if name == "lg" {
+                "load-generator"
+            } else {
+                "balancer"
+            };
+            let cpu = if t < 10 { 0.0 } else { (t - 10) as f64 * 0.5 };
+            writeln!(
+                containers,
+                "{},{t}.0,{t},{name},{role},cgroup,ok,{cpu},,,{},0,0,1,,0,0,0,",
+                T0 + t * S,
+                t * 10
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("containers.csv"), containers).unwrap();
+    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
+    for t in on_time() {
+        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
+    }
+    std::fs::write(dir.path().join("requests.csv"), requests).unwrap();
+    std::fs::write(
+        dir.path().join("events.csv"),
+        "wall_ns,t_s,event,subject,detail\n",
+    )
+    .unwrap();
+    let load = LoadSummary {
+        scenario_start_ns: Some(T0 as u64),
+        ..Default::default()
+    };
+    let guards = Guards::default();
+    let out = assess(
+        dir.path(),
+        &topology(),
+        &script(),
+        Some(&load),
+        Some(300.0),
+        &guards,
+    )
+    .unwrap();
+    // The load generator used its whole 0.5-CPU cap from t = 10 s on.
+    assert_eq!(out.evidence.len(), 1, "{out:?}");
+    assert_eq!(
+        (out.evidence[0].check.as_str(), out.evidence[0].value),
+        ("cpu", 100.0)
+    );
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+
+    let no_start = LoadSummary::default();
+    let e = assess(
+        dir.path(),
+        &topology(),
+        &script(),
+        Some(&no_start),
+        None,
+        &guards,
+    );
+    assert!(matches!(e, Err(ValidityError::NoWindow(_))));
+    std::fs::remove_file(dir.path().join("events.csv")).unwrap();
+    let e = assess(
+        dir.path(),
+        &topology(),
+        &script(),
+        Some(&load),
+        None,
+        &guards,
+    );
+    assert!(matches!(e, Err(ValidityError::Open { .. })));
+}
