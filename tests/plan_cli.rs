@@ -351,6 +351,16 @@ fn a_shared_cap_changes_every_run_hash_and_a_note_changes_none() {
 }
 
 #[test]
+fn a_gates_change_changes_the_plan_hash_and_no_run_hash() {
+    // The gate judges a contender before its first run; it does not change what a run does.
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["contenders"]["feed-rs"]["gate"]["timeout"] = "7m".into();
+    });
+    assert!(plan_changed);
+    assert!(changed.is_empty(), "{changed:?}");
+}
+
+#[test]
 fn a_ramps_change_reaches_the_runs_that_depend_on_it() {
     let (_, changed, _) = edit_study(|doc| {
         doc["profiles"]["ramp"]["step-ramp"]["max"] = 120.into();

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use bollard::container::{
     Config, CreateContainerOptions, KillContainerOptions, ListContainersOptions, LogOutput,
     LogsOptions, RemoveContainerOptions, StartContainerOptions, UploadToContainerOptions,
+    WaitContainerOptions,
 };
 use bollard::errors::Error as DockerError;
 use bollard::exec::{CreateExecOptions, StartExecResults};
@@ -51,6 +52,8 @@ pub enum RuntimeError {
         argv: Vec<String>,
         source: DockerError,
     },
+    #[error("cannot wait for container `{name}` to exit: {source}")]
+    Wait { name: String, source: DockerError },
     #[error("cannot read the logs of container `{name}`: {source}")]
     Logs { name: String, source: DockerError },
     #[error("cannot send {signal} to container `{name}`: {source}")]
@@ -453,14 +456,24 @@ impl Runtime {
         Ok((code, output))
     }
 
-    /// Everything the container wrote to stdout and stderr.
+    /// Everything the container wrote to stdout and stderr, each line with the engine's
+    /// timestamp.
     pub async fn logs(&self, name: &str) -> Result<String, RuntimeError> {
+        self.log_text(name, true).await
+    }
+
+    /// Everything the container wrote to stdout and stderr, as it wrote it.
+    pub async fn output(&self, name: &str) -> Result<String, RuntimeError> {
+        self.log_text(name, false).await
+    }
+
+    async fn log_text(&self, name: &str, timestamps: bool) -> Result<String, RuntimeError> {
         let mut stream = self.docker.logs(
             name,
             Some(LogsOptions::<String> {
                 stdout: true,
                 stderr: true,
-                timestamps: true,
+                timestamps,
                 ..Default::default()
             }),
         );
@@ -484,6 +497,58 @@ impl Runtime {
             }
         }
         Ok(out)
+    }
+
+    /// Waits up to `timeout` for a started container to stop: its exit code, or `None` when
+    /// it is still running then. The engine's wait is asked in slices well under the client's
+    /// request timeout, and the exit code is read from the container's state.
+    pub async fn wait_exit(
+        &self,
+        name: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Option<i64>, RuntimeError> {
+        use std::time::{Duration, Instant};
+        let until = Instant::now() + timeout;
+        loop {
+            let slice = until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_secs(60));
+            let mut wait = self.docker.wait_container(
+                name,
+                Some(WaitContainerOptions {
+                    condition: "not-running",
+                }),
+            );
+            match tokio::time::timeout(slice, wait.next()).await {
+                // An answer, with any exit code (bollard reports a non-zero one as an error).
+                Ok(Some(Ok(_) | Err(DockerError::DockerContainerWaitError { .. }))) => {}
+                Ok(Some(Err(source))) => {
+                    return Err(RuntimeError::Wait {
+                        name: name.into(),
+                        source,
+                    })
+                }
+                // No answer in the slice, or the stream closed without one: look at the state.
+                Ok(None) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(_) => {}
+            }
+            let state = self
+                .docker
+                .inspect_container(name, None)
+                .await
+                .map_err(|source| RuntimeError::Inspect {
+                    name: name.into(),
+                    source,
+                })?
+                .state
+                .unwrap_or_default();
+            if state.running != Some(true) {
+                return Ok(Some(state.exit_code.unwrap_or(-1)));
+            }
+            if Instant::now() >= until {
+                return Ok(None);
+            }
+        }
     }
 
     pub async fn kill(&self, name: &str, signal: &str) -> Result<(), RuntimeError> {

@@ -54,6 +54,8 @@ pub enum Role {
     LoadGenerator,
     /// The CPU-steal fault's stress-ng container (only in runs with that fault).
     CoTenant,
+    /// A contender's gate, run once against its deployed topology before its first run.
+    Gate,
 }
 
 impl Role {
@@ -67,6 +69,7 @@ impl Role {
             Role::Balancer => "balancer".into(),
             Role::LoadGenerator => "load-generator".into(),
             Role::CoTenant => "co-tenant".into(),
+            Role::Gate => "gate".into(),
         }
     }
 
@@ -79,6 +82,7 @@ impl Role {
             Role::Balancer => "balancer",
             Role::LoadGenerator => "load-generator",
             Role::CoTenant => "co-tenant",
+            Role::Gate => "gate",
         }
     }
 }
@@ -376,6 +380,37 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
     })
 }
 
+/// The gate's container on a deployed topology's network: the gate's argv in its image,
+/// `FEEDBENCH_TARGET` pointing at the balancer, the run's labels with role `gate`, and the
+/// load generator's caps (the gate is the client the load generator would be, and the load
+/// generator is not started while a gate runs).
+pub fn gate_container(topology: &RunTopology, image: &str, command: &[String]) -> ContainerSpec {
+    let role = Role::Gate;
+    let mut labels = topology.labels.clone();
+    labels.insert(LABEL_ROLE.to_string(), role.label().to_string());
+    let (nano_cpus, memory_bytes) = topology
+        .container(Role::LoadGenerator)
+        .map_or((1_000_000_000, 256 << 20), |c| {
+            (c.nano_cpus, c.memory_bytes)
+        });
+    ContainerSpec {
+        name: format!("{}-{}", topology.network, role.key()),
+        role,
+        image: image.to_string(),
+        env: vec![(
+            "FEEDBENCH_TARGET".to_string(),
+            format!("http://{}:{BALANCER_PORT}", Role::Balancer.key()),
+        )],
+        cmd: Some(command.to_vec()),
+        nano_cpus,
+        memory_bytes,
+        labels,
+        files: Vec::new(),
+        stage: u8::MAX,
+        readiness: Readiness::NotStarted,
+    }
+}
+
 /// The replicas' environment with link templates rendered: a link's host is the fault proxy.
 fn replica_env(plan: &Plan, c: &ResolvedContender) -> Result<Vec<(String, String)>, TopologyError> {
     let links: BTreeMap<String, BTreeMap<&str, String>> = plan
@@ -533,6 +568,33 @@ mod tests {
         let (plan, runs) = smoke();
         let t = topology(&plan, &runs[1], &read).unwrap();
         insta::assert_json_snapshot!(t);
+    }
+
+    #[test]
+    fn the_gate_container_joins_the_run_as_a_client_of_the_balancer() {
+        let (plan, runs) = smoke();
+        let t = topology(&plan, &runs[0], &read).unwrap();
+        let argv = vec!["python3".to_string(), "/gate/gate.py".to_string()];
+        let g = gate_container(&t, "feedbench/gate:dev", &argv);
+        assert_eq!(g.name, "fb-smoke-feed-rs_ramp_r1-gate");
+        assert_eq!(g.role.key(), "gate");
+        assert_eq!(g.labels[LABEL_STUDY], "smoke");
+        assert_eq!(g.labels[LABEL_RUN], "feed-rs/ramp/r1");
+        assert_eq!(g.labels[LABEL_ROLE], "gate");
+        assert_eq!(
+            g.env,
+            vec![(
+                "FEEDBENCH_TARGET".to_string(),
+                "http://balancer:8080".to_string()
+            )]
+        );
+        assert_eq!(g.cmd.as_deref(), Some(argv.as_slice()));
+        assert_eq!(g.image, "feedbench/gate:dev");
+        let load = t.container(Role::LoadGenerator).unwrap();
+        assert_eq!(
+            (g.nano_cpus, g.memory_bytes),
+            (load.nano_cpus, load.memory_bytes)
+        );
     }
 
     #[test]

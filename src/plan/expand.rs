@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::hash::value_hash;
 use super::model::{
-    BuildRecipe, Caps, Contender, Fault, Injection, Objective, Order, Plan, Profile, Service,
+    BuildRecipe, Caps, Contender, Fault, Gate, Injection, Objective, Order, Plan, Profile, Service,
     Topology, Workload,
 };
 use super::units::{Duration, EnvName, EnvValue, ImageRef, Name, Rate, UrlPath};
@@ -32,6 +32,11 @@ pub struct ResolvedContender {
     pub caps: Caps,
     /// The topology's services with this variant's changes applied.
     pub services: IndexMap<Name, Service>,
+    /// The contender's gate; every variant inherits it (an arm answers to the same contract,
+    /// and a mutant arm is what a gate is there to catch). Not part of the run hash: the gate
+    /// judges the contender before its first run, it does not change what a run does.
+    #[serde(skip)]
+    pub gate: Option<Gate>,
 }
 
 /// Every contender that runs, in plan order: variants in place of their contender.
@@ -95,6 +100,7 @@ fn resolve_one(
         replicas: c.replicas.unwrap_or(plan.topology.replicas),
         caps,
         services,
+        gate: c.gate.clone(),
     }
 }
 

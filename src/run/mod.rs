@@ -3,6 +3,7 @@
 pub mod events;
 pub mod execute;
 pub mod faults;
+pub mod gate;
 pub mod guards;
 pub mod load;
 pub mod lock;

@@ -1,0 +1,174 @@
+//! A contender's gate on the real engine: the gate suite passes on feed-rs and fails on its
+//! C2 mutant, a gate past its timeout is killed, a topology that cannot be deployed is a
+//! failed gate; nothing labelled is left afterwards.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use feedbench::engine::runtime::Runtime;
+use feedbench::plan::{LoadedPlan, RunSpec};
+use feedbench::run::events::{RunEvent, Stamp};
+use feedbench::run::gate::{run_gate, GateOutcome};
+
+static ENGINE: Mutex<()> = Mutex::new(());
+
+const PLAN: &str = "tests/plans/docker/gate.yaml";
+
+fn load(plan: &str) -> (LoadedPlan, Vec<RunSpec>) {
+    let loaded = feedbench::plan::load_file(&common::repo().join(plan), None)
+        .unwrap_or_else(|e| panic!("{plan}: {e}"));
+    let runs = feedbench::plan::expand(&loaded.plan);
+    (loaded, runs)
+}
+
+/// The deploy probe's plan under a study name of these tests' own, with `gate` as its
+/// stand-in contender's gate.
+fn probe(gate: &str) -> (LoadedPlan, Vec<RunSpec>) {
+    let (mut loaded, _) = load("tests/plans/docker/probe.yaml");
+    loaded.plan.study.name = PROBE_STUDY.parse().unwrap();
+    let c = loaded.plan.contenders.values_mut().next().unwrap();
+    c.gate = Some(serde_yaml::from_str(gate).unwrap());
+    let runs = feedbench::plan::expand(&loaded.plan);
+    (loaded, runs)
+}
+
+const PROBE_STUDY: &str = "test-gate-probe";
+
+/// Runs the gate of `contender` before its first run; prints what it took.
+async fn gate(
+    rt: &Runtime,
+    loaded: &LoadedPlan,
+    runs: &[RunSpec],
+    contender: &str,
+) -> (GateOutcome, Vec<String>) {
+    let first = runs
+        .iter()
+        .find(|r| r.contender == contender)
+        .unwrap_or_else(|| panic!("no run of {contender}"));
+    let mut phases = Vec::new();
+    let mut observe = |id: &str, _: Stamp, e: &RunEvent| {
+        if let RunEvent::Phase { phase } = e {
+            phases.push(format!("{id} {phase}"));
+        }
+    };
+    let started = Instant::now();
+    let outcome = run_gate(rt, loaded, first, &mut observe).await.unwrap();
+    eprintln!(
+        "{contender}: gate {} in {:.1} s, {:.1} s with deploy and teardown ({})",
+        if outcome.passed { "passed" } else { "failed" },
+        outcome.seconds,
+        started.elapsed().as_secs_f64(),
+        outcome.reason
+    );
+    // The gate's table of checks and its verdict line.
+    for line in outcome.output.lines().filter(|l| {
+        l.ends_with(" s]") || l.starts_with("gate passed") || l.starts_with("gate FAILED")
+    }) {
+        eprintln!("    {line}");
+    }
+    (outcome, phases)
+}
+
+fn assert_nothing_left(rt: &tokio::runtime::Runtime, engine: &Runtime, study: &str) {
+    assert_eq!(
+        rt.block_on(common::leftovers(engine, study)),
+        (vec![], vec![])
+    );
+}
+
+#[test]
+fn the_gate_passes_on_feed_rs_and_fails_on_its_c2_mutant() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
+    rt.block_on(common::plan_images(PLAN));
+    let (loaded, runs) = load(PLAN);
+
+    let (sound, phases) = rt.block_on(gate(&engine, &loaded, &runs, "feed-rs.sound"));
+    assert!(sound.passed, "{}\n{}", sound.reason, sound.output);
+    assert_eq!(sound.exit_code, Some(0));
+    assert_eq!(sound.reason, "exit code 0");
+    assert_eq!(sound.image, "feedbench/gate:dev");
+    assert!(sound.output.contains("gate: http://balancer:8080"));
+    assert!(sound.output.contains("gate passed"), "{}", sound.output);
+    assert_eq!(
+        phases,
+        [
+            "feed-rs.sound/gate gate-deploy",
+            "feed-rs.sound/gate gate",
+            "feed-rs.sound/gate gate-teardown"
+        ]
+    );
+    assert_nothing_left(&rt, &engine, "test-gate");
+
+    let (mutant, _) = rt.block_on(gate(&engine, &loaded, &runs, "feed-rs.mutant-c2"));
+    assert!(!mutant.passed, "{}", mutant.output);
+    assert_eq!(mutant.exit_code, Some(1), "{}", mutant.output);
+    assert_eq!(mutant.reason, "exit code 1");
+    assert!(
+        mutant.output.contains("visibility   FAILED"),
+        "{}",
+        mutant.output
+    );
+    // The report names a draft that the mutant served although clause C2 hides it.
+    assert!(
+        mutant
+            .output
+            .lines()
+            .any(|l| l.contains("[visibility]") && l.contains("C2 draft")),
+        "{}",
+        mutant.output
+    );
+    assert_nothing_left(&rt, &engine, "test-gate");
+}
+
+#[test]
+fn a_gate_past_its_timeout_is_killed_and_fails() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
+    rt.block_on(common::infrastructure_images());
+    let (loaded, runs) =
+        probe("{command: [/bin/sh, -c, 'echo waiting for nothing; sleep 60'], timeout: 2s}");
+    let (outcome, _) = rt.block_on(gate(&engine, &loaded, &runs, "static"));
+    assert!(!outcome.passed);
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.reason, "timed out after 2s");
+    // The gate ran in the contender's own image, and its output was kept.
+    assert_eq!(outcome.image, "feedbench/base:bookworm");
+    assert_eq!(outcome.output.trim(), "waiting for nothing");
+    assert!(
+        (2.0..10.0).contains(&outcome.seconds),
+        "{} s",
+        outcome.seconds
+    );
+    assert_nothing_left(&rt, &engine, PROBE_STUDY);
+}
+
+#[test]
+fn a_topology_that_cannot_be_deployed_is_a_failed_gate() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
+    rt.block_on(common::infrastructure_images());
+    let (mut loaded, runs) = probe("{command: [/bin/true]}");
+    loaded.plan.topology.balancer.image = "feedbench/absent:none".parse().unwrap();
+    let (outcome, _) = rt.block_on(gate(&engine, &loaded, &runs, "static"));
+    assert!(!outcome.passed);
+    assert_eq!(outcome.exit_code, None);
+    assert!(
+        outcome.reason.starts_with("could not deploy: ")
+            && outcome.reason.contains("feedbench/absent:none"),
+        "{}",
+        outcome.reason
+    );
+    assert_nothing_left(&rt, &engine, PROBE_STUDY);
+}
