@@ -20,7 +20,13 @@ fn feedbench(plan: &Path, results: &Path, extra: &[&str]) -> Command {
     c.current_dir(common::repo())
         .arg("run")
         .arg(plan)
-        .args(["--no-build", "--allow-uncommitted", "--format", "json", "--results"])
+        .args([
+            "--no-build",
+            "--allow-uncommitted",
+            "--format",
+            "json",
+            "--results",
+        ])
         .arg(results)
         .args(extra);
     c
@@ -28,7 +34,12 @@ fn feedbench(plan: &Path, results: &Path, extra: &[&str]) -> Command {
 
 /// Runs feedbench and SIGKILLs it at the first stdout line `moment` accepts. Returns
 /// whether it was killed (false: it ended first).
-fn kill_at(plan: &Path, results: &Path, extra: &[&str], moment: &dyn Fn(&serde_json::Value) -> bool) -> bool {
+fn kill_at(
+    plan: &Path,
+    results: &Path,
+    extra: &[&str],
+    moment: &dyn Fn(&serde_json::Value) -> bool,
+) -> bool {
     let mut child = feedbench(plan, results, extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -63,7 +74,11 @@ fn status(plan: &Path, results: &Path) -> serde_json::Value {
         .arg(results)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -92,16 +107,28 @@ fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
 
     type Moment = (&'static str, Box<dyn Fn(&serde_json::Value) -> bool>);
     let moments: Vec<Moment> = vec![
-        ("deploy", Box::new(|v| event_is(v, "phase") && v["phase"] == "deploy")),
+        (
+            "deploy",
+            Box::new(|v| event_is(v, "phase") && v["phase"] == "deploy"),
+        ),
         ("load", Box::new(|v| event_is(v, "load-started"))),
         ("fault", Box::new(|v| event_is(v, "fault-applied"))),
-        ("teardown", Box::new(|v| event_is(v, "phase") && v["phase"] == "teardown")),
-        ("between runs", Box::new(|v| v["journal"]["event"] == "run-finished")),
+        (
+            "teardown",
+            Box::new(|v| event_is(v, "phase") && v["phase"] == "teardown"),
+        ),
+        (
+            "between runs",
+            Box::new(|v| v["journal"]["event"] == "run-finished"),
+        ),
     ];
     let mut hit_a_run = 0;
     for (i, (name, moment)) in moments.iter().enumerate() {
         let extra: &[&str] = if i == 0 { &[] } else { &["--resume"] };
-        assert!(kill_at(&plan, results.path(), extra, moment.as_ref()), "never reached {name}");
+        assert!(
+            kill_at(&plan, results.path(), extra, moment.as_ref()),
+            "never reached {name}"
+        );
         // Whether the kill hit a run: a run started and not settled.
         let open = Ledger::fold(journal_of(&study).events()).open_runs();
         assert!(open.len() <= 1, "{open:?}");
@@ -114,8 +141,14 @@ fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
         assert_eq!(refused.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
     }
-    let last = feedbench(&plan, results.path(), &["--resume"]).output().unwrap();
-    assert!(last.status.success(), "{}", String::from_utf8_lossy(&last.stderr));
+    let last = feedbench(&plan, results.path(), &["--resume"])
+        .output()
+        .unwrap();
+    assert!(
+        last.status.success(),
+        "{}",
+        String::from_utf8_lossy(&last.stderr)
+    );
 
     let j = journal_of(&study);
     assert!(j.undeclared_bad().is_empty(), "{:?}", j.undeclared_bad());
@@ -149,11 +182,260 @@ fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
         .collect();
     assert_eq!(runs.len(), 3, "{runs:?}");
     assert_eq!(
-        std::fs::read_dir(study.join("_interrupted")).unwrap().count(),
+        std::fs::read_dir(study.join("_interrupted"))
+            .unwrap()
+            .count(),
         interrupted
     );
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-ledger")),
+        (vec![], vec![])
+    );
+}
+
+/// The ledger plan, edited, in a directory of its own (paths made absolute).
+fn derived_plan(dir: &Path, edits: &[(&str, &str)]) -> PathBuf {
+    let root = common::repo();
+    let mut text = std::fs::read_to_string(root.join("tests/plans/docker/ledger.yaml"))
+        .unwrap()
+        .replace("../../../", &format!("{}/", root.display()));
+    for (from, to) in edits {
+        assert!(text.contains(from), "the ledger plan has no `{from}`");
+        text = text.replace(from, to);
+    }
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn events(study: &Path) -> Vec<Event> {
+    journal_of(study).events().cloned().collect()
+}
+
+#[test]
+fn a_starved_fault_proxy_invalidates_its_run_with_the_figure() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
+    rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = derived_plan(
+        tmp.path(),
+        &[
+            ("name: test-ledger", "name: test-starved"),
+            ("fault-proxy: {cpus: 0.2,", "fault-proxy: {cpus: 0.02,"),
+            ("rate: 10, duration: 16s", "rate: 40, duration: 16s"),
+            ("repetitions: 3", "repetitions: 1"),
+        ],
+    );
+    let results = tmp.path().join("results");
+    let out = feedbench(&plan, &results, &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let study = results.join("test-starved");
+    let invalidated: Vec<Event> = events(&study)
+        .into_iter()
+        .filter(|e| matches!(e, Event::RunInvalidated { .. }))
+        .collect();
+    let [Event::RunInvalidated {
+        dir,
+        reason,
+        evidence,
+        ..
+    }] = invalidated.as_slice()
+    else {
+        panic!("one invalidation expected: {invalidated:?}");
+    };
+    assert!(dir.starts_with(&format!("_invalid_{reason}/")), "{dir}");
+    assert!(reason.starts_with("fault-proxy-"), "{reason}");
+    let cpu = evidence
+        .iter()
+        .find(|e| e.role == "fault-proxy" && e.check == "cpu")
+        .unwrap_or_else(|| panic!("no fault-proxy CPU evidence: {evidence:?}"));
+    assert!(cpu.value > cpu.threshold, "{cpu}");
+    assert_eq!(cpu.threshold, 80.0);
+    assert!(cpu.container.as_deref().unwrap().ends_with("-fault-proxy"));
+    assert!(cpu.figure.contains("CPU"), "{cpu}");
+    assert_sealed(&study.join(dir));
+    assert!(!study.join("runs/feed-rs_steady_db-latency_r1").exists());
+    // An invalid run is not run again by --resume while the plan stays as it is.
+    let again = feedbench(&plan, &results, &["--resume"]).output().unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(!events(&study)
+        .iter()
+        .any(|e| matches!(e, Event::RunStarted { attempt: 2, .. })));
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-starved")),
+        (vec![], vec![])
+    );
+}
+
+#[test]
+fn an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
+    rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
+    let tmp = tempfile::tempdir().unwrap();
+    let arms = "    liveness: /healthz\n    variants:\n      a: {description: one}\n      b: {description: two, caps: {replica: {cpus: 0.3, memory: 128MiB}}}\n";
+    let base = [
+        ("name: test-ledger", "name: test-amend"),
+        ("    liveness: /healthz\n", arms),
+        ("repetitions: 3", "repetitions: 1"),
+        ("      fault: db-latency\n", ""),
+    ];
+    let plan = derived_plan(tmp.path(), &base);
+    let results = tmp.path().join("results");
+    let study = results.join("test-amend");
+    let first = feedbench(&plan, &results, &[]).output().unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let kept = study.join("runs/feed-rs.a_steady_r1");
+    let kept_manifest = std::fs::read(kept.join("manifest.json")).unwrap();
+
+    let mut edited = base.to_vec();
+    edited.push((
+        "caps: {replica: {cpus: 0.3,",
+        "caps: {replica: {cpus: 0.35,",
+    ));
+    derived_plan(tmp.path(), &edited);
+    let refused = feedbench(&plan, &results, &["--resume"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--amend"), "{stderr}");
+    assert!(stderr.contains("feed-rs.b/steady/r1"), "{stderr}");
+    assert!(!stderr.contains("feed-rs.a/steady/r1"), "{stderr}");
+
+    let amended = feedbench(
+        &plan,
+        &results,
+        &["--amend", "replica cap of arm b raised to 0.35 CPU"],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        amended.status.success(),
+        "{}",
+        String::from_utf8_lossy(&amended.stderr)
+    );
+    let ev = events(&study);
+    let started: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::RunStarted { run, .. } => Some(run.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            "feed-rs.a/steady/r1",
+            "feed-rs.b/steady/r1",
+            "feed-rs.b/steady/r1"
+        ]
+    );
+    let superseded: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::RunSuperseded { run, amendment, .. } => {
+                assert_eq!(amendment, "replica cap of arm b raised to 0.35 CPU");
+                Some(run.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(superseded, ["feed-rs.b/steady/r1"]);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Event::PlanAmended { changes, .. } if changes.len() == 1)));
+    assert_eq!(
+        std::fs::read(kept.join("manifest.json")).unwrap(),
+        kept_manifest
+    );
+    assert!(study
+        .join("_superseded/feed-rs.b_steady_r1/manifest.json")
+        .exists());
+    assert_sealed(&study.join("runs/feed-rs.b_steady_r1"));
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-amend")),
+        (vec![], vec![])
+    );
+}
+
+#[test]
+fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(engine) = rt.block_on(common::engine()) else {
+        return;
+    };
+    let plan = common::repo().join("tests/plans/docker/gate.yaml");
+    rt.block_on(common::plan_images("tests/plans/docker/gate.yaml"));
+    let results = tempfile::tempdir().unwrap();
+    let out = feedbench(&plan, results.path(), &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let study = results.path().join("test-gate");
+    let ev = events(&study);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Event::GatePassed { contender, .. } if contender == "feed-rs.sound")));
+    let excluded = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::ContenderExcluded {
+                contender,
+                exit_code,
+                output,
+                runs,
+                ..
+            } => Some((contender.clone(), *exit_code, output.clone(), runs.clone())),
+            _ => None,
+        })
+        .expect("the mutant is excluded");
+    assert_eq!(excluded.0, "feed-rs.mutant-c2");
+    assert_eq!(excluded.1, Some(1));
+    assert!(excluded.2.contains("visibility"), "{}", excluded.2);
+    assert_eq!(excluded.3, ["feed-rs.mutant-c2/steady/r1"]);
+    // The sound arm ran; the mutant's run is skipped with the gate's reason.
+    let s = status(&plan, results.path());
+    let by_run = |id: &str| {
+        s["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["run"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        by_run("feed-rs.sound/steady/r1")["state"],
+        "completed-valid",
+        "{s:#}"
+    );
+    assert_eq!(
+        by_run("feed-rs.mutant-c2/steady/r1")["state"],
+        "skipped",
+        "{s:#}"
+    );
+    assert!(study.join("gates/feed-rs.mutant-c2.log").exists());
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-gate")),
         (vec![], vec![])
     );
 }

@@ -236,12 +236,14 @@ fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
         String::from_utf8_lossy(&out.stderr)
     );
     // An aborted run is moved aside, sealed, and journalled with its reason.
-    assert!(!results.path().join("test-guard/runs/static_steady_r1").exists());
+    assert!(!results
+        .path()
+        .join("test-guard/runs/static_steady_r1")
+        .exists());
     let dir = results.path().join("test-guard/_aborted/static_steady_r1");
     let record = run_json(&dir);
     let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["outcome"]["execution"], "aborted");
     assert!(manifest["outcome"]["execution_detail"]
         .as_str()

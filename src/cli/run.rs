@@ -375,6 +375,77 @@ async fn images(rt: &Runtime, loaded: &LoadedPlan, run: &RunSpec) -> Vec<Image> 
     out
 }
 
+/// Whether the contender declares a gate that has not passed (nor failed) in this study.
+fn needs_gate(loaded: &LoadedPlan, contender: &str, ledger: &Ledger) -> bool {
+    !ledger.gate_passed.contains(contender)
+        && !ledger.excluded.contains_key(contender)
+        && crate::plan::expand::resolve_contenders(&loaded.plan)
+            .iter()
+            .any(|c| c.name == contender && c.gate.is_some())
+}
+
+/// Runs a contender's gate before its first run: its output is kept under `gates/`, and a
+/// failure excludes the contender's runs with a deviation that carries the output.
+async fn gate(
+    rt: &Runtime,
+    loaded: &LoadedPlan,
+    runs: &[RunSpec],
+    run: &RunSpec,
+    study_dir: &Path,
+    ctx: &StudyContext,
+    rec: &mut Recorder,
+) -> Result<(), CliError> {
+    let json = rec.json;
+    eprintln!(
+        "gate of {}: deploying it and running its checks",
+        run.contender
+    );
+    let mut observe =
+        |id: &str, stamp: Stamp, event: &RunEvent| print_event(json, id, stamp, event);
+    let outcome = tokio::select! {
+        r = crate::run::gate::run_gate(rt, loaded, run, &mut observe) => r.map_err(anyhow::Error::from)?,
+        _ = super::interrupted() => {
+            rt.clean(Some(&ctx.study)).await.map_err(anyhow::Error::from)?;
+            return Err(anyhow::anyhow!("interrupted during the gate of `{}`; nothing was recorded for it", run.contender).into());
+        }
+    };
+    let log = study_dir
+        .join("gates")
+        .join(format!("{}.log", run.contender));
+    std::fs::create_dir_all(study_dir.join("gates")).map_err(anyhow::Error::from)?;
+    let mut path = log.clone();
+    let mut n = 1;
+    while path.exists() {
+        n += 1;
+        path = log.with_extension(format!("{n}.log"));
+    }
+    files::write_atomic(&path, outcome.output.as_bytes()).map_err(anyhow::Error::from)?;
+    if outcome.passed {
+        rec.log(Event::GatePassed {
+            contender: run.contender.clone(),
+            image: outcome.image.clone(),
+            seconds: outcome.seconds,
+        })
+    } else {
+        rec.log(Event::ContenderExcluded {
+            contender: run.contender.clone(),
+            image: outcome.image.clone(),
+            exit_code: outcome.exit_code,
+            reason: format!(
+                "{}; output in {}",
+                outcome.reason,
+                layout::relative(study_dir, &path)
+            ),
+            output: outcome.output.clone(),
+            runs: runs
+                .iter()
+                .filter(|r| r.contender == run.contender)
+                .map(|r| r.id.clone())
+                .collect(),
+        })
+    }
+}
+
 async fn study_loop(
     rt: &Runtime,
     loaded: &LoadedPlan,
@@ -389,7 +460,7 @@ async fn study_loop(
     let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
     let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
     let study_started = std::time::Instant::now();
-    let (mut not_valid, mut waiting) = (Vec::new(), Vec::new());
+    let (mut not_valid, mut waiting, mut excluded) = (Vec::new(), Vec::new(), Vec::new());
     for (i, run) in to_do.iter().enumerate() {
         if let Some(why) = rec.ledger.excluded.get(&run.contender) {
             eprintln!(
@@ -398,6 +469,18 @@ async fn study_loop(
                 run.id
             );
             continue;
+        }
+        if needs_gate(loaded, &run.contender, &rec.ledger) {
+            gate(rt, loaded, runs, run, study_dir, ctx, rec).await?;
+            if let Some(why) = rec.ledger.excluded.get(&run.contender) {
+                eprintln!(
+                    "[{}/{total}] {}: not run, its contender was excluded by its gate: {why}",
+                    i + 1,
+                    run.id
+                );
+                excluded.push(run.id.clone());
+                continue;
+            }
         }
         // A run that takes a figure from another waits for it to stand.
         let status = rec.ledger.status(runs);
@@ -524,6 +607,13 @@ async fn study_loop(
             "{} run(s) did not complete valid: {}",
             not_valid.len(),
             not_valid.join(", ")
+        ));
+    }
+    if !excluded.is_empty() {
+        problems.push(format!(
+            "{} run(s) not run because their contender failed its gate: {}",
+            excluded.len(),
+            excluded.join(", ")
         ));
     }
     if !waiting.is_empty() {
