@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::history::{diff, short, History, PlanVersion};
 use super::report::{
-    Amendment, Change, Item, Kind, Report, Standing, Summary, Superseded, VersionInfo,
+    count, Amendment, Change, Item, Kind, Report, Standing, Summary, Superseded, VersionInfo,
     FORMAT_VERSION,
 };
 use super::study::{dirs_named, StudyFiles};
@@ -88,6 +88,41 @@ fn run_of(e: &Event) -> Option<(&str, &str, Option<u32>)> {
     }
 }
 
+/// The journal line that skipped `run`: its own `run-skipped`, else its contender's
+/// exclusion by the gate.
+fn skip_evidence(entries: &[(usize, &Event)], run: &str) -> Option<String> {
+    let own = entries.iter().rev().find_map(|(line, e)| match e {
+        Event::RunSkipped {
+            run: r,
+            run_hash,
+            by,
+            ..
+        } if r == run => Some(format!(
+            "journal line {line}: run-skipped `{run}` (run hash {}), decided by {}",
+            short(run_hash),
+            match by {
+                crate::ledger::journal::Decider::Feedbench => "feedbench",
+                crate::ledger::journal::Decider::Person => "a person",
+            }
+        )),
+        _ => None,
+    });
+    own.or_else(|| {
+        entries.iter().rev().find_map(|(line, e)| match e {
+            Event::ContenderExcluded {
+                contender,
+                image,
+                exit_code,
+                ..
+            } if run.split('/').next() == Some(contender.as_str()) => Some(format!(
+                "journal line {line}: contender-excluded `{contender}` ({image}), gate exit code {}",
+                exit_code.map_or("none".into(), |c| c.to_string())
+            )),
+            _ => None,
+        })
+    })
+}
+
 /// Runs made under one plan hash that is not committed, or from a dirty plan file.
 #[derive(Default)]
 struct Uncommitted {
@@ -153,6 +188,14 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
                     dir: dir.clone(),
                 },
             )),
+            _ => None,
+        })
+        .collect();
+    // Plans run uncommitted, declared (`--allow-uncommitted`).
+    let declared_uncommitted: BTreeMap<&str, usize> = entries
+        .iter()
+        .filter_map(|(line, e)| match e {
+            Event::UncommittedPlan { plan_hash, .. } => Some((plan_hash.as_str(), *line)),
             _ => None,
         })
         .collect();
@@ -240,16 +283,32 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
                 }
                 (Standing::Declared, m.reason.clone())
             }
-            None => (
-                Standing::Undeclared,
-                format!(
-                    "none recorded: no plan-amended event in the journal takes the plan from \
+            None => match b
+                .plan_hash
+                .as_deref()
+                .and_then(|h| declared_uncommitted.get(h))
+            {
+                Some(line) if !b.rev.committed() => {
+                    evidence.push(format!(
+                        "journal line {line}: uncommitted-plan with plan hash {}",
+                        hash_or_none(&b.plan_hash)
+                    ));
+                    (
+                        Standing::Declared,
+                        "the plan was run uncommitted, with --allow-uncommitted".to_string(),
+                    )
+                }
+                _ => (
+                    Standing::Undeclared,
+                    format!(
+                        "none recorded: no plan-amended event in the journal takes the plan from \
                      hash {} to {}; declare the change as an amendment with its reason \
                      (feedbench run --amend) or revert it",
-                    hash_or_none(&a.plan_hash),
-                    hash_or_none(&b.plan_hash)
+                        hash_or_none(&a.plan_hash),
+                        hash_or_none(&b.plan_hash)
+                    ),
                 ),
-            ),
+            },
         };
         let what = if b.rev.committed() {
             "The plan was changed after registration"
@@ -268,13 +327,6 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     }
 
     // Plans the runs were made under.
-    let declared_uncommitted: BTreeMap<&str, usize> = entries
-        .iter()
-        .filter_map(|(line, e)| match e {
-            Event::UncommittedPlan { plan_hash, .. } => Some((plan_hash.as_str(), *line)),
-            _ => None,
-        })
-        .collect();
     let mut uncommitted: BTreeMap<String, Uncommitted> = BTreeMap::new();
     let mut unplanned: BTreeMap<(String, String), Unplanned> = BTreeMap::new();
     let mut plan_now: Option<String> = None;
@@ -614,13 +666,17 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     }
     for (reason, list) in skipped {
         let names: Vec<String> = list.iter().map(|r| format!("`{r}`")).collect();
+        let evidence = list
+            .iter()
+            .filter_map(|run| skip_evidence(&entries, run))
+            .collect();
         drafts.push(Draft {
             kind: Kind::RunSkipped,
             standing: Standing::Gap,
             subject: list.join(", "),
-            title: format!("{} run(s) skipped: {}", list.len(), names.join(", ")),
+            title: format!("{} skipped: {}", count(list.len(), "run"), names.join(", ")),
             reason: reason.to_string(),
-            evidence: vec!["run-skipped events in the journal, or the contender's gate".into()],
+            evidence,
         });
     }
     for (list, kind, what, reason) in [
@@ -646,9 +702,12 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
             .map(|r| {
                 let detail = super::report::state_detail(r);
                 format!(
-                    "`{}`: {} attempt(s){}",
+                    "`{}`: {}{}",
                     r.run,
-                    r.attempts,
+                    match r.attempts {
+                        0 => "no attempt".to_string(),
+                        n => format!("{} started", count(n as usize, "attempt")),
+                    },
                     if detail.is_empty() {
                         String::new()
                     } else {
@@ -665,7 +724,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
                 .map(|r| r.run.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            title: format!("{} run(s) {what}: {}", list.len(), names.join(", ")),
+            title: format!("{} {what}: {}", count(list.len(), "run"), names.join(", ")),
             reason: reason.to_string(),
             evidence,
         });

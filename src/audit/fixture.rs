@@ -37,6 +37,8 @@ pub struct Fixture {
     pub git: Git,
     journal: Writer,
     attempts: BTreeMap<String, u32>,
+    /// Where each run's last attempt is, relative to the study directory.
+    dirs: BTreeMap<String, String>,
 }
 
 impl Fixture {
@@ -77,6 +79,7 @@ impl Fixture {
             git,
             journal,
             attempts: BTreeMap::new(),
+            dirs: BTreeMap::new(),
         };
         f.append(Event::StudyStarted {
             plan_file: plan_file.into(),
@@ -175,6 +178,7 @@ impl Fixture {
             objective: Some("met".into()),
             cleanup_ok: true,
         })?;
+        self.dirs.insert(run.id.clone(), dir.clone());
         Ok(dir)
     }
 
@@ -199,6 +203,7 @@ impl Fixture {
             by: Decider::Feedbench,
             evidence,
         })?;
+        self.dirs.insert(run.id.clone(), dir.clone());
         Ok(dir)
     }
 
@@ -252,12 +257,15 @@ impl Fixture {
             let Some(&attempt) = self.attempts.get(&c.run) else {
                 continue;
             };
-            let from = layout::run_dir(&self.dir, &c.run);
-            let dir = if from.is_dir() {
-                let moved = move_dir(&from, &layout::aside(&self.dir, SUPERSEDED, &c.run))?;
-                Some(layout::relative(&self.dir, &moved))
-            } else {
-                None
+            // A run that stands moves to `_superseded/`; one already aside stays where it is.
+            let standing = layout::relative(&self.dir, &layout::run_dir(&self.dir, &c.run));
+            let dir = match self.dirs.remove(&c.run) {
+                Some(d) if d == standing => {
+                    let to = layout::aside(&self.dir, SUPERSEDED, &c.run);
+                    let moved = move_dir(&self.dir.join(&d), &to)?;
+                    Some(layout::relative(&self.dir, &moved))
+                }
+                other => other,
             };
             self.append(Event::RunSuperseded {
                 run: c.run.clone(),

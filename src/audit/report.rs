@@ -185,34 +185,43 @@ impl Report {
             commit_note(&reg.rev),
             reg.plan_hash.as_deref().map_or("-", short),
         )?;
-        if sum.plan_changes == 0 {
-            writeln!(s, "; the plan has not changed since.")?;
-        } else {
-            writeln!(
+        match (sum.plan_changes, sum.plan_changes_declared) {
+            (0, _) => writeln!(s, "; the plan has not changed since.")?,
+            (1, 1) => writeln!(s, "; it changed once since, declared as an amendment.")?,
+            (1, _) => writeln!(s, "; it changed once since, undeclared.")?,
+            (n, d) => writeln!(
                 s,
-                "; it changed {} time(s) since, {} declared as amendments.",
-                sum.plan_changes, sum.plan_changes_declared
-            )?;
+                "; it changed {n} times since, {d} of the changes declared as amendments."
+            )?,
         }
+        let states: Vec<String> = [
+            (sum.completed_valid, "completed valid"),
+            (sum.invalid, "invalid"),
+            (sum.skipped, "skipped"),
+            (sum.interrupted, "interrupted"),
+            (sum.not_run, "not run"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
         writeln!(
             s,
-            "Of {} planned runs, {} completed valid, {} are invalid, {} were skipped, {} were \
-             interrupted and {} were not run.",
-            sum.planned_runs,
-            sum.completed_valid,
-            sum.invalid,
-            sum.skipped,
-            sum.interrupted,
-            sum.not_run
+            "Of {}, {}.",
+            count(sum.planned_runs, "planned run"),
+            if states.is_empty() {
+                "none".to_string()
+            } else {
+                states.join(", ")
+            }
         )?;
         writeln!(
             s,
-            "The audit found {} departure(s) from the plan ({} declared, {} undeclared) and {} \
-             gap(s).\n",
-            sum.declared + sum.undeclared,
+            "The audit found {} from the plan ({} declared, {} undeclared) and {}.\n",
+            count(sum.declared + sum.undeclared, "departure"),
             sum.declared,
             sum.undeclared,
-            sum.gaps
+            count(sum.gaps, "gap")
         )?;
         if self.deviations.is_empty() {
             writeln!(
@@ -221,18 +230,18 @@ impl Report {
             )?;
         }
         for i in &self.deviations {
-            let tag = match i.standing {
-                Standing::Declared => "declared",
-                Standing::Undeclared => "UNDECLARED",
-                Standing::Gap => "gap",
+            let standing = match i.standing {
+                Standing::Declared => "Declared.",
+                Standing::Undeclared => "**Undeclared.**",
+                Standing::Gap => "A gap, not a departure.",
             };
-            writeln!(s, "**{}. {}** ({tag})", i.id, i.title)?;
-            writeln!(s, "Reason: {}", i.reason)?;
+            writeln!(s, "**{}. {}.** {standing}", i.id, i.title)?;
+            writeln!(s, "Reason: {}", sentence(&i.reason))?;
             match i.evidence.as_slice() {
                 [] => {}
-                [one] => writeln!(s, "Evidence: {one}")?,
+                [one] => writeln!(s, "Evidence: {}", sentence(one))?,
                 many => {
-                    writeln!(s, "Evidence:")?;
+                    writeln!(s, "Evidence:\n")?;
                     for e in many {
                         writeln!(s, "- {e}")?;
                     }
@@ -259,6 +268,24 @@ impl Report {
             )?;
         }
         Ok(())
+    }
+}
+
+/// `1 run`, `2 runs`.
+pub fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The text with a full stop at its end.
+fn sentence(text: &str) -> String {
+    if text.ends_with(['.', '!', '?']) {
+        text.to_string()
+    } else {
+        format!("{text}.")
     }
 }
 
@@ -295,7 +322,8 @@ pub fn state_detail(r: &RunStatus) -> String {
             d.push_str("; ");
         }
         let hashes: Vec<&str> = r.superseded.iter().map(|h| short(h)).collect();
-        write!(d, "superseded result(s) of run hash {}", hashes.join(", ")).ok();
+        let what = count(hashes.len(), "superseded result");
+        write!(d, "{what} (run hash {})", hashes.join(", ")).ok();
     }
     d
 }
