@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand, one error type mapped to exit codes
 //! (0 ok, 1 failure, 2 bad input or usage).
 
+mod audit;
 mod clean;
 mod deploy;
 pub mod images;
@@ -40,6 +41,8 @@ pub enum Command {
     Topology(topology::TopologyArgs),
     /// Build the images that cannot be pulled here: infrastructure and the plan's own.
     Images(images::ImagesArgs),
+    /// Check a study's results against its committed, pre-registered plan.
+    Audit(audit::AuditArgs),
 }
 
 impl Cli {
@@ -53,6 +56,7 @@ impl Cli {
             Command::Clean(a) => a.exec(),
             Command::Topology(a) => a.exec(&mut out),
             Command::Images(a) => a.exec(),
+            Command::Audit(a) => a.exec(&mut out),
         }
     }
 }
