@@ -68,10 +68,7 @@ fn an_undeclared_plan_edit_fails_until_an_amendment_declares_it() {
     assert_eq!(a.code, 1, "{}", a.stderr);
     assert_eq!(
         a.undeclared(),
-        [(
-            "plan-edit".to_string(),
-            "`caps.fault-proxy.cpus`".to_string()
-        )]
+        [("plan-edit".to_string(), "caps.fault-proxy.cpus".to_string())]
     );
     assert!(
         a.stderr
@@ -141,7 +138,7 @@ fn one_edited_byte_of_a_raw_csv_fails_naming_the_file() {
         a.undeclared(),
         [(
             "file-mismatch".to_string(),
-            "`runs/svc_baseline_db-cut_r1/requests.csv`".to_string()
+            "runs/svc_baseline_db-cut_r1/requests.csv".to_string()
         )]
     );
 }
@@ -173,7 +170,7 @@ fn a_run_from_an_uncommitted_plan_fails_unless_declared() {
             "{found:?}"
         );
         assert!(
-            found.contains(&("plan-edit".into(), "`caps.fault-proxy.cpus`".into())),
+            found.contains(&("plan-edit".into(), "caps.fault-proxy.cpus".into())),
             "{found:?}"
         );
         assert!(
@@ -301,4 +298,27 @@ fn docs_example() {
     std::fs::write(&csv, text).unwrap();
     let a = audit(repo.dir.path(), &[PLAN]);
     println!("exit {}\n{}\n--- stderr\n{}", a.code, a.stdout, a.stderr);
+    let j = audit(repo.dir.path(), &[PLAN, "--format", "json"]);
+    println!("--- json\n{}", j.stdout);
+}
+
+#[test]
+fn the_smoke_plan_audits_in_a_repository_linking_the_project() {
+    let repo = Repo::new();
+    repo.link_project_dirs(&["contenders", "images"]);
+    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
+    repo.write("experiments/smoke.yaml", &text);
+    repo.commit("register the smoke plan");
+    assert!(!repo.git(&["ls-files"]).contains("contenders"));
+    // Relative paths resolve as in the project, so the plan loads with its file checks.
+    let (mut f, runs) =
+        Fixture::start(&repo.path("experiments/smoke.yaml"), &repo.path("results")).unwrap();
+    assert_eq!(f.git.clean, Some(true));
+    f.complete(&runs[0]).unwrap();
+    let a = audit(
+        repo.dir.path(),
+        &["experiments/smoke.yaml", "--format", "json"],
+    );
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(a.json()["summary"]["completed_valid"], 1);
 }

@@ -24,6 +24,15 @@ struct Draft {
     evidence: Vec<String>,
 }
 
+/// `a`, `b` quoted as code, comma-separated.
+fn quoted<S: AsRef<str>>(items: &[S]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{}`", i.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The event's name as the journal writes it, e.g. `run-finished`.
 pub fn event_name(e: &Event) -> String {
     serde_json::to_value(e)
@@ -229,15 +238,12 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
                     .collect()
             })
             .unwrap_or_default();
-        let subject = if fields.is_empty() {
-            format!("`{}`", history.plan_file)
+        let paths: Vec<&str> = if fields.is_empty() {
+            vec![history.plan_file.as_str()]
         } else {
-            fields
-                .iter()
-                .map(|f| format!("`{}`", f.path))
-                .collect::<Vec<_>>()
-                .join(", ")
+            fields.iter().map(|f| f.path.as_str()).collect()
         };
+        let subject = paths.join(", ");
         let mut evidence = vec![format!(
             "{}{}: plan hash {} → {}",
             b.rev.label(),
@@ -319,7 +325,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
         drafts.push(Draft {
             kind: Kind::PlanEdit,
             standing,
-            title: format!("{what}: {subject}"),
+            title: format!("{what}: {}", quoted(&paths)),
             subject,
             reason,
             evidence,
@@ -494,7 +500,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
             .map(|m| match m {
                 Mismatch::Changed { file, .. }
                 | Mismatch::Missing { file }
-                | Mismatch::Extra { file } => format!("`{}/{file}`", d.dir),
+                | Mismatch::Extra { file } => format!("{}/{file}", d.dir),
             })
             .collect();
         let mut evidence: Vec<String> = d.mismatches.iter().map(ToString::to_string).collect();
@@ -511,7 +517,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
             title: format!(
                 "Files of `{}` no longer match its manifest: {}",
                 d.dir,
-                files.join(", ")
+                quoted(&files)
             ),
             reason: "none recorded: the files were changed, removed or added after the run \
                      sealed its manifest; nothing in the journal accounts for it"
@@ -901,7 +907,7 @@ mod tests {
         assert!(!r.summary.passed);
         assert_eq!(
             undeclared(&r),
-            [(Kind::PlanEdit, "`caps.fault-proxy.cpus`".to_string())]
+            [(Kind::PlanEdit, "caps.fault-proxy.cpus".to_string())]
         );
         let item = &r.deviations[0];
         assert!(item
@@ -966,7 +972,7 @@ mod tests {
             undeclared(&r),
             [(
                 Kind::FileMismatch,
-                "`runs/svc_ramp_r1/requests.csv`".to_string()
+                "runs/svc_ramp_r1/requests.csv".to_string()
             )]
         );
         assert!(r.deviations[0].evidence[0].starts_with("`requests.csv` changed"));
