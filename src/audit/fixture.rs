@@ -246,6 +246,10 @@ impl Fixture {
                 });
             }
         }
+        // The amended plan is committed now: later runs record the commit it is in.
+        if Path::new(&self.plan_file).exists() {
+            self.git = crate::git::registration(Path::new(&self.plan_file))?;
+        }
         self.append(Event::PlanAmended {
             reason: reason.into(),
             old_plan_hash: self.plan_hash.clone(),
