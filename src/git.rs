@@ -91,6 +91,83 @@ pub fn registration(plan: &Path) -> Result<Git, GitError> {
     })
 }
 
+/// A commit, as the audit names it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Commit {
+    pub hash: String,
+    /// The committer date, ISO 8601.
+    pub date: String,
+    /// The first line of the message.
+    pub subject: String,
+}
+
+const COMMIT_FORMAT: &str = "--format=%H%x1f%cI%x1f%s";
+
+fn commits(out: &str) -> Vec<Commit> {
+    out.lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, '\x1f');
+            Some(Commit {
+                hash: f.next()?.to_string(),
+                date: f.next()?.to_string(),
+                subject: f.next().unwrap_or_default().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The commit `rev` names in the repository at `top`; None when it names none. A rev
+/// starting with `-` is refused (None), so it can never be read as an option.
+pub fn resolve(top: &Path, rev: &str) -> Result<Option<Commit>, GitError> {
+    if rev.starts_with('-') || rev.is_empty() {
+        return Ok(None);
+    }
+    let spec = format!("{rev}^{{commit}}");
+    match git(top, &["rev-parse", "--verify", "-q", &spec]) {
+        Ok(Some(hash)) => {
+            let out = git(top, &["show", "-s", COMMIT_FORMAT, hash.trim()])?;
+            Ok(out.and_then(|o| commits(&o).into_iter().next()))
+        }
+        Ok(None) | Err(GitError::Failed { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The first commit that added the file at `rel` (its registration); None when no commit
+/// holds it (untracked, or a repository without commits).
+pub fn first_commit(top: &Path, rel: &str) -> Result<Option<Commit>, GitError> {
+    if resolve(top, "HEAD")?.is_none() {
+        return Ok(None);
+    }
+    let out = git(top, &["log", "--reverse", COMMIT_FORMAT, "--", rel])?;
+    Ok(out.and_then(|o| commits(&o).into_iter().next()))
+}
+
+/// The commits after `since`, up to HEAD, that touched the file at `rel`, oldest first.
+pub fn commits_touching(top: &Path, rel: &str, since: &str) -> Result<Vec<Commit>, GitError> {
+    let range = format!("{since}..HEAD");
+    let out = git(top, &["log", "--reverse", COMMIT_FORMAT, &range, "--", rel])?;
+    Ok(out.map(|o| commits(&o)).unwrap_or_default())
+}
+
+/// Whether `ancestor` is HEAD or one of its ancestors.
+pub fn is_ancestor_of_head(top: &Path, ancestor: &str) -> Result<bool, GitError> {
+    match git(top, &["merge-base", "--is-ancestor", ancestor, "HEAD"]) {
+        Ok(r) => Ok(r.is_some()),
+        Err(GitError::Failed { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The file at `rel` as commit `rev` holds it; None when the commit has no such file.
+pub fn show(top: &Path, rev: &str, rel: &str) -> Result<Option<String>, GitError> {
+    let spec = format!("{rev}:{rel}");
+    if git(top, &["cat-file", "-e", &spec]).is_err() {
+        return Ok(None);
+    }
+    git(top, &["cat-file", "blob", &spec])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +203,45 @@ mod tests {
         assert_eq!(g.commit.as_ref().map(String::len), Some(40));
         std::fs::write(&plan, "a: 2\n").unwrap();
         assert_eq!(registration(&plan).unwrap().clean, Some(false));
+    }
+
+    #[test]
+    fn a_files_first_commit_later_commits_and_contents() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        run(r, &["init", "-q"]);
+        run(r, &["config", "user.email", "t@example.invalid"]);
+        run(r, &["config", "user.name", "t"]);
+        assert_eq!(first_commit(r, "p.yaml").unwrap(), None, "no commits yet");
+        std::fs::write(r.join("other"), "x").unwrap();
+        run(r, &["add", "."]);
+        run(r, &["commit", "-qm", "unrelated"]);
+        assert_eq!(first_commit(r, "p.yaml").unwrap(), None, "never committed");
+        std::fs::write(r.join("p.yaml"), "a: 1\n").unwrap();
+        run(r, &["add", "."]);
+        run(r, &["commit", "-qm", "register the plan"]);
+        let reg = first_commit(r, "p.yaml").unwrap().unwrap();
+        assert_eq!(reg.subject, "register the plan");
+        assert_eq!(resolve(r, "HEAD").unwrap().as_ref(), Some(&reg));
+        std::fs::write(r.join("other"), "y").unwrap();
+        run(r, &["commit", "-qam", "unrelated again"]);
+        std::fs::write(r.join("p.yaml"), "a: 2\n").unwrap();
+        run(r, &["commit", "-qam", "edit the plan"]);
+        let later = commits_touching(r, "p.yaml", &reg.hash).unwrap();
+        assert_eq!(later.len(), 1);
+        assert_eq!(later[0].subject, "edit the plan");
+        assert_eq!(
+            show(r, &reg.hash, "p.yaml").unwrap().as_deref(),
+            Some("a: 1\n")
+        );
+        assert_eq!(
+            show(r, &later[0].hash, "p.yaml").unwrap().as_deref(),
+            Some("a: 2\n")
+        );
+        assert_eq!(show(r, &reg.hash, "nope.yaml").unwrap(), None);
+        assert!(is_ancestor_of_head(r, &reg.hash).unwrap());
+        assert_eq!(resolve(r, "no-such-rev").unwrap(), None);
+        assert_eq!(resolve(r, "--all").unwrap(), None, "never an option");
     }
 
     #[test]

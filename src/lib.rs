@@ -4,6 +4,7 @@
 //! it depends on neither tokio nor bollard.
 
 pub mod analysis;
+pub mod audit;
 pub mod cli;
 pub mod engine;
 pub mod git;

@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand, one error type mapped to exit codes
 //! (0 ok, 1 failure, 2 bad input or usage).
 
+mod audit;
 mod clean;
 mod decide;
 mod deploy;
@@ -48,6 +49,8 @@ pub enum Command {
     Topology(topology::TopologyArgs),
     /// Build the images that cannot be pulled here: infrastructure and the plan's own.
     Images(images::ImagesArgs),
+    /// Check a study's results against its committed, pre-registered plan.
+    Audit(audit::AuditArgs),
 }
 
 impl Cli {
@@ -64,6 +67,7 @@ impl Cli {
             Command::Clean(a) => a.exec(),
             Command::Topology(a) => a.exec(&mut out),
             Command::Images(a) => a.exec(),
+            Command::Audit(a) => a.exec(&mut out),
         }
     }
 }

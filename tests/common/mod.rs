@@ -1,6 +1,8 @@
 //! Helpers shared by the tests that need the Docker engine.
 #![allow(dead_code)]
 
+pub mod audit;
+
 use std::path::PathBuf;
 
 use feedbench::engine::runtime::Runtime;

@@ -1,0 +1,285 @@
+//! Studies written with the ledger's own writers (`journal::Writer`, `Manifest::seal`), the
+//! way `feedbench run` writes them but without running anything: for tests of the audit and
+//! of anything else that reads a study directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::git::GitError;
+use crate::ledger::files::{move_dir, FileError};
+use crate::ledger::journal::{self, Decider, Event, Evidence, RunChange, Writer};
+use crate::ledger::layout::{self, SUPERSEDED};
+use crate::ledger::manifest::{
+    self, Execution, Git, Host, Manifest, ManifestError, Outcome, Validity,
+};
+use crate::plan::{expand, load_file, LoadError, RunSpec};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+/// A study being written.
+pub struct Fixture {
+    /// `results/<study>`.
+    pub dir: PathBuf,
+    pub study: String,
+    pub plan_file: String,
+    /// The plan hash runs are recorded under; `amend` changes it.
+    pub plan_hash: String,
+    pub git: Git,
+    journal: Writer,
+    attempts: BTreeMap<String, u32>,
+    /// Where each run's last attempt is, relative to the study directory.
+    dirs: BTreeMap<String, String>,
+}
+
+impl Fixture {
+    /// Starts a study of the plan file as it is on disk: creates `results/<study>/` and
+    /// records `study-started` with the plan's hash and its registration in git.
+    pub fn start(plan: &Path, results: &Path) -> Result<(Fixture, Vec<RunSpec>), FixtureError> {
+        let loaded = load_file(plan, None)?;
+        let runs = expand(&loaded.plan);
+        let git = crate::git::registration(plan)?;
+        let dir = results.join(loaded.plan.study.name.as_str());
+        let f = Fixture::start_with(
+            &dir,
+            loaded.plan.study.name.as_str(),
+            &plan.display().to_string(),
+            &loaded.plan_hash,
+            git,
+            &runs,
+        )?;
+        Ok((f, runs))
+    }
+
+    /// Starts a study in `dir` with everything given.
+    pub fn start_with(
+        dir: &Path,
+        study: &str,
+        plan_file: &str,
+        plan_hash: &str,
+        git: Git,
+        runs: &[RunSpec],
+    ) -> Result<Fixture, FixtureError> {
+        std::fs::create_dir_all(dir).map_err(crate::ledger::files::fail("create", dir))?;
+        let journal = Writer::open(&dir.join(journal::FILE))?;
+        let mut f = Fixture {
+            dir: dir.to_path_buf(),
+            study: study.into(),
+            plan_file: plan_file.into(),
+            plan_hash: plan_hash.into(),
+            git,
+            journal,
+            attempts: BTreeMap::new(),
+            dirs: BTreeMap::new(),
+        };
+        f.append(Event::StudyStarted {
+            plan_file: plan_file.into(),
+            plan_hash: plan_hash.into(),
+            feedbench_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: f.git.commit.clone(),
+            git_clean: f.git.clean,
+            resume: false,
+            runs_planned: runs.len(),
+            runs_to_do: runs.iter().map(|r| r.id.clone()).collect(),
+        })?;
+        Ok(f)
+    }
+
+    /// Appends any event.
+    pub fn append(&mut self, event: Event) -> Result<(), FixtureError> {
+        self.journal.append(event)?;
+        Ok(())
+    }
+
+    /// Declares that the plan is run uncommitted (what `--allow-uncommitted` records).
+    pub fn declare_uncommitted(&mut self) -> Result<(), FixtureError> {
+        self.append(Event::UncommittedPlan {
+            plan_file: self.plan_file.clone(),
+            plan_hash: self.plan_hash.clone(),
+            git_commit: self.git.commit.clone(),
+        })
+    }
+
+    /// Runs `run` to its end: `run-started`, a directory with raw files, its sealed
+    /// manifest, `run-finished`. Returns the directory, relative to the study directory.
+    pub fn complete(&mut self, run: &RunSpec) -> Result<String, FixtureError> {
+        let attempt = {
+            let n = self.attempts.entry(run.id.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let path = layout::run_dir(&self.dir, &run.id);
+        let dir = layout::relative(&self.dir, &path);
+        self.append(Event::RunStarted {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: dir.clone(),
+        })?;
+        let io = |p: &Path| crate::ledger::files::fail("write", p);
+        std::fs::create_dir_all(path.join("logs")).map_err(io(&path))?;
+        for (name, text) in [
+            (
+                "requests.csv",
+                "start_ns,end_ns,route,status\n1000,2000,feed,200\n3000,4500,feed,200\n",
+            ),
+            (
+                "events.csv",
+                "wall_ns,t_s,event,subject,detail\n1,0,phase,measure,\n",
+            ),
+            ("logs/replica-1.log", "2026-12-01T00:00:00Z ready\n"),
+        ] {
+            std::fs::write(path.join(name), text).map_err(io(&path.join(name)))?;
+        }
+        Manifest {
+            format_version: manifest::FORMAT_VERSION,
+            study: self.study.clone(),
+            plan_file: self.plan_file.clone(),
+            plan_hash: self.plan_hash.clone(),
+            run_id: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            feedbench_version: env!("CARGO_PKG_VERSION").into(),
+            git: self.git.clone(),
+            host: Host {
+                cores: 2.0,
+                memory_bytes: 1 << 30,
+                kernel: "6.1".into(),
+                cgroup_version: "2".into(),
+                engine_version: "fixture".into(),
+            },
+            images: Vec::new(),
+            started_wall_ns: journal::unix_ns().to_string(),
+            ended_wall_ns: journal::unix_ns().to_string(),
+            outcome: Outcome {
+                execution: Execution::Completed,
+                execution_detail: None,
+                cleanup: "ok".into(),
+                validity: Validity::Valid,
+                objective: Some("met".into()),
+            },
+            files: BTreeMap::new(),
+        }
+        .seal(&path)?;
+        self.append(Event::RunFinished {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: dir.clone(),
+            objective: Some("met".into()),
+            cleanup_ok: true,
+        })?;
+        self.dirs.insert(run.id.clone(), dir.clone());
+        Ok(dir)
+    }
+
+    /// Invalidates the last attempt of a completed run: moves its directory to
+    /// `_invalid_<reason>/` and records why, with the evidence.
+    pub fn invalidate(
+        &mut self,
+        run: &RunSpec,
+        reason: &str,
+        evidence: Vec<Evidence>,
+    ) -> Result<String, FixtureError> {
+        let attempt = self.attempts.get(&run.id).copied().unwrap_or(1);
+        let to = layout::aside(&self.dir, &layout::invalid_area(reason), &run.id);
+        let moved = move_dir(&layout::run_dir(&self.dir, &run.id), &to)?;
+        let dir = layout::relative(&self.dir, &moved);
+        self.append(Event::RunInvalidated {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: dir.clone(),
+            reason: reason.into(),
+            by: Decider::Feedbench,
+            evidence,
+        })?;
+        self.dirs.insert(run.id.clone(), dir.clone());
+        Ok(dir)
+    }
+
+    pub fn skip(&mut self, run: &RunSpec, reason: &str) -> Result<(), FixtureError> {
+        self.append(Event::RunSkipped {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            reason: reason.into(),
+            by: Decider::Person,
+        })
+    }
+
+    /// Declares an amendment from the current plan hash to `new_plan_hash` and supersedes
+    /// every completed run in `old_runs` whose hash `new_runs` changes (or drops): its
+    /// directory moves to `_superseded/`.
+    pub fn amend(
+        &mut self,
+        reason: &str,
+        new_plan_hash: &str,
+        old_runs: &[RunSpec],
+        new_runs: &[RunSpec],
+    ) -> Result<Vec<RunChange>, FixtureError> {
+        let mut changes = Vec::new();
+        for old in old_runs {
+            let new = new_runs.iter().find(|r| r.id == old.id);
+            if new.map(|n| &n.run_hash) != Some(&old.run_hash) {
+                changes.push(RunChange {
+                    run: old.id.clone(),
+                    old_run_hash: Some(old.run_hash.clone()),
+                    new_run_hash: new.map(|n| n.run_hash.clone()),
+                });
+            }
+        }
+        for new in new_runs {
+            if !old_runs.iter().any(|o| o.id == new.id) {
+                changes.push(RunChange {
+                    run: new.id.clone(),
+                    old_run_hash: None,
+                    new_run_hash: Some(new.run_hash.clone()),
+                });
+            }
+        }
+        // The amended plan is committed now: later runs record the commit it is in.
+        if Path::new(&self.plan_file).exists() {
+            self.git = crate::git::registration(Path::new(&self.plan_file))?;
+        }
+        self.append(Event::PlanAmended {
+            reason: reason.into(),
+            old_plan_hash: self.plan_hash.clone(),
+            new_plan_hash: new_plan_hash.into(),
+            git_commit: self.git.commit.clone(),
+            changes: changes.clone(),
+        })?;
+        for c in changes.iter().filter(|c| c.old_run_hash.is_some()) {
+            let Some(&attempt) = self.attempts.get(&c.run) else {
+                continue;
+            };
+            // A run that stands moves to `_superseded/`; one already aside stays where it is.
+            let standing = layout::relative(&self.dir, &layout::run_dir(&self.dir, &c.run));
+            let dir = match self.dirs.remove(&c.run) {
+                Some(d) if d == standing => {
+                    let to = layout::aside(&self.dir, SUPERSEDED, &c.run);
+                    let moved = move_dir(&self.dir.join(&d), &to)?;
+                    Some(layout::relative(&self.dir, &moved))
+                }
+                other => other,
+            };
+            self.append(Event::RunSuperseded {
+                run: c.run.clone(),
+                run_hash: c.old_run_hash.clone().unwrap_or_default(),
+                attempt,
+                dir,
+                amendment: reason.into(),
+            })?;
+        }
+        self.plan_hash = new_plan_hash.into();
+        Ok(changes)
+    }
+}
