@@ -77,6 +77,9 @@ impl StatusArgs {
         let width = runs.iter().map(|r| r.id.len()).max().unwrap_or(0);
         for s in &status {
             let detail = match &s.state {
+                RunState::NotRun if !s.superseded.is_empty() => {
+                    "by an amendment; `run --resume` runs it again".to_string()
+                }
                 RunState::NotRun => String::new(),
                 RunState::CompletedValid { dir, objective, .. } => format!(
                     "{dir}{}",
@@ -106,10 +109,13 @@ impl StatusArgs {
             } else {
                 String::new()
             };
+            let label = match &s.state {
+                RunState::NotRun if !s.superseded.is_empty() => "superseded",
+                other => other.label(),
+            };
             text.push_str(&format!(
-                "  {:width$}  {:<15} {detail}{attempts}\n",
-                s.run,
-                s.state.label()
+                "  {:width$}  {label:<15} {detail}{attempts}\n",
+                s.run
             ));
         }
         let summary: Vec<String> = c.iter().map(|(k, v)| format!("{v} {k}")).collect();

@@ -121,11 +121,11 @@ impl Ledger {
                 ..
             } => {
                 self.plan_hash = Some(new_plan_hash.clone());
-                // A changed contender is gated again.
+                // An amended plan gives every excluded contender another gate (the change
+                // may be its fix), and a contender whose runs changed is gated again.
+                self.excluded.clear();
                 for c in changes {
-                    let who = contender_of(&c.run).to_string();
-                    self.excluded.remove(&who);
-                    self.gate_passed.remove(&who);
+                    self.gate_passed.remove(contender_of(&c.run));
                 }
             }
             Event::RunStarted {
@@ -343,4 +343,228 @@ pub fn counts(status: &[RunStatus]) -> BTreeMap<&'static str, usize> {
         *c.entry(s.state.label()).or_default() += 1;
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::Decider;
+
+    fn spec(id: &str, hash: &str, deps: &[&str]) -> RunSpec {
+        RunSpec {
+            id: id.into(),
+            run_hash: hash.into(),
+            contender: id.split('/').next().unwrap().into(),
+            profile: id.split('/').nth(1).unwrap().into(),
+            fault: None,
+            repetition: 1,
+            depends_on: deps.iter().map(|d| d.to_string()).collect(),
+            estimated_duration_s: None,
+        }
+    }
+
+    fn started(run: &str, hash: &str, attempt: u32) -> Event {
+        Event::RunStarted {
+            run: run.into(),
+            run_hash: hash.into(),
+            attempt,
+            dir: format!("runs/{attempt}"),
+        }
+    }
+
+    fn finished(run: &str, hash: &str, attempt: u32) -> Event {
+        Event::RunFinished {
+            run: run.into(),
+            run_hash: hash.into(),
+            attempt,
+            dir: format!("runs/{attempt}"),
+            objective: Some("met".into()),
+            cleanup_ok: true,
+        }
+    }
+
+    fn study(plan_hash: &str) -> Event {
+        Event::StudyStarted {
+            plan_file: "p.yaml".into(),
+            plan_hash: plan_hash.into(),
+            feedbench_version: "0".into(),
+            git_commit: None,
+            git_clean: Some(true),
+            resume: false,
+            runs_planned: 2,
+            runs_to_do: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_started_run_without_an_end_is_interrupted_and_its_next_attempt_counts_on() {
+        let runs = [spec("a/ramp/r1", "h1", &[])];
+        let l = Ledger::fold(&[study("P"), started("a/ramp/r1", "h1", 1)]);
+        assert_eq!(l.open_runs().len(), 1);
+        assert!(matches!(
+            l.status(&runs)[0].state,
+            RunState::Interrupted { attempt: 1, .. }
+        ));
+        assert_eq!(l.next_attempt("a/ramp/r1"), 2);
+        let l = Ledger::fold(&[
+            study("P"),
+            started("a/ramp/r1", "h1", 1),
+            Event::RunInterrupted {
+                run: "a/ramp/r1".into(),
+                run_hash: "h1".into(),
+                attempt: 1,
+                dir: "_interrupted/x".into(),
+                found: "no manifest".into(),
+            },
+            started("a/ramp/r1", "h1", 2),
+            finished("a/ramp/r1", "h1", 2),
+        ]);
+        let s = &l.status(&runs)[0];
+        assert!(matches!(
+            s.state,
+            RunState::CompletedValid { attempt: 2, .. }
+        ));
+        assert!(s.state.settled());
+        assert_eq!(s.attempts, 2);
+        assert!(l.open_runs().is_empty());
+    }
+
+    #[test]
+    fn aborted_runs_are_to_do_again_and_invalid_or_skipped_ones_are_settled() {
+        let runs = [
+            spec("a/x/r1", "h1", &[]),
+            spec("a/x/r2", "h2", &[]),
+            spec("a/x/r3", "h3", &[]),
+        ];
+        let l = Ledger::fold(&[
+            started("a/x/r1", "h1", 1),
+            Event::RunAborted {
+                run: "a/x/r1".into(),
+                run_hash: "h1".into(),
+                attempt: 1,
+                dir: "_aborted/x".into(),
+                reason: "guard".into(),
+            },
+            started("a/x/r2", "h2", 1),
+            Event::RunInvalidated {
+                run: "a/x/r2".into(),
+                run_hash: "h2".into(),
+                attempt: 1,
+                dir: "_invalid_fault-proxy-cpu/x".into(),
+                reason: "fault-proxy-cpu".into(),
+                by: Decider::Feedbench,
+                evidence: Vec::new(),
+            },
+            Event::RunSkipped {
+                run: "a/x/r3".into(),
+                run_hash: "h3".into(),
+                reason: "no time".into(),
+                by: Decider::Person,
+            },
+        ]);
+        let s = l.status(&runs);
+        assert_eq!(s[0].state, RunState::NotRun);
+        assert!(
+            matches!(&s[1].state, RunState::Invalid { reason, .. } if reason == "fault-proxy-cpu")
+        );
+        assert!(matches!(&s[2].state, RunState::Skipped { reason } if reason == "no time"));
+        let c = counts(&s);
+        assert_eq!((c["not run"], c["invalid"], c["skipped"]), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_changed_plan_names_the_changed_runs_and_those_taking_rates_from_them() {
+        let old = [
+            spec("a/ramp/r1", "h1", &[]),
+            spec("a/base/r1", "h2", &["a/ramp/r1"]),
+            spec("b/ramp/r1", "h3", &[]),
+        ];
+        let events = [
+            study("P1"),
+            started("a/ramp/r1", "h1", 1),
+            finished("a/ramp/r1", "h1", 1),
+            started("a/base/r1", "h2", 1),
+            finished("a/base/r1", "h2", 1),
+            started("b/ramp/r1", "h3", 1),
+            finished("b/ramp/r1", "h3", 1),
+        ];
+        let l = Ledger::fold(&events);
+        assert_eq!(l.plan_change("P1", &old), None);
+        // Formatting-only edits keep the plan hash: nothing to declare.
+        let new = [
+            spec("a/ramp/r1", "h1-new", &[]),
+            spec("a/base/r1", "h2", &["a/ramp/r1"]),
+            spec("b/ramp/r1", "h3", &[]),
+        ];
+        let c = l.plan_change("P2", &new).unwrap();
+        assert_eq!(
+            (c.old_plan_hash.as_str(), c.new_plan_hash.as_str()),
+            ("P1", "P2")
+        );
+        let touched: Vec<&str> = c.changes.iter().map(|ch| ch.run.as_str()).collect();
+        assert_eq!(touched, ["a/ramp/r1", "a/base/r1"]);
+        assert_eq!(c.changes[0].new_run_hash.as_deref(), Some("h1-new"));
+        assert_eq!(c.changes[1].old_run_hash, c.changes[1].new_run_hash);
+        // A run gone from the plan is a change too.
+        let c = l.plan_change("P3", &new[..2]).unwrap();
+        assert!(c
+            .changes
+            .iter()
+            .any(|ch| ch.run == "b/ramp/r1" && ch.new_run_hash.is_none()));
+        // After the amendment and the supersessions, the plan matches and the runs are to do.
+        let mut amended = events.to_vec();
+        amended.push(Event::PlanAmended {
+            reason: "r".into(),
+            old_plan_hash: "P1".into(),
+            new_plan_hash: "P2".into(),
+            git_commit: None,
+            changes: c.changes.clone(),
+        });
+        for (run, h) in [("a/ramp/r1", "h1"), ("a/base/r1", "h2")] {
+            amended.push(Event::RunSuperseded {
+                run: run.into(),
+                run_hash: h.into(),
+                attempt: 1,
+                dir: None,
+                amendment: "r".into(),
+            });
+        }
+        let l = Ledger::fold(&amended);
+        assert_eq!(l.plan_change("P2", &new), None);
+        let s = l.status(&new);
+        assert_eq!(s[0].state, RunState::NotRun);
+        assert_eq!(s[1].state, RunState::NotRun);
+        assert_eq!(s[1].superseded, ["h2"]);
+        assert!(s[2].state.settled());
+    }
+
+    #[test]
+    fn an_excluded_contender_skips_its_runs_until_an_amendment_touches_it() {
+        let runs = [spec("m/x/r1", "h1", &[])];
+        let excluded = Event::ContenderExcluded {
+            contender: "m".into(),
+            image: "i".into(),
+            exit_code: Some(1),
+            reason: "exit code 1".into(),
+            output: "visibility FAILED".into(),
+            runs: vec!["m/x/r1".into()],
+        };
+        let l = Ledger::fold(&[study("P"), excluded.clone()]);
+        assert!(
+            matches!(&l.status(&runs)[0].state, RunState::Skipped { reason } if reason.contains("gate"))
+        );
+        let l = Ledger::fold(&[
+            study("P"),
+            excluded,
+            Event::PlanAmended {
+                reason: "fixed".into(),
+                old_plan_hash: "P".into(),
+                new_plan_hash: "Q".into(),
+                git_commit: None,
+                changes: Vec::new(),
+            },
+        ]);
+        assert!(l.excluded.is_empty());
+        assert_eq!(l.status(&runs)[0].state, RunState::NotRun);
+    }
 }

@@ -1,0 +1,269 @@
+//! The ledger's commands without the engine: what `run` refuses before it deploys anything
+//! (an uncommitted plan, a study with results and no --resume, a plan changed under
+//! completed runs, an --amend with nothing to amend), and `status`, `skip` and `invalidate`
+//! over a journal written with the ledger's own writer.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use feedbench::ledger::journal::{self, Event, Writer};
+use feedbench::plan::{expand, load_file, RunSpec};
+
+struct Study {
+    dir: tempfile::TempDir,
+    plan: PathBuf,
+    plan_hash: String,
+    runs: Vec<RunSpec>,
+}
+
+impl Study {
+    /// minimal.yaml in a temporary directory (not in git), with results beside it.
+    fn new() -> Study {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("plan.yaml");
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(root.join("tests/plans/valid/minimal.yaml"), &plan).unwrap();
+        let loaded = load_file(&plan, None).unwrap();
+        let runs = expand(&loaded.plan);
+        Study {
+            dir,
+            plan,
+            plan_hash: loaded.plan_hash,
+            runs,
+        }
+    }
+
+    fn results(&self) -> PathBuf {
+        self.dir.path().join("results")
+    }
+
+    fn study(&self) -> PathBuf {
+        self.results().join("tiny")
+    }
+
+    /// Journals a study start and `n` completed runs, each with a sealed directory.
+    fn completed(&self, n: usize) {
+        std::fs::create_dir_all(self.study()).unwrap();
+        let mut w = Writer::open(&self.study().join(journal::FILE)).unwrap();
+        w.append(Event::StudyStarted {
+            plan_file: "plan.yaml".into(),
+            plan_hash: self.plan_hash.clone(),
+            feedbench_version: "test".into(),
+            git_commit: None,
+            git_clean: None,
+            resume: false,
+            runs_planned: self.runs.len(),
+            runs_to_do: Vec::new(),
+        })
+        .unwrap();
+        for r in &self.runs[..n] {
+            let dir = format!("runs/{}", r.id.replace(['/', '+'], "_"));
+            w.append(Event::RunStarted {
+                run: r.id.clone(),
+                run_hash: r.run_hash.clone(),
+                attempt: 1,
+                dir: dir.clone(),
+            })
+            .unwrap();
+            let path = self.study().join(&dir);
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("requests.csv"), "start_ns\n1\n").unwrap();
+            w.append(Event::RunFinished {
+                run: r.id.clone(),
+                run_hash: r.run_hash.clone(),
+                attempt: 1,
+                dir,
+                objective: None,
+                cleanup_ok: true,
+            })
+            .unwrap();
+        }
+    }
+
+    fn feedbench(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::cargo_bin("feedbench")
+            .unwrap()
+            .current_dir(self.dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn events(&self) -> Vec<Event> {
+        journal::read(&self.study().join(journal::FILE))
+            .unwrap()
+            .events()
+            .cloned()
+            .collect()
+    }
+}
+
+#[test]
+fn a_plan_outside_git_is_refused_unless_allowed() {
+    let s = Study::new();
+    let (code, _, err) = s.feedbench(&["run", "plan.yaml", "--results", "results"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not in a git repository"), "{err}");
+    assert!(err.contains("--allow-uncommitted"), "{err}");
+    assert!(!s.results().exists(), "nothing is written");
+}
+
+#[test]
+fn a_study_with_results_needs_resume() {
+    let s = Study::new();
+    s.completed(1);
+    let before = std::fs::read(s.study().join(journal::FILE)).unwrap();
+    let (code, _, err) = s.feedbench(&[
+        "run",
+        "plan.yaml",
+        "--results",
+        "results",
+        "--allow-uncommitted",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    assert_eq!(
+        std::fs::read(s.study().join(journal::FILE)).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn a_changed_plan_is_refused_naming_amend_and_the_touched_runs() {
+    let s = Study::new();
+    s.completed(2);
+    let text = std::fs::read_to_string(&s.plan).unwrap();
+    std::fs::write(
+        &s.plan,
+        text.replace("step-duration: 10s, max: 30", "step-duration: 10s, max: 40"),
+    )
+    .unwrap();
+    let (code, _, err) = s.feedbench(&[
+        "run",
+        "plan.yaml",
+        "--results",
+        "results",
+        "--allow-uncommitted",
+        "--resume",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--amend"), "{err}");
+    // The ramp changed; the baseline takes its rate from the ramp.
+    assert!(
+        err.contains("svc/ramp/r1 (its definition changed)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("svc/baseline+db-cut/r1 (a run it depends on changed)"),
+        "{err}"
+    );
+    assert_eq!(s.events().len(), 5, "nothing is journalled");
+}
+
+#[test]
+fn amend_with_nothing_changed_is_refused() {
+    let s = Study::new();
+    s.completed(1);
+    let (code, _, err) = s.feedbench(&[
+        "run",
+        "plan.yaml",
+        "--results",
+        "results",
+        "--allow-uncommitted",
+        "--amend",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing to amend"), "{err}");
+}
+
+#[test]
+fn status_lists_every_planned_run_with_counts() {
+    let s = Study::new();
+    s.completed(2);
+    let (code, out, err) = s.feedbench(&["status", "plan.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("svc/ramp/r1"), "{out}");
+    assert!(out.contains("2 completed valid, 4 not run"), "{out}");
+    let (code, out, _) = s.feedbench(&["status", "plan.yaml", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 6);
+    assert_eq!(v["runs"][0]["state"], "completed-valid");
+    assert_eq!(v["counts"]["not run"], 4);
+}
+
+#[test]
+fn a_person_invalidates_a_completed_run_and_skips_one_not_run() {
+    let s = Study::new();
+    s.completed(1);
+    let (code, _, err) = s.feedbench(&[
+        "invalidate",
+        "svc/ramp/r1",
+        "--reason",
+        "host was swapping",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!s.study().join("runs/svc_ramp_r1").exists());
+    assert!(s
+        .study()
+        .join("_invalid_by-person/svc_ramp_r1/requests.csv")
+        .exists());
+    assert!(matches!(
+        s.events().last().unwrap(),
+        Event::RunInvalidated { run, reason, dir, .. }
+            if run == "svc/ramp/r1" && reason == "host was swapping" && dir == "_invalid_by-person/svc_ramp_r1"
+    ));
+    // Not twice, and a run not run cannot be invalidated, nor a completed one skipped.
+    let (code, _, err) = s.feedbench(&[
+        "invalidate",
+        "svc/ramp/r1",
+        "--reason",
+        "x",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = s.feedbench(&[
+        "skip",
+        "svc/ramp/r2",
+        "--reason",
+        "out of time",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        matches!(s.events().last().unwrap(), Event::RunSkipped { run, .. } if run == "svc/ramp/r2")
+    );
+    let (code, _, err) = s.feedbench(&[
+        "skip",
+        "svc/ramp/r2",
+        "--reason",
+        "again",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is skipped"), "{err}");
+    let (code, _, err) = s.feedbench(&[
+        "skip",
+        "svc/nope/r1",
+        "--reason",
+        "x",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("has no run `svc/nope/r1`"), "{err}");
+    let (_, out, _) = s.feedbench(&["status", "plan.yaml"]);
+    assert!(out.contains("1 invalid, 4 not run, 1 skipped"), "{out}");
+}
