@@ -153,13 +153,13 @@ fn a_changed_plan_is_refused_naming_amend_and_the_touched_runs() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--amend"), "{err}");
-    // The ramp changed; the baseline takes its rate from the ramp.
+    // The ramp changed, and with it the baseline, whose run hash includes the ramp's.
     assert!(
         err.contains("svc/ramp/r1 (its definition changed)"),
         "{err}"
     );
     assert!(
-        err.contains("svc/baseline+db-cut/r1 (a run it depends on changed)"),
+        err.contains("svc/baseline+db-cut/r1 (its definition changed)"),
         "{err}"
     );
     assert_eq!(s.events().len(), 5, "nothing is journalled");
