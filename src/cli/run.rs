@@ -462,25 +462,17 @@ async fn study_loop(
     let study_started = std::time::Instant::now();
     let (mut not_valid, mut waiting, mut excluded) = (Vec::new(), Vec::new(), Vec::new());
     for (i, run) in to_do.iter().enumerate() {
+        if needs_gate(loaded, &run.contender, &rec.ledger) {
+            gate(rt, loaded, runs, run, study_dir, ctx, rec).await?;
+        }
         if let Some(why) = rec.ledger.excluded.get(&run.contender) {
             eprintln!(
                 "[{}/{total}] {}: not run, its contender was excluded by its gate: {why}",
                 i + 1,
                 run.id
             );
+            excluded.push(run.id.clone());
             continue;
-        }
-        if needs_gate(loaded, &run.contender, &rec.ledger) {
-            gate(rt, loaded, runs, run, study_dir, ctx, rec).await?;
-            if let Some(why) = rec.ledger.excluded.get(&run.contender) {
-                eprintln!(
-                    "[{}/{total}] {}: not run, its contender was excluded by its gate: {why}",
-                    i + 1,
-                    run.id
-                );
-                excluded.push(run.id.clone());
-                continue;
-            }
         }
         // A run that takes a figure from another waits for it to stand.
         let status = rec.ledger.status(runs);
