@@ -1,0 +1,313 @@
+//! The study loop of `feedbench run`: each run to do in plan order, its contender's gate
+//! before the first, the runs it waits for, execution, and settling it in the ledger.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::invalid;
+use super::show::{clock, print_event, summarise, Recorder};
+use crate::cli::CliError;
+use crate::engine::runtime::Runtime;
+use crate::ledger::journal::Event;
+use crate::ledger::layout;
+use crate::ledger::manifest::Image;
+use crate::ledger::state::{Ledger, RunState};
+use crate::ledger::{files, Decider};
+use crate::plan::model::Profile;
+use crate::plan::{LoadedPlan, RunSpec};
+use crate::run::events::{RunEvent, Stamp};
+use crate::run::execute::{execute, Saturations};
+use crate::run::settle::{self, StudyContext};
+
+/// Saturations measured by runs that stand (completed and valid), from their run.json.
+fn recorded(study_dir: &Path, ledger: &Ledger, runs: &[RunSpec]) -> Saturations {
+    let mut out = Saturations::new();
+    for (r, s) in runs.iter().zip(ledger.status(runs)) {
+        let RunState::CompletedValid { dir, .. } = &s.state else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(study_dir.join(dir).join("run.json")) else {
+            continue;
+        };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if let Some(rate) = json["saturation"]["rate"].as_f64() {
+            out.insert(
+                (r.contender.clone(), r.repetition, r.profile.clone()),
+                (rate, r.id.clone()),
+            );
+        }
+    }
+    out
+}
+
+/// The images of a run's containers, as the engine has them now.
+async fn images(rt: &Runtime, loaded: &LoadedPlan, run: &RunSpec) -> Vec<Image> {
+    let base = loaded.base_dir.clone();
+    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+    let Ok(topo) = crate::engine::topology::topology(&loaded.plan, run, &read) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for c in &topo.containers {
+        out.push(Image {
+            role: c.role.key(),
+            container: c.name.clone(),
+            image: c.image.clone(),
+            image_id: rt.image_id(&c.image).await,
+        });
+    }
+    out
+}
+
+/// Whether the contender declares a gate that has not passed (nor failed) in this study.
+fn needs_gate(loaded: &LoadedPlan, contender: &str, ledger: &Ledger) -> bool {
+    !ledger.gate_passed.contains(contender)
+        && !ledger.excluded.contains_key(contender)
+        && crate::plan::expand::resolve_contenders(&loaded.plan)
+            .iter()
+            .any(|c| c.name == contender && c.gate.is_some())
+}
+
+/// Runs a contender's gate before its first run: its output is kept under `gates/`, and a
+/// failure excludes the contender's runs with a deviation that carries the output.
+async fn gate(
+    rt: &Runtime,
+    loaded: &LoadedPlan,
+    runs: &[RunSpec],
+    run: &RunSpec,
+    study_dir: &Path,
+    ctx: &StudyContext,
+    rec: &mut Recorder,
+) -> Result<(), CliError> {
+    let json = rec.json;
+    eprintln!(
+        "gate of {}: deploying it and running its checks",
+        run.contender
+    );
+    let mut observe =
+        |id: &str, stamp: Stamp, event: &RunEvent| print_event(json, id, stamp, event);
+    let outcome = tokio::select! {
+        r = crate::run::gate::run_gate(rt, loaded, run, &mut observe) => r.map_err(anyhow::Error::from)?,
+        _ = crate::cli::interrupted() => {
+            rt.clean(Some(&ctx.study)).await.map_err(anyhow::Error::from)?;
+            return Err(anyhow::anyhow!("interrupted during the gate of `{}`; nothing was recorded for it", run.contender).into());
+        }
+    };
+    let log = study_dir
+        .join("gates")
+        .join(format!("{}.log", run.contender));
+    std::fs::create_dir_all(study_dir.join("gates")).map_err(anyhow::Error::from)?;
+    let mut path = log.clone();
+    let mut n = 1;
+    while path.exists() {
+        n += 1;
+        path = log.with_extension(format!("{n}.log"));
+    }
+    files::write_atomic(&path, outcome.output.as_bytes()).map_err(anyhow::Error::from)?;
+    if outcome.passed {
+        rec.log(Event::GatePassed {
+            contender: run.contender.clone(),
+            image: outcome.image.clone(),
+            seconds: outcome.seconds,
+        })
+    } else {
+        rec.log(Event::ContenderExcluded {
+            contender: run.contender.clone(),
+            image: outcome.image.clone(),
+            exit_code: outcome.exit_code,
+            reason: format!(
+                "{}; output in {}",
+                outcome.reason,
+                layout::relative(study_dir, &path)
+            ),
+            output: outcome.output.clone(),
+            runs: runs
+                .iter()
+                .filter(|r| r.contender == run.contender)
+                .map(|r| r.id.clone())
+                .collect(),
+        })
+    }
+}
+
+pub async fn study_loop(
+    rt: &Runtime,
+    loaded: &LoadedPlan,
+    runs: &[RunSpec],
+    to_do: &[&RunSpec],
+    study_dir: &Path,
+    ctx: &StudyContext,
+    rec: &mut Recorder,
+) -> Result<(), CliError> {
+    let json = rec.json;
+    let total = to_do.len();
+    let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
+    let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
+    let study_started = std::time::Instant::now();
+    let (mut not_valid, mut waiting, mut excluded) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, run) in to_do.iter().enumerate() {
+        if needs_gate(loaded, &run.contender, &rec.ledger) {
+            gate(rt, loaded, runs, run, study_dir, ctx, rec).await?;
+        }
+        if let Some(why) = rec.ledger.excluded.get(&run.contender) {
+            eprintln!(
+                "[{}/{total}] {}: not run, its contender was excluded by its gate: {why}",
+                i + 1,
+                run.id
+            );
+            excluded.push(run.id.clone());
+            continue;
+        }
+        // A run that takes a figure from another waits for it to stand.
+        let status = rec.ledger.status(runs);
+        let state_of = |id: &str| status.iter().find(|s| s.run == id).map(|s| s.state.clone());
+        let mut blocked = None;
+        for d in &run.depends_on {
+            match state_of(d) {
+                Some(RunState::CompletedValid { .. }) => {}
+                Some(s @ (RunState::Invalid { .. } | RunState::Skipped { .. })) => {
+                    blocked = Some((d.clone(), Some(s.label())));
+                }
+                _ => blocked = Some((d.clone(), None)),
+            }
+        }
+        match blocked {
+            Some((dep, Some(label))) => {
+                rec.log(Event::RunSkipped {
+                    run: run.id.clone(),
+                    run_hash: run.run_hash.clone(),
+                    reason: format!("it takes a rate from `{dep}`, which is {label}"),
+                    by: Decider::Feedbench,
+                })?;
+                continue;
+            }
+            Some((dep, None)) => {
+                eprintln!(
+                    "[{}/{total}] {}: waits for `{dep}`, which has not completed",
+                    i + 1,
+                    run.id
+                );
+                waiting.push(run.id.clone());
+                continue;
+            }
+            None => {}
+        }
+        let attempt = rec.ledger.next_attempt(&run.id);
+        let dir = layout::run_dir(study_dir, &run.id);
+        if dir.exists() {
+            return Err(invalid(format!(
+                "`{}` exists but the journal has no run in it; feedbench never overwrites results. Move it away, then resume",
+                dir.display()
+            )));
+        }
+        eprintln!(
+            "[{}/{total}] {} (attempt {attempt}) → {}",
+            i + 1,
+            run.id,
+            dir.display()
+        );
+        let images = images(rt, loaded, run).await;
+        rec.log(Event::RunStarted {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: layout::relative(study_dir, &dir),
+        })?;
+        let measured = recorded(study_dir, &rec.ledger, runs);
+        let later: f64 = to_do[i + 1..].iter().map(|r| estimate(r)).sum();
+        let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
+            if let (
+                false,
+                RunEvent::Progress {
+                    elapsed_s, total_s, ..
+                },
+            ) = (json, event)
+            {
+                let left = (total_s - elapsed_s).max(0.0) + later;
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "  study: {} elapsed, about {} left",
+                    clock(study_started.elapsed().as_secs_f64()),
+                    clock(left)
+                );
+            }
+            print_event(json, id, stamp, event)
+        };
+        let record = tokio::select! {
+            r = execute(rt, loaded, run, &measured, &dir, &mut observe) => r.map_err(anyhow::Error::from)?,
+            _ = crate::cli::interrupted() => {
+                let removed = rt.clean(Some(&ctx.study)).await.map_err(anyhow::Error::from)?;
+                let event = settle::interrupted(study_dir, &mut rec.writer, &run.id, &run.run_hash, attempt, &dir)
+                    .map_err(anyhow::Error::from)?;
+                rec.show(&event);
+                return Err(anyhow::anyhow!(
+                    "interrupted during `{}`; removed its {} container(s) and recorded it as interrupted; `feedbench run --resume` runs it again",
+                    run.id, removed.containers.len()
+                ).into());
+            }
+        };
+        summarise(&record);
+        let ramp = matches!(
+            loaded.plan.profiles.get(run.profile.as_str()),
+            Some(Profile::StepRamp { .. })
+        );
+        let objective = record.measured.as_ref().and_then(|m| {
+            crate::analysis::objective::verdict(
+                &loaded.plan.study.objective,
+                m.p99_ms,
+                m.failed_share,
+                ramp,
+            )
+        });
+        let event = settle::settle(
+            ctx,
+            study_dir,
+            &mut rec.writer,
+            run,
+            attempt,
+            &dir,
+            &record,
+            images,
+            objective,
+        )
+        .map_err(anyhow::Error::from)?;
+        rec.ledger.apply(&event);
+        rec.show(&event);
+        if !matches!(event, Event::RunFinished { .. }) {
+            not_valid.push(run.id.clone());
+        }
+    }
+    let mut problems = Vec::new();
+    if !not_valid.is_empty() {
+        problems.push(format!(
+            "{} run(s) did not complete valid: {}",
+            not_valid.len(),
+            not_valid.join(", ")
+        ));
+    }
+    if !excluded.is_empty() {
+        problems.push(format!(
+            "{} run(s) not run because their contender failed its gate: {}",
+            excluded.len(),
+            excluded.join(", ")
+        ));
+    }
+    if !waiting.is_empty() {
+        problems.push(format!(
+            "{} run(s) wait for runs that have not completed: {}",
+            waiting.len(),
+            waiting.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!(
+            "{}; see `feedbench status` and the journal",
+            problems.join("; ")
+        )
+        .into())
+    }
+}
