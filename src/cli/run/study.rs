@@ -181,6 +181,7 @@ pub async fn study_loop(
                     reason: format!("it takes a rate from `{dep}`, which is {label}"),
                     by: Decider::Feedbench,
                 })?;
+                not_valid.push(run.id.clone());
                 continue;
             }
             Some((dep, None)) => {
