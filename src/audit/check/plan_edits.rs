@@ -1,0 +1,222 @@
+//! The plan's history and its declarations: every change between consecutive versions of the
+//! plan file, and the `plan-amended` (or, for a working tree, `uncommitted-plan`) event that
+//! declares it, if any.
+
+use std::collections::BTreeMap;
+
+use super::{hash_or_none, quoted, Draft, Entries};
+use crate::audit::history::{diff, short, History, PlanVersion, Rev};
+use crate::audit::report::{Amendment, Change, Kind, Standing, Superseded};
+use crate::ledger::journal::Event;
+
+/// One change of the plan: its item, and its entry in the report's history, whose
+/// `deviation` is left empty for `audit` to fill once the items are numbered.
+pub(super) struct PlanEdit {
+    pub draft: Draft,
+    pub change: Change,
+}
+
+/// The plan's changes since registration, oldest first, each with its declaration.
+pub(super) fn check(
+    history: &History,
+    entries: &Entries,
+    declared_uncommitted: &BTreeMap<&str, usize>,
+) -> Vec<PlanEdit> {
+    let amendments = amendments(entries);
+    let superseded = superseded(entries);
+    let vs = &history.versions;
+    let mut edits = Vec::new();
+    for i in 1..vs.len() {
+        let (a, b) = (&vs[i - 1], &vs[i]);
+        if a.plan_hash.is_some() && a.plan_hash == b.plan_hash {
+            continue;
+        }
+        let fields = match (&a.document, &b.document) {
+            (Some(x), Some(y)) => diff(x, y),
+            _ => Vec::new(),
+        };
+        // An amendment from any earlier version to this or any later one covers the change
+        // (one amendment may declare several commits at once).
+        let has = |range: &[PlanVersion], h: &str| {
+            range.iter().any(|v| v.plan_hash.as_deref() == Some(h))
+        };
+        let amendment = amendments
+            .iter()
+            .find(|m| has(&vs[..i], &m.old_plan_hash) && has(&vs[i..], &m.new_plan_hash))
+            .cloned();
+        // The runs an amendment superseded carry its reason.
+        let gone: Vec<Superseded> = amendment
+            .as_ref()
+            .map(|m| {
+                superseded
+                    .iter()
+                    .filter(|(reason, _)| *reason == m.reason)
+                    .map(|(_, s)| s.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let paths: Vec<&str> = if fields.is_empty() {
+            vec![history.plan_file.as_str()]
+        } else {
+            fields.iter().map(|f| f.path.as_str()).collect()
+        };
+        let mut evidence = vec![format!(
+            "{}{}: plan hash {} → {}",
+            b.rev.label(),
+            match &b.rev {
+                Rev::Commit(c) => format!(" ({}, \"{}\")", c.date, c.subject),
+                Rev::WorkingTree => " (not committed)".into(),
+            },
+            hash_or_none(&a.plan_hash),
+            hash_or_none(&b.plan_hash)
+        )];
+        evidence.extend(fields.iter().map(ToString::to_string));
+        if let Some(err) = &b.error {
+            evidence.push(format!(
+                "the plan at {} does not load: {err}",
+                b.rev.label()
+            ));
+        }
+        let (standing, reason) = match &amendment {
+            Some(m) => {
+                evidence.extend(amendment_evidence(m, &gone));
+                (Standing::Declared, m.reason.clone())
+            }
+            None => match b
+                .plan_hash
+                .as_deref()
+                .and_then(|h| declared_uncommitted.get(h))
+            {
+                // Only a working tree can be run uncommitted: a commit's change needs an
+                // amendment.
+                Some(line) if !b.rev.committed() => {
+                    evidence.push(format!(
+                        "journal line {line}: uncommitted-plan with plan hash {}",
+                        hash_or_none(&b.plan_hash)
+                    ));
+                    (
+                        Standing::Declared,
+                        "the plan was run uncommitted, with --allow-uncommitted".to_string(),
+                    )
+                }
+                _ => (
+                    Standing::Undeclared,
+                    format!(
+                        "none recorded: no plan-amended event in the journal takes the plan from \
+                     hash {} to {}; declare the change as an amendment with its reason \
+                     (feedbench run --amend) or revert it",
+                        hash_or_none(&a.plan_hash),
+                        hash_or_none(&b.plan_hash)
+                    ),
+                ),
+            },
+        };
+        let what = if b.rev.committed() {
+            "The plan was changed after registration"
+        } else {
+            "The plan file has uncommitted changes"
+        };
+        edits.push(PlanEdit {
+            draft: Draft {
+                kind: Kind::PlanEdit,
+                standing,
+                title: format!("{what}: {}", quoted(&paths)),
+                subject: paths.join(", "),
+                reason,
+                evidence,
+            },
+            change: Change {
+                deviation: String::new(),
+                from: a.rev.clone(),
+                to: b.rev.clone(),
+                old_plan_hash: a.plan_hash.clone(),
+                new_plan_hash: b.plan_hash.clone(),
+                fields,
+                declared: amendment.is_some(),
+                amendment,
+                superseded: gone,
+            },
+        });
+    }
+    edits
+}
+
+/// The journal lines of an amendment and of the runs it superseded.
+fn amendment_evidence(m: &Amendment, gone: &[Superseded]) -> Vec<String> {
+    let mut evidence = vec![format!(
+        "journal line {}: plan-amended, plan hash {} → {}{}",
+        m.line,
+        short(&m.old_plan_hash),
+        short(&m.new_plan_hash),
+        m.git_commit
+            .as_deref()
+            .map_or(String::new(), |c| format!(", at commit {}", short(c)))
+    )];
+    if gone.is_empty() {
+        evidence.push("no run superseded".into());
+    }
+    for s in gone {
+        evidence.push(format!(
+            "journal line {}: superseded run `{}` (run hash {}, attempt {}{})",
+            s.line,
+            s.run,
+            short(&s.run_hash),
+            s.attempt,
+            s.dir
+                .as_deref()
+                .map_or(String::new(), |d| format!(", now in `{d}`"))
+        ));
+    }
+    evidence
+}
+
+/// The journal's `plan-amended` events.
+fn amendments(entries: &Entries) -> Vec<Amendment> {
+    entries
+        .iter()
+        .filter_map(|(line, e)| match e {
+            Event::PlanAmended {
+                reason,
+                old_plan_hash,
+                new_plan_hash,
+                git_commit,
+                changes,
+            } => Some(Amendment {
+                line: *line,
+                reason: reason.clone(),
+                old_plan_hash: old_plan_hash.clone(),
+                new_plan_hash: new_plan_hash.clone(),
+                git_commit: git_commit.clone(),
+                changes: changes.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The journal's `run-superseded` events, each with the reason of the amendment that
+/// superseded it.
+fn superseded(entries: &Entries) -> Vec<(String, Superseded)> {
+    entries
+        .iter()
+        .filter_map(|(line, e)| match e {
+            Event::RunSuperseded {
+                run,
+                run_hash,
+                attempt,
+                dir,
+                amendment,
+            } => Some((
+                amendment.clone(),
+                Superseded {
+                    line: *line,
+                    run: run.clone(),
+                    run_hash: run_hash.clone(),
+                    attempt: *attempt,
+                    dir: dir.clone(),
+                },
+            )),
+            _ => None,
+        })
+        .collect()
+}
