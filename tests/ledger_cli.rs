@@ -267,3 +267,33 @@ fn a_person_invalidates_a_completed_run_and_skips_one_not_run() {
     let (_, out, _) = s.feedbench(&["status", "plan.yaml"]);
     assert!(out.contains("1 invalid, 4 not run, 1 skipped"), "{out}");
 }
+
+#[test]
+fn caps_beyond_the_host_are_refused_before_anything_is_recorded() {
+    let s = Study::new();
+    s.completed(1);
+    let text = std::fs::read_to_string(&s.plan).unwrap();
+    std::fs::write(
+        &s.plan,
+        text.replace("replica: {cpus: 0.25,", "replica: {cpus: 64,"),
+    )
+    .unwrap();
+    let before = std::fs::read(s.study().join(journal::FILE)).unwrap();
+    let (code, _, err) = s.feedbench(&[
+        "run",
+        "plan.yaml",
+        "--results",
+        "results",
+        "--allow-uncommitted",
+        "--no-build",
+        "--amend",
+        "bigger replicas",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("allow-oversubscription"), "{err}");
+    assert_eq!(
+        std::fs::read(s.study().join(journal::FILE)).unwrap(),
+        before,
+        "neither the amendment nor anything else is journalled"
+    );
+}

@@ -185,6 +185,9 @@ impl RunArgs {
                     engine_version: facts.engine_version,
                 },
             };
+            // Caps that do not fit the host are the plan's problem: refused before anything
+            // is recorded (an amendment, a gate, a run).
+            preflight(&loaded, &runs, &selected, &ledger, facts.cores)?;
             std::fs::create_dir_all(&study_dir).map_err(anyhow::Error::from)?;
             let writer = Writer::open(&journal_path).map_err(anyhow::Error::from)?;
             // Opening may have declared a torn line: fold what the journal holds now.
@@ -234,14 +237,21 @@ impl RunArgs {
                         continue;
                     };
                     let moved = match dir {
-                        Some(d) if study_dir.join(&d).exists() => Some(layout::relative(
-                            &study_dir,
-                            &files::move_dir(
-                                &study_dir.join(&d),
-                                &layout::aside(&study_dir, SUPERSEDED, &ch.run),
-                            )
-                            .map_err(anyhow::Error::from)?,
-                        )),
+                        // A standing result moves aside; an invalid one stays where its
+                        // evidence is (`_invalid_<reason>/`).
+                        Some(d)
+                            if d.starts_with(&format!("{}/", layout::RUNS))
+                                && study_dir.join(&d).exists() =>
+                        {
+                            Some(layout::relative(
+                                &study_dir,
+                                &files::move_dir(
+                                    &study_dir.join(&d),
+                                    &layout::aside(&study_dir, SUPERSEDED, &ch.run),
+                                )
+                                .map_err(anyhow::Error::from)?,
+                            ))
+                        }
                         other => other,
                     };
                     rec.log(Event::RunSuperseded {
@@ -290,6 +300,35 @@ impl RunArgs {
             study::study_loop(&rt, &loaded, &runs, &to_do, &study_dir, &ctx, &mut rec).await
         })
     }
+}
+
+/// Every selected run still to do must fit the host's cores (unless the plan allows
+/// oversubscription), and so must its contender's gate, which deploys the same topology.
+fn preflight(
+    loaded: &crate::plan::LoadedPlan,
+    runs: &[RunSpec],
+    selected: &[RunSpec],
+    ledger: &Ledger,
+    cores: f64,
+) -> Result<(), CliError> {
+    let status = ledger.status(runs);
+    let base = loaded.base_dir.clone();
+    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
+    for r in selected {
+        if status.iter().any(|s| s.run == r.id && s.state.settled()) {
+            continue;
+        }
+        let topo = crate::engine::topology::topology(&loaded.plan, r, &read)
+            .map_err(|e| invalid(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
+        crate::engine::deploy::check_caps(&topo, cores, loaded.plan.caps.allow_oversubscription)
+            .map_err(|e| {
+                invalid(format!(
+                    "`{}`: {e}. Lower the caps, or set `caps.allow-oversubscription: true` to run anyway (runs then compete for CPU)",
+                    loaded.file
+                ))
+            })?;
+    }
+    Ok(())
 }
 
 fn short(hash: &str) -> &str {

@@ -109,10 +109,7 @@ impl StatusArgs {
             } else {
                 String::new()
             };
-            let label = match &s.state {
-                RunState::NotRun if !s.superseded.is_empty() => "superseded",
-                other => other.label(),
-            };
+            let label = s.label();
             text.push_str(&format!(
                 "  {:width$}  {label:<15} {detail}{attempts}\n",
                 s.run
@@ -152,9 +149,13 @@ pub fn describe(e: &Event) -> String {
         Event::RunAborted { run, reason, dir, .. } => format!("deviation: {run} aborted: {reason} → {dir}"),
         Event::RunInterrupted { run, attempt, found, dir, .. } => format!("deviation: {run} attempt {attempt} was interrupted ({found}) → {dir}"),
         Event::RunInvalidated { run, reason, evidence, dir, by, .. } => format!(
-            "deviation: {run} invalid ({reason}, by {}): {} → {dir}",
+            "deviation: {run} invalid ({reason}, by {}){} → {dir}",
             if *by == crate::ledger::Decider::Person { "a person" } else { "feedbench" },
-            evidence.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+            if evidence.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", evidence.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))
+            }
         ),
         Event::RunSkipped { run, reason, .. } => format!("deviation: {run} skipped: {reason}"),
         Event::RunSuperseded { run, amendment, .. } => format!("{run} superseded by the amendment \"{amendment}\""),

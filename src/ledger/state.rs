@@ -74,6 +74,17 @@ pub struct RunStatus {
     pub superseded: Vec<String>,
 }
 
+impl RunStatus {
+    /// The state in words; a run an amendment superseded and not yet run again is
+    /// `superseded`.
+    pub fn label(&self) -> &'static str {
+        match self.state {
+            RunState::NotRun if !self.superseded.is_empty() => "superseded",
+            ref s => s.label(),
+        }
+    }
+}
+
 /// What the journal says, folded.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
@@ -340,7 +351,7 @@ pub struct PlanChange {
 pub fn counts(status: &[RunStatus]) -> BTreeMap<&'static str, usize> {
     let mut c = BTreeMap::new();
     for s in status {
-        *c.entry(s.state.label()).or_default() += 1;
+        *c.entry(s.label()).or_default() += 1;
     }
     c
 }

@@ -35,6 +35,9 @@ pub enum GateError {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateOutcome {
     pub passed: bool,
+    /// The gate ran to its exit or its timeout: a verdict on the contender. False when it
+    /// could not be deployed or started, which says nothing about the contender.
+    pub judged: bool,
     /// The gate's exit code; `None` when it did not exit by itself (not started, timed out).
     pub exit_code: Option<i64>,
     /// The end of its stdout and stderr, at most `OUTPUT_LIMIT` bytes.
@@ -51,6 +54,7 @@ impl GateOutcome {
     pub fn no_gate() -> Self {
         GateOutcome {
             passed: true,
+            judged: true,
             exit_code: None,
             output: String::new(),
             seconds: 0.0,
@@ -63,6 +67,7 @@ impl GateOutcome {
     pub fn failed(image: &str, reason: impl Into<String>) -> Self {
         GateOutcome {
             passed: false,
+            judged: false,
             exit_code: None,
             output: String::new(),
             seconds: 0.0,
@@ -180,6 +185,7 @@ async fn run_container(rt: &Runtime, topo: &RunTopology, gate: &Gate, image: &st
     match result {
         Ok((exit, seconds)) => {
             outcome.exit_code = exit;
+            outcome.judged = true;
             outcome.seconds = seconds;
             outcome.passed = exit == Some(0);
             outcome.reason = match exit {

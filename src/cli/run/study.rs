@@ -33,9 +33,19 @@ fn recorded(study_dir: &Path, ledger: &Ledger, runs: &[RunSpec]) -> Saturations 
             continue;
         };
         if let Some(rate) = json["saturation"]["rate"].as_f64() {
+            // A ramp whose every step met the objective did not find saturation: its top
+            // step is a lower bound, and every rate taken from it says so.
+            let source = if json["saturation"]["first_breach"].is_null() {
+                format!(
+                    "{} (a lower bound: the objective held at every step up to the ramp's top)",
+                    r.id
+                )
+            } else {
+                r.id.clone()
+            };
             out.insert(
                 (r.contender.clone(), r.repetition, r.profile.clone()),
-                (rate, r.id.clone()),
+                (rate, source),
             );
         }
     }
@@ -106,6 +116,16 @@ async fn gate(
         path = log.with_extension(format!("{n}.log"));
     }
     files::write_atomic(&path, outcome.output.as_bytes()).map_err(anyhow::Error::from)?;
+    if !outcome.judged {
+        // Not the contender's fault as far as anyone can tell: nothing is recorded against
+        // it, and the next resume gates it again.
+        return Err(anyhow::anyhow!(
+            "the gate of `{}` could not run: {}; nothing was recorded against the contender. Fix the cause, then `feedbench run --resume`",
+            run.contender,
+            outcome.reason
+        )
+        .into());
+    }
     if outcome.passed {
         rec.log(Event::GatePassed {
             contender: run.contender.clone(),
