@@ -108,6 +108,10 @@ pub enum Kind {
     BadManifest,
     /// A journal line that does not parse.
     BadJournalLine,
+    /// A run that needed more than one attempt: earlier attempts interrupted or aborted.
+    RunRepeated,
+    /// A contender whose gate failed: none of its runs ran.
+    ContenderExcluded,
     RunInvalid,
     RunSkipped,
     RunInterrupted,
@@ -148,6 +152,8 @@ pub struct Summary {
     pub skipped: usize,
     pub interrupted: usize,
     pub not_run: usize,
+    /// Not run since an amendment superseded their earlier result.
+    pub superseded: usize,
     pub plan_changes: usize,
     pub plan_changes_declared: usize,
     pub deviations: usize,
@@ -200,6 +206,7 @@ impl Report {
             (sum.skipped, "skipped"),
             (sum.interrupted, "interrupted"),
             (sum.not_run, "not run"),
+            (sum.superseded, "superseded and not run again"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)

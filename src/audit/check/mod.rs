@@ -11,8 +11,10 @@
 //! 3. `files`: files that no longer match their manifest, vanished or unrecorded run
 //!    directories, missing or unreadable manifests;
 //! 4. `journal`: journal lines that do not parse;
-//! 5. `gaps`: every planned run without a valid result.
+//! 5. `attempts`: runs that needed more than one attempt, contenders their gate excluded;
+//! 6. `gaps`: every planned run without a valid result.
 
+mod attempts;
 mod files;
 mod gaps;
 mod journal;
@@ -157,6 +159,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     drafts.extend(unplanned::check(history, study, &entries, &declared));
     drafts.extend(files::check(study, &entries));
     drafts.extend(journal::check(study, &entries));
+    drafts.extend(attempts::check(&entries));
     let gaps = gaps::check(history, study, &entries);
     drafts.extend(gaps.drafts);
 
@@ -212,6 +215,7 @@ fn summary(runs: &[RunStatus], history: &[super::report::Change], items: &[Item]
         skipped: state("skipped"),
         interrupted: state("interrupted"),
         not_run: state("not run"),
+        superseded: state("superseded"),
         plan_changes: history.len(),
         plan_changes_declared: history.iter().filter(|c| c.declared).count(),
         deviations: items.len(),
