@@ -123,7 +123,12 @@ fn unfinished(list: &[&RunStatus], kind: Kind, what: &str, reason: &str) -> Opti
         kind,
         standing: Standing::Gap,
         subject: names.join(", "),
-        title: format!("{} {what}: {}", count(list.len(), "run"), quoted(&names)),
+        // A long list goes in the evidence only: the title stays a line.
+        title: if names.len() <= 8 {
+            format!("{} {what}: {}", count(list.len(), "run"), quoted(&names))
+        } else {
+            format!("{} {what}", count(list.len(), "run"))
+        },
         reason: reason.to_string(),
         evidence,
     })
