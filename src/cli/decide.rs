@@ -52,10 +52,24 @@ impl DecideArgs {
         };
         let study = loaded.plan.study.name.to_string();
         let study_dir = self.results.join(&study);
+        if !study_dir.join(journal::FILE).exists() {
+            return Err(invalid(format!(
+                "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
+                study_dir.display()
+            )));
+        }
         let _lock = crate::run::lock::lock_study(&study_dir, &study)
             .map_err(|e| CliError::Failure(e.into()))?;
         let path = study_dir.join(journal::FILE);
         let j = journal::read(&path).map_err(|e| CliError::Failure(e.into()))?;
+        if j.entries.is_empty() {
+            return Err(invalid(format!(
+                "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
+                study_dir.display()
+            )));
+        }
+        // Opened before anything moves: a journal that cannot take the decision stops it.
+        let mut w = Writer::open(&path).map_err(|e| CliError::Failure(e.into()))?;
         let ledger = Ledger::fold(j.events());
         if ledger.plan_change(&loaded.plan_hash, &runs).is_some() {
             return Err(invalid(format!(
@@ -118,7 +132,6 @@ impl DecideArgs {
                 )))
             }
         };
-        let mut w = Writer::open(&path).map_err(|e| CliError::Failure(e.into()))?;
         w.append(event.clone())
             .map_err(|e| CliError::Failure(e.into()))?;
         eprintln!("recorded: {}", super::status::describe(&event));

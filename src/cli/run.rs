@@ -106,6 +106,14 @@ impl RunArgs {
             .map_err(|e| CliError::Failure(e.into()))?;
         let journal_path = study_dir.join(journal::FILE);
         let journal = journal::read(&journal_path).map_err(|e| CliError::Failure(e.into()))?;
+        for b in journal.undeclared_bad() {
+            eprintln!(
+                "warning: `{}` line {} does not parse ({}); its event is lost to the ledger and the audit reports it",
+                journal_path.display(),
+                b.line,
+                b.error
+            );
+        }
         let has_results = !journal.entries.is_empty() || study_dir.join(layout::RUNS).exists();
         let resume = self.resume || self.amend.is_some();
         if has_results && !resume {
@@ -136,11 +144,22 @@ impl RunArgs {
                         Some(_) => format!("  {} (its definition changed)", ch.run),
                     })
                     .collect();
+                let what = if c.old_plan_hash == c.new_plan_hash {
+                    format!(
+                        "`{}` is unchanged (plan hash {}), but this feedbench defines some of its runs differently from the feedbench that ran them (another version?).",
+                        loaded.file,
+                        short(&c.new_plan_hash)
+                    )
+                } else {
+                    format!(
+                        "`{}` changed since study `{study}` last ran (plan hash {} then, {} now).",
+                        loaded.file,
+                        short(&c.old_plan_hash),
+                        short(&c.new_plan_hash)
+                    )
+                };
                 return Err(invalid(format!(
-                    "`{}` changed since study `{study}` last ran (plan hash {} then, {} now). {}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
-                    loaded.file,
-                    short(&c.old_plan_hash),
-                    short(&c.new_plan_hash),
+                    "{what} {}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
                     if list.is_empty() {
                         "No result recorded so far is touched.".to_string()
                     } else {
@@ -211,7 +230,7 @@ impl RunArgs {
                     );
                 }
                 for (run, hash, attempt, dir) in rec.ledger.open_runs() {
-                    let event = settle::interrupted(
+                    let event = settle::recover(
                         &study_dir,
                         &mut rec.writer,
                         &run,
@@ -223,6 +242,8 @@ impl RunArgs {
                     rec.ledger.apply(&event);
                     rec.show(&event);
                 }
+                // An amendment a crash cut short is finished before anything else.
+                supersede_pending(&study_dir, &mut rec)?;
             }
             if let (Some(c), Some(reason)) = (&change, &self.amend) {
                 rec.log(Event::PlanAmended {
@@ -232,36 +253,7 @@ impl RunArgs {
                     git_commit: git.commit.clone(),
                     changes: c.changes.clone(),
                 })?;
-                for ch in &c.changes {
-                    let Some((hash, attempt, dir)) = rec.ledger.standing(&ch.run) else {
-                        continue;
-                    };
-                    let moved = match dir {
-                        // A standing result moves aside; an invalid one stays where its
-                        // evidence is (`_invalid_<reason>/`).
-                        Some(d)
-                            if d.starts_with(&format!("{}/", layout::RUNS))
-                                && study_dir.join(&d).exists() =>
-                        {
-                            Some(layout::relative(
-                                &study_dir,
-                                &files::move_dir(
-                                    &study_dir.join(&d),
-                                    &layout::aside(&study_dir, SUPERSEDED, &ch.run),
-                                )
-                                .map_err(anyhow::Error::from)?,
-                            ))
-                        }
-                        other => other,
-                    };
-                    rec.log(Event::RunSuperseded {
-                        run: ch.run.clone(),
-                        run_hash: hash,
-                        attempt,
-                        dir: moved,
-                        amendment: reason.clone(),
-                    })?;
-                }
+                supersede_pending(&study_dir, &mut rec)?;
             }
             if uncommitted {
                 rec.log(Event::UncommittedPlan {
@@ -302,6 +294,37 @@ impl RunArgs {
     }
 }
 
+/// Moves every result an amendment superseded out of `runs/` (an invalid one stays with its
+/// evidence) and journals where it went. A directory a crash already moved is found by its
+/// manifest.
+fn supersede_pending(study_dir: &std::path::Path, rec: &mut Recorder) -> Result<(), CliError> {
+    for p in rec.ledger.pending.clone() {
+        let dir = match &p.dir {
+            Some(d) if d.starts_with(&format!("{}/", layout::RUNS)) => {
+                let from = study_dir.join(d);
+                let to = if from.exists() {
+                    Some(
+                        files::move_dir(&from, &layout::aside(study_dir, SUPERSEDED, &p.run))
+                            .map_err(anyhow::Error::from)?,
+                    )
+                } else {
+                    settle::find_moved(study_dir, &p.run, &p.run_hash, p.attempt)
+                };
+                to.map(|t| layout::relative(study_dir, &t))
+            }
+            other => other.clone(),
+        };
+        rec.log(Event::RunSuperseded {
+            run: p.run,
+            run_hash: p.run_hash,
+            attempt: p.attempt,
+            dir,
+            amendment: p.amendment,
+        })?;
+    }
+    Ok(())
+}
+
 /// Every selected run still to do must fit the host's cores (unless the plan allows
 /// oversubscription), and so must its contender's gate, which deploys the same topology.
 fn preflight(
@@ -331,9 +354,7 @@ fn preflight(
     Ok(())
 }
 
-fn short(hash: &str) -> &str {
-    &hash[..12.min(hash.len())]
-}
+use crate::ledger::files::short;
 
 #[cfg(test)]
 mod tests {

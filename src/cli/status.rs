@@ -56,7 +56,7 @@ impl StatusArgs {
             "study `{}`: {} planned run(s), plan {}\n",
             loaded.plan.study.name,
             runs.len(),
-            &loaded.plan_hash[..12]
+            crate::ledger::files::short(&loaded.plan_hash)
         );
         if j.entries.is_empty() {
             text.push_str(&format!(
@@ -67,7 +67,7 @@ impl StatusArgs {
         if let Some(ch) = &change {
             text.push_str(&format!(
                 "the plan changed since the study last ran (plan {} then): {} result(s) no longer match; `feedbench run --amend \"<reason>\"` declares it\n",
-                &ch.old_plan_hash[..12.min(ch.old_plan_hash.len())],
+                crate::ledger::files::short(&ch.old_plan_hash),
                 ch.changes.len()
             ));
         }
@@ -134,10 +134,10 @@ pub fn describe(e: &Event) -> String {
         Event::StudyStarted { plan_hash, resume, runs_planned, runs_to_do, git_commit, git_clean, .. } => format!(
             "study {} under plan {} ({} planned, {} to do; git {} {})",
             if *resume { "resumed" } else { "started" },
-            &plan_hash[..12.min(plan_hash.len())],
+            crate::ledger::files::short(plan_hash),
             runs_planned,
             runs_to_do.len(),
-            git_commit.as_deref().map_or("-", |c| &c[..12.min(c.len())]),
+            git_commit.as_deref().map_or("-", crate::ledger::files::short),
             match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" }
         ),
         Event::UncommittedPlan { plan_file, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),

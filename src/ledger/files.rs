@@ -94,6 +94,13 @@ pub fn digest(path: &Path) -> Result<FileDigest, FileError> {
     })
 }
 
+/// The first 12 characters of a hash, for people; safe on any text a file may hold.
+pub fn short(hash: &str) -> &str {
+    hash.char_indices()
+        .nth(12)
+        .map_or(hash, |(i, _)| &hash[..i])
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -149,6 +156,13 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(t["a.csv"].bytes, 3);
+    }
+
+    #[test]
+    fn short_never_cuts_a_character() {
+        assert_eq!(short("0123456789abcdef"), "0123456789ab");
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(short("ééééééééééééé"), "éééééééééééé");
     }
 
     #[test]

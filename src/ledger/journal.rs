@@ -307,14 +307,20 @@ impl Writer {
         };
         let len = file.seek(SeekFrom::End(0)).map_err(fail("read"))?;
         if len > 0 {
-            let mut text = String::new();
+            // Bytes, not text: a crash can cut a multi-byte character in half.
+            let mut bytes = Vec::new();
             file.seek(SeekFrom::Start(0)).map_err(fail("read"))?;
-            file.read_to_string(&mut text).map_err(fail("read"))?;
-            if !text.ends_with('\n') {
-                let line = text.matches('\n').count() + 1;
-                let bytes = text.len() - text.rfind('\n').map_or(0, |i| i + 1);
-                w.raw(b"\n")?;
-                w.append(Event::TornLineFound { line, bytes })?;
+            file.read_to_end(&mut bytes).map_err(fail("read"))?;
+            if bytes.last() != Some(&b'\n') {
+                let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+                let cut =
+                    bytes.len() - bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                // The newline and the declaration go in one write: no crash can leave the
+                // torn line terminated but undeclared.
+                let (_, entry) = line_of(Event::TornLineFound { line, bytes: cut });
+                let mut buf = b"\n".to_vec();
+                buf.extend_from_slice(&entry);
+                w.raw(&buf)?;
             }
         }
         Ok(w)
@@ -329,16 +335,22 @@ impl Writer {
 
     /// Appends one event as one line (one `write`) and fsyncs it before returning.
     pub fn append(&mut self, event: Event) -> Result<Entry, FileError> {
-        let entry = Entry {
-            format_version: FORMAT_VERSION,
-            wall_ns: unix_ns().to_string(),
-            event,
-        };
-        let mut line = serde_json::to_string(&entry).expect("journal entries serialise");
-        line.push('\n');
-        self.raw(line.as_bytes())?;
+        let (entry, line) = line_of(event);
+        self.raw(&line)?;
         Ok(entry)
     }
+}
+
+/// An event as its journal line, newline included.
+fn line_of(event: Event) -> (Entry, Vec<u8>) {
+    let entry = Entry {
+        format_version: FORMAT_VERSION,
+        wall_ns: unix_ns().to_string(),
+        event,
+    };
+    let mut line = serde_json::to_string(&entry).expect("journal entries serialise");
+    line.push('\n');
+    (entry, line.into_bytes())
 }
 
 #[cfg(test)]
@@ -405,6 +417,24 @@ mod tests {
         ));
         assert_eq!(j.entries[2].1.event, skipped("a/b/r2"));
         assert!(j.undeclared_bad().is_empty());
+    }
+
+    #[test]
+    fn a_torn_multibyte_character_does_not_stop_the_next_writer() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE);
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r1")).unwrap();
+        drop(w);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        let half = "{\"reason\":\"✓".as_bytes();
+        f.write_all(&half[..half.len() - 1]).unwrap();
+        drop(f);
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r2")).unwrap();
+        let j = read(&p).unwrap();
+        assert!(j.undeclared_bad().is_empty(), "{:?}", j.undeclared_bad());
+        assert_eq!(j.entries.len(), 3);
     }
 
     #[test]

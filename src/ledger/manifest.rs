@@ -162,8 +162,8 @@ impl std::fmt::Display for Mismatch {
             } => write!(
                 f,
                 "`{file}` changed: sha256 {} recorded, {} now",
-                &recorded[..12.min(recorded.len())],
-                &now[..12.min(now.len())]
+                super::files::short(recorded),
+                super::files::short(now)
             ),
             Mismatch::Missing { file } => write!(f, "`{file}` is recorded but missing"),
             Mismatch::Extra { file } => write!(f, "`{file}` is not in the manifest"),
@@ -195,7 +195,7 @@ pub fn verify(dir: &Path, manifest: &Manifest) -> Result<Vec<Mismatch>, FileErro
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub fn sample() -> Manifest {

@@ -97,6 +97,18 @@ pub struct Ledger {
     pub gate_passed: BTreeSet<String>,
     /// The plan hash the study last ran under (study started or plan amended).
     pub plan_hash: Option<String>,
+    /// Results an amendment superseded whose `run-superseded` event is not written yet.
+    pub pending: Vec<Pending>,
+}
+
+/// A result an amendment superseded, waiting for its directory to be moved aside.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    pub run: String,
+    pub run_hash: String,
+    pub attempt: u32,
+    pub dir: Option<String>,
+    pub amendment: String,
 }
 
 fn contender_of(run: &str) -> &str {
@@ -129,14 +141,38 @@ impl Ledger {
             Event::PlanAmended {
                 new_plan_hash,
                 changes,
+                reason,
                 ..
             } => {
                 self.plan_hash = Some(new_plan_hash.clone());
                 // An amended plan gives every excluded contender another gate (the change
                 // may be its fix), and a contender whose runs changed is gated again.
                 self.excluded.clear();
+                // The amendment itself supersedes the results it lists; each one's
+                // `run-superseded` event then says where its directory went. Until then it is
+                // pending, so a crash between the two is finished by the next run.
                 for c in changes {
                     self.gate_passed.remove(contender_of(&c.run));
+                    let Some(old) = &c.old_run_hash else { continue };
+                    if self.records.get(&c.run).is_some_and(|r| &r.run_hash == old) {
+                        let rec = self.records.remove(&c.run).expect("checked above");
+                        let (attempt, dir) = match rec.state {
+                            RunState::CompletedValid { attempt, dir, .. }
+                            | RunState::Invalid { attempt, dir, .. } => (attempt, Some(dir)),
+                            _ => (0, None),
+                        };
+                        self.superseded
+                            .entry(c.run.clone())
+                            .or_default()
+                            .push(old.clone());
+                        self.pending.push(Pending {
+                            run: c.run.clone(),
+                            run_hash: old.clone(),
+                            attempt,
+                            dir,
+                            amendment: reason.clone(),
+                        });
+                    }
                 }
             }
             Event::RunStarted {
@@ -166,9 +202,10 @@ impl Ledger {
                     objective: objective.clone(),
                 },
             ),
-            Event::RunAborted { run, run_hash, .. }
-            | Event::RunInterrupted { run, run_hash, .. } => {
-                self.settle(run, run_hash, RunState::NotRun)
+            // An attempt that did not finish leaves no result: the run is to do again.
+            Event::RunAborted { run, .. } | Event::RunInterrupted { run, .. } => {
+                self.open.remove(run);
+                self.records.remove(run);
             }
             Event::RunInvalidated {
                 run,
@@ -201,17 +238,19 @@ impl Ledger {
                 },
             ),
             Event::RunSuperseded { run, run_hash, .. } => {
+                self.pending
+                    .retain(|p| !(&p.run == run && &p.run_hash == run_hash));
                 if self
                     .records
                     .get(run)
                     .is_some_and(|r| &r.run_hash == run_hash)
                 {
                     self.records.remove(run);
+                    self.superseded
+                        .entry(run.clone())
+                        .or_default()
+                        .push(run_hash.clone());
                 }
-                self.superseded
-                    .entry(run.clone())
-                    .or_default()
-                    .push(run_hash.clone());
             }
             Event::GatePassed { contender, .. } => {
                 self.gate_passed.insert(contender.clone());
@@ -279,9 +318,6 @@ impl Ledger {
     /// gone from the plan), and the runs that depend on them.
     pub fn plan_change(&self, plan_hash: &str, runs: &[RunSpec]) -> Option<PlanChange> {
         let old = self.plan_hash.as_ref()?;
-        if old == plan_hash {
-            return None;
-        }
         let planned: BTreeMap<&str, &RunSpec> = runs.iter().map(|r| (r.id.as_str(), r)).collect();
         let mut changes = Vec::new();
         let mut affected = BTreeSet::new();
@@ -318,22 +354,15 @@ impl Ledger {
                 affected.insert(run);
             }
         }
+        // The same plan hash with changed run hashes is a change of feedbench's own
+        // definition of the runs (a new version): it is declared like any other.
+        if old == plan_hash && changes.is_empty() {
+            return None;
+        }
         Some(PlanChange {
             old_plan_hash: old.clone(),
             new_plan_hash: plan_hash.to_string(),
             changes,
-        })
-    }
-
-    /// The standing record of `run`, for superseding: (run hash, attempt, dir).
-    pub fn standing(&self, run: &str) -> Option<(String, u32, Option<String>)> {
-        self.records.get(run).map(|rec| {
-            let (attempt, dir) = match &rec.state {
-                RunState::CompletedValid { attempt, dir, .. }
-                | RunState::Invalid { attempt, dir, .. } => (*attempt, Some(dir.clone())),
-                _ => (0, None),
-            };
-            (rec.run_hash.clone(), attempt, dir)
         })
     }
 }
@@ -522,7 +551,9 @@ mod tests {
             .changes
             .iter()
             .any(|ch| ch.run == "b/ramp/r1" && ch.new_run_hash.is_none()));
-        // After the amendment and the supersessions, the plan matches and the runs are to do.
+        // The amendment itself supersedes what it touched; the moves are pending until
+        // their `run-superseded` events say where the directories went.
+        let c = l.plan_change("P2", &new).unwrap();
         let mut amended = events.to_vec();
         amended.push(Event::PlanAmended {
             reason: "r".into(),
@@ -531,6 +562,11 @@ mod tests {
             git_commit: None,
             changes: c.changes.clone(),
         });
+        let half = Ledger::fold(&amended);
+        assert_eq!(half.pending.len(), 2);
+        assert_eq!(half.pending[0].dir.as_deref(), Some("runs/1"));
+        assert_eq!(half.status(&new)[0].state, RunState::NotRun);
+        assert_eq!(half.plan_change("P2", &new), None);
         for (run, h) in [("a/ramp/r1", "h1"), ("a/base/r1", "h2")] {
             amended.push(Event::RunSuperseded {
                 run: run.into(),
@@ -541,12 +577,43 @@ mod tests {
             });
         }
         let l = Ledger::fold(&amended);
+        assert!(l.pending.is_empty());
         assert_eq!(l.plan_change("P2", &new), None);
         let s = l.status(&new);
         assert_eq!(s[0].state, RunState::NotRun);
         assert_eq!(s[1].state, RunState::NotRun);
         assert_eq!(s[1].superseded, ["h2"]);
         assert!(s[2].state.settled());
+    }
+
+    #[test]
+    fn changed_run_hashes_under_the_same_plan_hash_are_a_change_too() {
+        let l = Ledger::fold(&[
+            study("P"),
+            started("a/x/r1", "h1", 1),
+            finished("a/x/r1", "h1", 1),
+        ]);
+        let c = l.plan_change("P", &[spec("a/x/r1", "h1-v2", &[])]).unwrap();
+        assert_eq!(c.old_plan_hash, c.new_plan_hash);
+        assert_eq!(c.changes.len(), 1);
+        // Aborted or interrupted attempts leave no result to supersede.
+        let l = Ledger::fold(&[
+            study("P"),
+            started("a/x/r1", "h1", 1),
+            Event::RunAborted {
+                run: "a/x/r1".into(),
+                run_hash: "h1".into(),
+                attempt: 1,
+                dir: "_aborted/x".into(),
+                reason: "r".into(),
+            },
+        ]);
+        assert_eq!(
+            l.plan_change("Q", &[spec("a/x/r1", "h2", &[])])
+                .unwrap()
+                .changes,
+            []
+        );
     }
 
     #[test]

@@ -329,7 +329,10 @@ pub async fn execute(
         for t in crate::engine::balancer::transitions(&log) {
             csv.push_str(&format!("{},{},{}\n", t.wall_ns, t.server, t.state));
         }
-        write(dir, "health.csv", csv.as_bytes())?;
+        // Teardown comes next whatever happens here: a failed write is a warning.
+        if let Err(e) = write(dir, "health.csv", csv.as_bytes()) {
+            record.warnings.push(e.to_string());
+        }
     }
     record.cleanup_ok = teardown(rt, &topo).await.is_ok();
     if let Err(e) = outcome {

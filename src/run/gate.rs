@@ -176,8 +176,10 @@ async fn run_container(rt: &Runtime, topo: &RunTopology, gate: &Gate, image: &st
         let exit = rt.wait_exit(&spec.name, timeout).await?;
         let seconds = started.elapsed().as_secs_f64();
         if exit.is_none() {
-            rt.kill(&spec.name, "SIGKILL").await?;
-            rt.wait_exit(&spec.name, KILL_GRACE).await?;
+            // It ran out its time: that is the verdict, whether or not the kill is clean
+            // (the container is removed below either way).
+            let _ = rt.kill(&spec.name, "SIGKILL").await;
+            let _ = rt.wait_exit(&spec.name, KILL_GRACE).await;
         }
         Ok::<_, crate::engine::runtime::RuntimeError>((exit, seconds))
     }

@@ -108,42 +108,151 @@ pub fn settle(
         validity: validity.clone(),
         objective: objective.map(str::to_string),
     };
-    manifest(ctx, run, attempt, images, Some(record), outcome).seal(dir)?;
+    let sealed = manifest(ctx, run, attempt, images, Some(record), outcome).seal(dir)?;
+    place(study_dir, journal, &sealed, dir, true)
+}
+
+/// Puts a sealed run where its outcome says (moving it when `move_it`, else taking `dir` as
+/// where it already is) and journals it. Shared by `settle` and by `recover`, which finishes
+/// what a crash between sealing and journalling left undone.
+fn place(
+    study_dir: &Path,
+    journal: &mut Writer,
+    m: &Manifest,
+    dir: &Path,
+    move_it: bool,
+) -> Result<Event, SettleError> {
     let rel = |p: &Path| layout::relative(study_dir, p);
-    let event = match (axis, validity) {
+    let to = |area: &str| -> Result<std::path::PathBuf, SettleError> {
+        if move_it {
+            Ok(files::move_dir(
+                dir,
+                &layout::aside(study_dir, area, &m.run_id),
+            )?)
+        } else {
+            Ok(dir.to_path_buf())
+        }
+    };
+    let (run, run_hash, attempt) = (m.run_id.clone(), m.run_hash.clone(), m.attempt);
+    let event = match (m.outcome.execution, &m.outcome.validity) {
         (Axis::Completed, Validity::Valid) => Event::RunFinished {
-            run: run.id.clone(),
-            run_hash: run.run_hash.clone(),
+            run,
+            run_hash,
             attempt,
             dir: rel(dir),
-            objective: objective.map(str::to_string),
-            cleanup_ok: record.cleanup_ok,
+            objective: m.outcome.objective.clone(),
+            cleanup_ok: m.outcome.cleanup == "ok",
         },
-        (Axis::Completed, Validity::Invalid { reason, evidence }) => {
-            let to = files::move_dir(
-                dir,
-                &layout::aside(study_dir, &layout::invalid_area(&reason), &run.id),
-            )?;
-            Event::RunInvalidated {
-                run: run.id.clone(),
-                run_hash: run.run_hash.clone(),
-                attempt,
-                dir: rel(&to),
-                reason,
-                by: Decider::Feedbench,
-                evidence,
+        (Axis::Completed, Validity::Invalid { reason, evidence }) => Event::RunInvalidated {
+            run,
+            run_hash,
+            attempt,
+            dir: rel(&to(&layout::invalid_area(reason))?),
+            reason: reason.clone(),
+            by: Decider::Feedbench,
+            evidence: evidence.clone(),
+        },
+        (Axis::Interrupted, _) => Event::RunInterrupted {
+            run,
+            run_hash,
+            attempt,
+            dir: rel(&to(INTERRUPTED)?),
+            found: "a directory sealed as interrupted".into(),
+        },
+        (Axis::Aborted, _) => Event::RunAborted {
+            run,
+            run_hash,
+            attempt,
+            dir: rel(&to(ABORTED)?),
+            reason: m.outcome.execution_detail.clone().unwrap_or_default(),
+        },
+    };
+    journal.append(event.clone())?;
+    Ok(event)
+}
+
+/// A sealed directory of this attempt that a crash left moved but not journalled: in one of
+/// the study's areas (`_invalid_*`, `_aborted`, …) under the run's slug, or `slug.N`.
+pub fn find_moved(
+    study_dir: &Path,
+    run: &str,
+    run_hash: &str,
+    attempt: u32,
+) -> Option<std::path::PathBuf> {
+    let slug = crate::engine::topology::run_slug(run);
+    let areas = std::fs::read_dir(study_dir).ok()?;
+    for area in areas.flatten() {
+        let name = area.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('_') {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(area.path()) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let ours = n == slug
+                || n.strip_prefix(&format!("{slug}."))
+                    .is_some_and(|k| k.parse::<u32>().is_ok());
+            if !ours {
+                continue;
+            }
+            if let Ok(Some(m)) = Manifest::read(&e.path()) {
+                if m.run_id == run && m.run_hash == run_hash && m.attempt == attempt {
+                    return Some(e.path());
+                }
             }
         }
-        _ => {
-            let to = files::move_dir(dir, &layout::aside(study_dir, ABORTED, &run.id))?;
-            Event::RunAborted {
-                run: run.id.clone(),
-                run_hash: run.run_hash.clone(),
-                attempt,
-                dir: rel(&to),
-                reason: detail.unwrap_or_default(),
+    }
+    None
+}
+
+/// Settles a run the journal shows started and not settled: from its manifest when the
+/// crash came after sealing (in place, or already moved aside), else as interrupted.
+pub fn recover(
+    study_dir: &Path,
+    journal: &mut Writer,
+    run: &str,
+    run_hash: &str,
+    attempt: u32,
+    dir: &Path,
+) -> Result<Event, SettleError> {
+    let ours = |m: &Manifest| m.run_id == run && m.run_hash == run_hash && m.attempt == attempt;
+    if dir.exists() {
+        if let Ok(Some(m)) = Manifest::read(dir) {
+            if ours(&m) {
+                return place(study_dir, journal, &m, dir, true);
             }
         }
+    } else if let Some(found) = find_moved(study_dir, run, run_hash, attempt) {
+        if let Ok(Some(m)) = Manifest::read(&found) {
+            return place(study_dir, journal, &m, &found, false);
+        }
+    }
+    interrupted(study_dir, journal, run, run_hash, attempt, dir)
+}
+
+/// Records a run `execute` could not carry out (an error, not a guard): its directory, if
+/// any, moves to `_aborted/` unsealed, and the journal says why.
+pub fn aborted(
+    study_dir: &Path,
+    journal: &mut Writer,
+    run: &RunSpec,
+    attempt: u32,
+    dir: &Path,
+    reason: &str,
+) -> Result<Event, SettleError> {
+    let moved = if dir.exists() {
+        files::move_dir(dir, &layout::aside(study_dir, ABORTED, &run.id))?
+    } else {
+        dir.to_path_buf()
+    };
+    let event = Event::RunAborted {
+        run: run.id.clone(),
+        run_hash: run.run_hash.clone(),
+        attempt,
+        dir: layout::relative(study_dir, &moved),
+        reason: format!("failed: {reason}"),
     };
     journal.append(event.clone())?;
     Ok(event)
@@ -207,4 +316,93 @@ pub fn interrupted(
     };
     journal.append(event.clone())?;
     Ok(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::journal;
+
+    fn sealed(study: &Path, area_dir: &Path, validity: Validity) -> Manifest {
+        let mut m = crate::ledger::manifest::tests::sample();
+        m.run_id = "a/b/r1".into();
+        m.run_hash = "rh".into();
+        m.attempt = 2;
+        m.outcome.validity = validity;
+        std::fs::create_dir_all(area_dir).unwrap();
+        std::fs::write(area_dir.join("requests.csv"), "start_ns\n").unwrap();
+        let _ = study;
+        m.seal(area_dir).unwrap()
+    }
+
+    fn invalid() -> Validity {
+        Validity::Invalid {
+            reason: "fault-proxy-cpu".into(),
+            evidence: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_run_sealed_but_not_moved_is_settled_from_its_manifest() {
+        let d = tempfile::tempdir().unwrap();
+        let study = d.path();
+        let dir = study.join("runs/a_b_r1");
+        sealed(study, &dir, invalid());
+        let mut w = Writer::open(&study.join(journal::FILE)).unwrap();
+        let e = recover(study, &mut w, "a/b/r1", "rh", 2, &dir).unwrap();
+        assert!(
+            matches!(&e, Event::RunInvalidated { dir, attempt: 2, .. } if dir == "_invalid_fault-proxy-cpu/a_b_r1"),
+            "{e:?}"
+        );
+        assert!(!dir.exists());
+        assert!(study
+            .join("_invalid_fault-proxy-cpu/a_b_r1/manifest.json")
+            .exists());
+    }
+
+    #[test]
+    fn a_run_moved_but_not_journalled_is_found_where_it_went() {
+        let d = tempfile::tempdir().unwrap();
+        let study = d.path();
+        sealed(
+            study,
+            &study.join("_invalid_fault-proxy-cpu/a_b_r1.2"),
+            invalid(),
+        );
+        let mut w = Writer::open(&study.join(journal::FILE)).unwrap();
+        let e = recover(study, &mut w, "a/b/r1", "rh", 2, &study.join("runs/a_b_r1")).unwrap();
+        assert!(
+            matches!(&e, Event::RunInvalidated { dir, .. } if dir == "_invalid_fault-proxy-cpu/a_b_r1.2"),
+            "{e:?}"
+        );
+        // Another attempt's directory is never taken for this one.
+        let e = recover(study, &mut w, "a/b/r1", "rh", 3, &study.join("runs/a_b_r1")).unwrap();
+        assert!(
+            matches!(&e, Event::RunInterrupted { found, .. } if found == "no directory"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn an_unsealed_directory_is_interrupted_and_moved_aside() {
+        let d = tempfile::tempdir().unwrap();
+        let study = d.path();
+        let dir = study.join("runs/a_b_r1");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("events.csv"), "x\n").unwrap();
+        let mut w = Writer::open(&study.join(journal::FILE)).unwrap();
+        let e = recover(study, &mut w, "a/b/r1", "rh", 1, &dir).unwrap();
+        assert!(
+            matches!(&e, Event::RunInterrupted { dir, found, .. }
+                if dir == "_interrupted/a_b_r1" && found == "events.csv; no manifest"),
+            "{e:?}"
+        );
+        assert_eq!(
+            journal::read(&study.join(journal::FILE))
+                .unwrap()
+                .entries
+                .len(),
+            1
+        );
+    }
 }

@@ -257,7 +257,19 @@ pub async fn study_loop(
             print_event(json, id, stamp, event)
         };
         let record = tokio::select! {
-            r = execute(rt, loaded, run, &measured, &dir, &mut observe) => r.map_err(anyhow::Error::from)?,
+            r = execute(rt, loaded, run, &measured, &dir, &mut observe) => match r {
+                Ok(record) => record,
+                Err(e) => {
+                    // The run started and cannot be settled from a record: it is aborted, its
+                    // containers removed, its directory set aside with the reason.
+                    let _ = rt.clean(Some(&ctx.study)).await;
+                    let event = settle::aborted(study_dir, &mut rec.writer, run, attempt, &dir, &e.to_string())
+                        .map_err(anyhow::Error::from)?;
+                    rec.ledger.apply(&event);
+                    rec.show(&event);
+                    return Err(anyhow::anyhow!("`{}` could not be executed: {e}", run.id).into());
+                }
+            },
             _ = crate::cli::interrupted() => {
                 let removed = rt.clean(Some(&ctx.study)).await.map_err(anyhow::Error::from)?;
                 let event = settle::interrupted(study_dir, &mut rec.writer, &run.id, &run.run_hash, attempt, &dir)
