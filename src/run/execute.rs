@@ -36,6 +36,8 @@ pub enum ExecuteError {
         source: std::io::Error,
     },
     #[error(transparent)]
+    File(#[from] crate::ledger::files::FileError),
+    #[error(transparent)]
     Topology(#[from] crate::engine::topology::TopologyError),
     #[error(transparent)]
     Load(#[from] load::LoadError),
@@ -193,25 +195,9 @@ fn rate_share(rate: &Rate) -> String {
     }
 }
 
-/// Writes a whole file atomically: a temporary file in the same directory, fsync'd, then
-/// renamed over the name, so a crash leaves the old file or the new one, never half of one.
+/// Writes a whole file of the run atomically (`ledger::files::write_atomic`).
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExecuteError> {
-    use std::io::Write;
-    let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let fail = |source| ExecuteError::Write {
-        path: path.clone(),
-        source,
-    };
-    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-    f.write_all(bytes).map_err(fail)?;
-    f.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, &path).map_err(fail)?;
-    // The rename itself is durable once the directory is synced.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(crate::ledger::files::write_atomic(&dir.join(name), bytes)?)
 }
 
 /// Executes one run into `dir` (which must not exist yet).
