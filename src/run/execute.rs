@@ -321,11 +321,15 @@ pub async fn execute(
         }
     }
     record.cleanup_ok = teardown(rt, &topo).await.is_ok();
-    if let Err(e) = outcome {
-        record.execution = Execution::Failed {
-            reason: e.to_string(),
-        };
-    }
+    let request_starts = match outcome {
+        Ok(starts) => starts,
+        Err(e) => {
+            record.execution = Execution::Failed {
+                reason: e.to_string(),
+            };
+            Vec::new()
+        }
+    };
     if record.execution == Execution::Completed {
         match validity::assess(
             dir,
@@ -333,6 +337,7 @@ pub async fn execute(
             &script,
             record.load.as_ref(),
             record.scheduled_arrivals,
+            request_starts,
             &plan.guards,
         ) {
             Ok(a) => {
@@ -371,7 +376,7 @@ async fn measure(
     dir: &Path,
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
-) -> Result<(), ExecuteError> {
+) -> Result<Vec<i128>, ExecuteError> {
     let deployed = deploy(rt, topo, Duration::from_secs(300), Some(&dir.join("logs"))).await?;
     let targets: Vec<Target> = topo.containers.iter().map(Target::from).collect();
     let monitors =
@@ -561,6 +566,7 @@ async fn measure(
                         ramp_saturation(plan, run, script, &summary, saturations, &reqs);
                     record.measured = measured_summary(script, &summary, &reqs);
                     record.load = Some(summary);
+                    return Ok(reqs.iter().map(|r| r.start_ns).collect());
                 }
                 Err(e) => record
                     .warnings
@@ -572,7 +578,7 @@ async fn measure(
             .push("the load generator left no output".into()),
         Err(e) => record.warnings.push(e.to_string()),
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {

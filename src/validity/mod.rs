@@ -135,7 +135,8 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     out
 }
 
-/// Reads the run directory's containers.csv, requests.csv and events.csv and checks them.
+/// Reads the run directory's containers.csv and events.csv and checks them with the
+/// requests' start times (requests.csv's `start_ns`, which the executor has read already).
 /// An unreadable file, or a run whose measured window is unknown, is an error: the caller
 /// records it as a warning, never as a valid run.
 pub fn assess(
@@ -144,13 +145,14 @@ pub fn assess(
     script: &LoadScript,
     load: Option<&LoadSummary>,
     scheduled_arrivals: Option<f64>,
+    request_starts: Vec<i128>,
     guards: &Guards,
 ) -> Result<Assessment, ValidityError> {
     let load = load.ok_or(ValidityError::NoWindow("load summary"))?;
     let window = Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
     let data = Data {
         samples: read_samples(&dir.join(crate::run::monitor::CONTAINERS_CSV))?,
-        request_starts: read_request_starts(&dir.join("requests.csv"))?,
+        request_starts,
         events: read_events(&dir.join("events.csv"))?,
     };
     let containers = path_containers(topo);

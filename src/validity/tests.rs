@@ -232,12 +232,14 @@ fn assess_reads_the_run_directory() {
         ..Default::default()
     };
     let guards = Guards::default();
+    let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
     let out = assess(
         dir.path(),
         &topology(),
         &script(),
         Some(&load),
         Some(300.0),
+        starts(),
         &guards,
     )
     .unwrap();
@@ -256,6 +258,7 @@ fn assess_reads_the_run_directory() {
         &script(),
         Some(&no_start),
         None,
+        starts(),
         &guards,
     );
     assert!(matches!(e, Err(ValidityError::NoWindow(_))));
@@ -266,6 +269,7 @@ fn assess_reads_the_run_directory() {
         &script(),
         Some(&load),
         None,
+        starts(),
         &guards,
     );
     assert!(matches!(e, Err(ValidityError::Open { .. })));
