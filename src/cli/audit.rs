@@ -37,7 +37,7 @@ impl AuditArgs {
         let report =
             audit::run(&self.plan, self.registered.as_deref(), &self.results).map_err(|e| {
                 if e.bad_input() {
-                    CliError::Invalid(e.to_string(), Vec::new())
+                    CliError::invalid(e.to_string())
                 } else {
                     CliError::Failure(e.into())
                 }

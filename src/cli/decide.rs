@@ -31,19 +31,15 @@ pub enum Decision {
     Skip,
 }
 
-fn invalid(msg: String) -> CliError {
-    CliError::Invalid(msg, Vec::new())
-}
-
 impl DecideArgs {
     pub fn exec(self, decision: Decision) -> Result<(), CliError> {
         if self.reason.trim().is_empty() {
-            return Err(invalid("--reason must say why, in words".into()));
+            return Err(CliError::invalid("--reason must say why, in words".into()));
         }
         let loaded = load_file(&self.plan, super::host_cores())?;
         let runs = expand(&loaded.plan);
         let Some(spec) = runs.iter().find(|r| r.id == self.run) else {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` has no run `{}`; `feedbench status {}` lists the runs",
                 loaded.file,
                 self.run,
@@ -53,7 +49,7 @@ impl DecideArgs {
         let study = loaded.plan.study.name.to_string();
         let study_dir = self.results.join(&study);
         if !study_dir.join(journal::FILE).exists() {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
                 study_dir.display()
             )));
@@ -63,7 +59,7 @@ impl DecideArgs {
         let path = study_dir.join(journal::FILE);
         let j = journal::read(&path).map_err(|e| CliError::Failure(e.into()))?;
         if j.entries.is_empty() {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
                 study_dir.display()
             )));
@@ -72,7 +68,7 @@ impl DecideArgs {
         let mut w = Writer::open(&path).map_err(|e| CliError::Failure(e.into()))?;
         let ledger = Ledger::fold(j.events());
         if ledger.plan_change(&loaded.plan_hash, &runs).is_some() {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` changed since study `{study}` last ran; declare the change first (`feedbench run --amend \"<reason>\"`)",
                 loaded.file
             )));
@@ -108,7 +104,7 @@ impl DecideArgs {
                 by: Decider::Person,
             },
             (Decision::Invalidate, s) => {
-                return Err(invalid(format!(
+                return Err(CliError::invalid(format!(
                     "`{}` is {}; only a completed valid run can be invalidated{}",
                     spec.id,
                     s.label(),
@@ -120,7 +116,7 @@ impl DecideArgs {
                 )))
             }
             (Decision::Skip, s) => {
-                return Err(invalid(format!(
+                return Err(CliError::invalid(format!(
                     "`{}` is {}; only a run that has not run can be skipped{}",
                     spec.id,
                     s.label(),

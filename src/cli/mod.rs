@@ -91,6 +91,11 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// Bad input or usage, said in words (exit 2).
+    pub fn invalid(msg: String) -> CliError {
+        CliError::Invalid(msg, Vec::new())
+    }
+
     pub fn is_broken_pipe(&self) -> bool {
         match self {
             CliError::Failure(e) => e.chain().any(|cause| {

@@ -65,10 +65,6 @@ mod study;
 
 use show::Recorder;
 
-fn invalid(msg: String) -> CliError {
-    CliError::Invalid(msg, Vec::new())
-}
-
 impl RunArgs {
     pub fn exec(self) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::host_cores())?;
@@ -79,7 +75,7 @@ impl RunArgs {
             .cloned()
             .collect();
         if selected.is_empty() {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "no run of `{}` matches `{}`",
                 loaded.file,
                 self.only.clone().unwrap_or_default()
@@ -95,7 +91,7 @@ impl RunArgs {
                     format!("(`{p}`) differs from its last commit, or is not committed")
                 }
             };
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` {why}. The plan's commit is the study's pre-registration: commit the plan first, or pass --allow-uncommitted to run it anyway and record that as a deviation",
                 loaded.file
             )));
@@ -117,13 +113,13 @@ impl RunArgs {
         let has_results = !journal.entries.is_empty() || study_dir.join(layout::RUNS).exists();
         let resume = self.resume || self.amend.is_some();
         if has_results && !resume {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` already holds results of study `{study}`; feedbench never overwrites them. Pass --resume to carry the study on (completed runs are kept), or choose another --results",
                 study_dir.display()
             )));
         }
         if resume && journal.entries.is_empty() && study_dir.join(layout::RUNS).exists() {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` holds runs but no journal ({}); they were not made by this version of feedbench and cannot be resumed. Choose another --results",
                 study_dir.display(),
                 journal::FILE
@@ -158,7 +154,7 @@ impl RunArgs {
                         short(&c.new_plan_hash)
                     )
                 };
-                return Err(invalid(format!(
+                return Err(CliError::invalid(format!(
                     "{what} {}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
                     if list.is_empty() {
                         "No result recorded so far is touched.".to_string()
@@ -168,7 +164,7 @@ impl RunArgs {
                 )));
             }
             (None, Some(_)) if ledger.plan_hash.is_some() => {
-                return Err(invalid(format!(
+                return Err(CliError::invalid(format!(
                     "--amend: `{}` has not changed since study `{study}` last ran (plan hash {}); there is nothing to amend",
                     loaded.file,
                     short(&loaded.plan_hash)
@@ -239,8 +235,7 @@ impl RunArgs {
                         &study_dir.join(&dir),
                     )
                     .map_err(anyhow::Error::from)?;
-                    rec.ledger.apply(&event);
-                    rec.show(&event);
+                    rec.note(&event);
                 }
                 // An amendment a crash cut short is finished before anything else.
                 supersede_pending(&study_dir, &mut rec)?;
@@ -342,10 +337,10 @@ fn preflight(
             continue;
         }
         let topo = crate::engine::topology::topology(&loaded.plan, r, &read)
-            .map_err(|e| invalid(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
+            .map_err(|e| CliError::invalid(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
         crate::engine::deploy::check_caps(&topo, cores, loaded.plan.caps.allow_oversubscription)
             .map_err(|e| {
-                invalid(format!(
+                CliError::invalid(format!(
                     "`{}`: {e}. Lower the caps, or set `caps.allow-oversubscription: true` to run anyway (runs then compete for CPU)",
                     loaded.file
                 ))

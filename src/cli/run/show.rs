@@ -22,9 +22,14 @@ impl Recorder {
             .writer
             .append(event)
             .map_err(|e| CliError::Failure(e.into()))?;
-        self.ledger.apply(&entry.event);
-        self.show(&entry.event);
+        self.note(&entry.event);
         Ok(())
+    }
+
+    /// Folds an event another writer appended (`run::settle`) into the ledger and shows it.
+    pub fn note(&mut self, event: &Event) {
+        self.ledger.apply(event);
+        self.show(event);
     }
 }
 

@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::invalid;
 use super::show::{clock, print_event, summarise, Recorder};
 use crate::cli::CliError;
 use crate::engine::runtime::Runtime;
@@ -19,7 +18,8 @@ use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::{execute, Saturations};
 use crate::run::settle::{self, StudyContext};
 
-/// Saturations measured by runs that stand (completed and valid), from their run.json.
+/// Saturations measured by runs that stand (completed and valid), from their run.json:
+/// read once when the study loop starts; each run finished afterwards adds its own.
 fn recorded(study_dir: &Path, ledger: &Ledger, runs: &[RunSpec]) -> Saturations {
     let mut out = Saturations::new();
     for (r, s) in runs.iter().zip(ledger.status(runs)) {
@@ -33,23 +33,28 @@ fn recorded(study_dir: &Path, ledger: &Ledger, runs: &[RunSpec]) -> Saturations 
             continue;
         };
         if let Some(rate) = json["saturation"]["rate"].as_f64() {
-            // A ramp whose every step met the objective did not find saturation: its top
-            // step is a lower bound, and every rate taken from it says so.
-            let source = if json["saturation"]["first_breach"].is_null() {
-                format!(
-                    "{} (a lower bound: the objective held at every step up to the ramp's top)",
-                    r.id
-                )
-            } else {
-                r.id.clone()
-            };
-            out.insert(
-                (r.contender.clone(), r.repetition, r.profile.clone()),
-                (rate, source),
-            );
+            let breached = !json["saturation"]["first_breach"].is_null();
+            remember(&mut out, r, rate, breached);
         }
     }
     out
+}
+
+/// Adds the saturation `r` measured. A ramp whose every step met the objective did not
+/// find saturation: its top step is a lower bound, and every rate taken from it says so.
+fn remember(out: &mut Saturations, r: &RunSpec, rate: f64, breached: bool) {
+    let source = if breached {
+        r.id.clone()
+    } else {
+        format!(
+            "{} (a lower bound: the objective held at every step up to the ramp's top)",
+            r.id
+        )
+    };
+    out.insert(
+        (r.contender.clone(), r.repetition, r.profile.clone()),
+        (rate, source),
+    );
 }
 
 /// The images of a run's containers, as the engine has them now.
@@ -105,16 +110,12 @@ async fn gate(
             return Err(anyhow::anyhow!("interrupted during the gate of `{}`; nothing was recorded for it", run.contender).into());
         }
     };
-    let log = study_dir
-        .join("gates")
-        .join(format!("{}.log", run.contender));
     std::fs::create_dir_all(study_dir.join("gates")).map_err(anyhow::Error::from)?;
-    let mut path = log.clone();
-    let mut n = 1;
-    while path.exists() {
-        n += 1;
-        path = log.with_extension(format!("{n}.log"));
-    }
+    let path = files::unused(
+        &study_dir
+            .join("gates")
+            .join(format!("{}.log", run.contender)),
+    );
     files::write_atomic(&path, outcome.output.as_bytes()).map_err(anyhow::Error::from)?;
     if !outcome.judged {
         // Not the contender's fault as far as anyone can tell: nothing is recorded against
@@ -166,6 +167,7 @@ pub async fn study_loop(
     let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
     let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
     let study_started = std::time::Instant::now();
+    let mut measured = recorded(study_dir, &rec.ledger, runs);
     let (mut not_valid, mut waiting, mut excluded) = (Vec::new(), Vec::new(), Vec::new());
     for (i, run) in to_do.iter().enumerate() {
         if needs_gate(loaded, &run.contender, &rec.ledger) {
@@ -218,7 +220,7 @@ pub async fn study_loop(
         let attempt = rec.ledger.next_attempt(&run.id);
         let dir = layout::run_dir(study_dir, &run.id);
         if dir.exists() {
-            return Err(invalid(format!(
+            return Err(CliError::invalid(format!(
                 "`{}` exists but the journal has no run in it; feedbench never overwrites results. Move it away, then resume",
                 dir.display()
             )));
@@ -236,7 +238,6 @@ pub async fn study_loop(
             attempt,
             dir: layout::relative(study_dir, &dir),
         })?;
-        let measured = recorded(study_dir, &rec.ledger, runs);
         let later: f64 = to_do[i + 1..].iter().map(|r| estimate(r)).sum();
         let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
             if let (
@@ -265,8 +266,7 @@ pub async fn study_loop(
                     let _ = rt.clean(Some(&ctx.study)).await;
                     let event = settle::aborted(study_dir, &mut rec.writer, run, attempt, &dir, &e.to_string())
                         .map_err(anyhow::Error::from)?;
-                    rec.ledger.apply(&event);
-                    rec.show(&event);
+                    rec.note(&event);
                     return Err(anyhow::anyhow!("`{}` could not be executed: {e}", run.id).into());
                 }
             },
@@ -306,10 +306,15 @@ pub async fn study_loop(
             objective,
         )
         .map_err(anyhow::Error::from)?;
-        rec.ledger.apply(&event);
-        rec.show(&event);
-        if !matches!(event, Event::RunFinished { .. }) {
-            not_valid.push(run.id.clone());
+        rec.note(&event);
+        match (&event, &record.saturation) {
+            (Event::RunFinished { .. }, Some(s)) => {
+                if let Some(rate) = s.rate {
+                    remember(&mut measured, run, rate, s.first_breach.is_some());
+                }
+            }
+            (Event::RunFinished { .. }, None) => {}
+            _ => not_valid.push(run.id.clone()),
         }
     }
     let mut problems = Vec::new();
