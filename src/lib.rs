@@ -1,15 +1,12 @@
 //! feedbench: a declarative experiment orchestrator for service benchmarks.
 //!
-//! The pure core (`plan`) loads, validates, hashes and expands a pre-registered study plan;
-//! it depends on neither tokio nor bollard.
+//! The pure core lives in the `feedbench-core` crate (`crates/core`) and is re-exported
+//! here under its usual paths; this crate holds the effects: the engine runtime, images,
+//! the executor, the monitors and the command line.
 
-pub mod analysis;
-pub mod audit;
 pub mod cli;
 pub mod engine;
-pub mod git;
 pub mod images;
-pub mod ledger;
-pub mod plan;
 pub mod run;
-pub mod validity;
+
+pub use feedbench_core::{analysis, audit, git, ledger, plan, rundir, spec, validity};

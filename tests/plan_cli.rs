@@ -401,27 +401,3 @@ fn every_example_plan_is_valid_and_points_editors_at_the_schema() {
         }
     }
 }
-
-/// The pure core must not reach for the async runtime or the engine client.
-#[test]
-fn the_plan_core_uses_neither_tokio_nor_bollard() {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&repo().join("src/plan"), &mut files);
-    assert!(files.len() > 5);
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for word in ["tokio", "bollard"] {
-            assert!(!text.contains(word), "{} mentions {word}", f.display());
-        }
-    }
-}

@@ -5,4 +5,4 @@ pub mod deploy;
 pub mod fault_proxy;
 pub mod http;
 pub mod runtime;
-pub mod topology;
+pub use feedbench_core::spec::topology;

@@ -324,7 +324,7 @@ mod tests {
     use crate::ledger::journal;
 
     fn sealed(study: &Path, area_dir: &Path, validity: Validity) -> Manifest {
-        let mut m = crate::ledger::manifest::tests::sample();
+        let mut m = crate::ledger::manifest::sample_for_tests();
         m.run_id = "a/b/r1".into();
         m.run_hash = "rh".into();
         m.attempt = 2;

@@ -9,7 +9,7 @@ use bollard::errors::Error as DockerError;
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use super::row::Counters;
+use crate::rundir::samples::Counters;
 
 /// What one stats request gave.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::parse;
-use super::row::Counters;
+use crate::rundir::samples::Counters;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// USER_HZ, the unit of v1's `cpuacct.stat`; 100 on every Linux architecture Docker runs on.

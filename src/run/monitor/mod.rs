@@ -21,7 +21,6 @@ mod error;
 mod oom;
 mod parse;
 mod poller;
-mod row;
 mod sampler;
 
 use std::net::SocketAddr;
@@ -33,11 +32,11 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use cgroup::Layout;
-pub use error::MonitorError;
-pub use row::{
+pub use crate::rundir::samples::{
     BalancerRow, ContainerRow, Counters, SampleStatus, BALANCER_HEADER, CONTAINERS_HEADER,
 };
+pub use cgroup::Layout;
+pub use error::MonitorError;
 pub use sampler::Rows;
 
 use crate::engine::runtime::Runtime;
@@ -47,8 +46,7 @@ use clock::Clock;
 use csv::CsvFile;
 use sampler::{Probe, Reader, SamplerReport};
 
-pub const CONTAINERS_CSV: &str = "containers.csv";
-pub const BALANCER_CSV: &str = "balancer.csv";
+pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV};
 
 /// A container to sample: its name and its role (the `feedbench.role` label's value).
 #[derive(Debug, Clone, PartialEq, Eq)]

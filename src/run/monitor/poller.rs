@@ -9,9 +9,9 @@ use tokio::time::{interval_at, MissedTickBehavior};
 use super::clock::{Clock, Timing};
 use super::csv::CsvFile;
 use super::error::MonitorError;
-use super::row::BalancerRow;
 use super::BalancerSummary;
 use crate::engine::balancer::stats;
+use crate::rundir::samples::BalancerRow;
 
 pub struct Poller {
     pub addr: SocketAddr,

@@ -17,8 +17,8 @@ use super::csv::CsvFile;
 use super::engine::inspect;
 use super::error::MonitorError;
 use super::oom::OomTracker;
-use super::row::{ContainerRow, Counters, SampleStatus};
 use super::{ContainerSummary, Latest, Target};
+use crate::rundir::samples::{ContainerRow, Counters, SampleStatus};
 
 /// Where the counters come from, once chosen.
 #[derive(Debug, Clone)]

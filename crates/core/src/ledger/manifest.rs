@@ -194,44 +194,50 @@ pub fn verify(dir: &Path, manifest: &Manifest) -> Result<Vec<Mismatch>, FileErro
     Ok(out)
 }
 
+/// A manifest with placeholder facts, for tests in this crate and the binary's.
+#[doc(hidden)]
+pub fn sample_for_tests() -> Manifest {
+    Manifest {
+        format_version: FORMAT_VERSION,
+        study: "s".into(),
+        plan_file: "p.yaml".into(),
+        plan_hash: "ph".into(),
+        run_id: "a/b/r1".into(),
+        run_hash: "rh".into(),
+        attempt: 1,
+        feedbench_version: "0".into(),
+        git: Git {
+            commit: None,
+            path: None,
+            clean: None,
+        },
+        host: Host {
+            cores: 2.0,
+            memory_bytes: 1,
+            kernel: "k".into(),
+            cgroup_version: "2".into(),
+            engine_version: "e".into(),
+        },
+        images: Vec::new(),
+        started_wall_ns: "1".into(),
+        ended_wall_ns: "2".into(),
+        outcome: Outcome {
+            execution: Execution::Completed,
+            execution_detail: None,
+            cleanup: "ok".into(),
+            validity: Validity::Valid,
+            objective: Some("met".into()),
+        },
+        files: BTreeMap::new(),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
     pub fn sample() -> Manifest {
-        Manifest {
-            format_version: FORMAT_VERSION,
-            study: "s".into(),
-            plan_file: "p.yaml".into(),
-            plan_hash: "ph".into(),
-            run_id: "a/b/r1".into(),
-            run_hash: "rh".into(),
-            attempt: 1,
-            feedbench_version: "0".into(),
-            git: Git {
-                commit: None,
-                path: None,
-                clean: None,
-            },
-            host: Host {
-                cores: 2.0,
-                memory_bytes: 1,
-                kernel: "k".into(),
-                cgroup_version: "2".into(),
-                engine_version: "e".into(),
-            },
-            images: Vec::new(),
-            started_wall_ns: "1".into(),
-            ended_wall_ns: "2".into(),
-            outcome: Outcome {
-                execution: Execution::Completed,
-                execution_detail: None,
-                cleanup: "ok".into(),
-                validity: Validity::Valid,
-                objective: Some("met".into()),
-            },
-            files: BTreeMap::new(),
-        }
+        sample_for_tests()
     }
 
     #[test]

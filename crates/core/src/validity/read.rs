@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::error::ValidityError;
 use super::samples::Sample;
 use super::window::EventRow;
-use crate::run::monitor::SampleStatus;
+use crate::rundir::samples::SampleStatus;
 
 fn reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ValidityError> {
     let file = std::fs::File::open(path).map_err(|source| ValidityError::Open {
@@ -101,7 +101,7 @@ pub fn read_events(path: &Path) -> Result<Vec<EventRow>, ValidityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::monitor::{ContainerRow, Counters, CONTAINERS_HEADER};
+    use crate::rundir::samples::{ContainerRow, Counters, CONTAINERS_HEADER};
 
     fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
         let path = dir.join(name);

@@ -337,8 +337,8 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         3,
         Readiness::NotStarted,
     );
-    load.cmd = Some(crate::run::load::k6_args());
-    load.env = crate::run::load::k6_env();
+    load.cmd = Some(crate::spec::load::k6_args());
+    load.env = crate::spec::load::k6_env();
     containers.push(load);
 
     // A CPU-steal run carries its co-tenant from the start (created, not started), so the
@@ -360,7 +360,7 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
                 4,
                 Readiness::NotStarted,
             );
-            co.cmd = Some(crate::run::faults::co_tenant_args(
+            co.cmd = Some(crate::spec::faults::co_tenant_args(
                 cores,
                 std::time::Duration::from_millis(f.duration.millis),
             ));
@@ -489,7 +489,7 @@ mod tests {
     use crate::plan::validate::Context;
 
     fn smoke() -> (Plan, Vec<RunSpec>) {
-        let text = include_str!("../../experiments/smoke.yaml");
+        let text = include_str!("../../../../experiments/smoke.yaml");
         let ctx = Context {
             host_cores: None,
             exists: None,

@@ -12,7 +12,7 @@ use crate::git::Commit;
 use crate::ledger::journal::{Event, Evidence};
 use crate::ledger::manifest::Git;
 
-const PLAN: &str = include_str!("../../../tests/plans/valid/minimal.yaml");
+const PLAN: &str = include_str!("../../../../../tests/plans/valid/minimal.yaml");
 
 fn edited() -> String {
     let e = PLAN.replace(

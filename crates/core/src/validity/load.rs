@@ -102,7 +102,7 @@ pub fn check_arrivals(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::load::{Schedule, Stage};
+    use crate::spec::load::{Schedule, Stage};
 
     const S: i128 = 1_000_000_000;
     /// The scenario starts at unix second 1000; warm-up 10 s; 60 s in all.

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::engine::topology::Role;
 use crate::plan::model::{Fault, Injection, Stream};
+use crate::spec::topology::Role;
 
 /// One thing to do to the running system.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 
 use super::samples::{PathContainer, Sample};
 use super::{Assessment, Evidence};
-use crate::run::monitor::SampleStatus;
+use crate::rundir::samples::SampleStatus;
 
 /// The words a `down` row's detail carries when the engine's `OOMKilled` flag was set.
 pub const OOM_DETAIL: &str = "killed out of memory";

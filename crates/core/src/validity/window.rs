@@ -1,8 +1,8 @@
 //! Time spans on the wall clock (unix ns): the measured window, the faults' active spans
 //! from events.csv, and the measured window with the faults taken out.
 
-use crate::run::load::LoadScript;
-use crate::run::requests::LoadSummary;
+use crate::rundir::requests::LoadSummary;
+use crate::spec::load::LoadScript;
 
 /// A half-open span `[start_ns, end_ns)` of unix nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::topology::run_slug;
+use crate::spec::topology::run_slug;
 
 pub const RUNS: &str = "runs";
 pub const INTERRUPTED: &str = "_interrupted";

@@ -5,7 +5,7 @@ use super::samples::{PathContainer, Sample};
 use super::window::Window;
 use super::{Assessment, Evidence};
 use crate::analysis::saturation::percentile;
-use crate::run::monitor::SampleStatus;
+use crate::rundir::samples::SampleStatus;
 
 /// Consecutive pairs of the container's `ok` rows whose reads both lie in the window.
 fn pairs<'a>(rows: &[&'a Sample], window: Window) -> Vec<(&'a Sample, &'a Sample)> {

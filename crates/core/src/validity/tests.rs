@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::engine::topology::{ContainerSpec, Readiness, Role};
-use crate::run::load::Stage;
-use crate::run::monitor::SampleStatus;
+use crate::rundir::samples::SampleStatus;
+use crate::spec::load::Stage;
+use crate::spec::topology::{ContainerSpec, Readiness, Role};
 
 const S: i128 = 1_000_000_000;
 const T0: i128 = 1_700_000_000 * S;
@@ -198,7 +198,7 @@ fn path_containers_carry_their_caps() {
 fn assess_reads_the_run_directory() {
     use std::fmt::Write as _;
     let dir = tempfile::tempdir().unwrap();
-    let mut containers = format!("{}\n", crate::run::monitor::CONTAINERS_HEADER);
+    let mut containers = format!("{}\n", crate::rundir::samples::CONTAINERS_HEADER);
     for t in 0..31 {
         for name in ["lg", "bal"] {
             let role = if name == "lg" {

@@ -1,8 +1,8 @@
 //! The parsed inputs of the checks: containers.csv rows as far as validity needs them, and
 //! the measurement-path containers of a run with their CPU caps.
 
-use crate::engine::topology::{Role, RunTopology};
-use crate::run::monitor::SampleStatus;
+use crate::rundir::samples::SampleStatus;
+use crate::spec::topology::{Role, RunTopology};
 
 /// The roles on the measurement path: what carries the load and the faults, not the
 /// system under test.

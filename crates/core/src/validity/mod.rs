@@ -21,11 +21,11 @@ pub use read::{read_events, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
 pub use window::{fault_spans, subtract, EventRow, Window};
 
-use crate::engine::topology::RunTopology;
 pub use crate::ledger::Evidence;
 use crate::plan::model::Guards;
-use crate::run::load::{LoadScript, Schedule};
-use crate::run::requests::LoadSummary;
+use crate::rundir::requests::LoadSummary;
+use crate::spec::load::{LoadScript, Schedule};
+use crate::spec::topology::RunTopology;
 
 /// How far the achieved arrivals may stray from the scheduled ones, either way, in percent.
 pub const ARRIVAL_TOLERANCE_PCT: f64 = 2.0;
@@ -151,7 +151,7 @@ pub fn assess(
     let load = load.ok_or(ValidityError::NoWindow("load summary"))?;
     let window = Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
     let data = Data {
-        samples: read_samples(&dir.join(crate::run::monitor::CONTAINERS_CSV))?,
+        samples: read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?,
         request_starts,
         events: read_events(&dir.join("events.csv"))?,
     };

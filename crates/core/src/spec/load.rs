@@ -20,9 +20,9 @@ use indexmap::IndexMap;
 pub use schedule::{Schedule, Stage, TIME_UNIT_S};
 pub use script::{segments, Segment, MAX_ID};
 
-use crate::engine::topology::{FileSpec, LOAD_SCRIPT};
 use crate::plan::model::{Objective, Profile, Workload};
 use crate::plan::units::{Name, Rate};
+use crate::spec::topology::{FileSpec, LOAD_SCRIPT};
 
 /// Where k6 writes its raw samples inside the load-generator container: its home, the one
 /// directory user k6 (uid 12345) can write. Gzipped (k6 compresses when the name ends in
