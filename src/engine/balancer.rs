@@ -1,5 +1,7 @@
 //! HAProxy's stats, read from its CSV endpoint: per-server status and counters.
 
+use crate::rundir::health::HealthRow;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -150,20 +152,11 @@ mod tests {
 }
 
 /// A server's state change as HAProxy logged it (`option log-health-checks`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transition {
-    /// Unix ns, from the engine's timestamp on the log line.
-    pub wall_ns: i128,
-    pub server: String,
-    /// `UP` or `DOWN`.
-    pub state: String,
-}
-
 /// Reads "Server <backend>/<server> is UP|DOWN" lines from a timestamped container log
 /// (`2026-11-30T04:22:25.018058980Z …`). Each change appears once (HAProxy prints it to
 /// two outputs; repeats at the same instant are dropped).
-pub fn transitions(log: &str) -> Vec<Transition> {
-    let mut out: Vec<Transition> = Vec::new();
+pub fn transitions(log: &str) -> Vec<HealthRow> {
+    let mut out: Vec<HealthRow> = Vec::new();
     for line in log.lines() {
         let Some((stamp, text)) = line.split_once(' ') else {
             continue;
@@ -191,7 +184,7 @@ pub fn transitions(log: &str) -> Vec<Transition> {
             .find(|t| t.server == server)
             .is_some_and(|t| t.state == state && (wall_ns - t.wall_ns).abs() < 1_000_000);
         if !repeat {
-            out.push(Transition {
+            out.push(HealthRow {
                 wall_ns,
                 server,
                 state: state.to_string(),

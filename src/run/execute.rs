@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
-use serde::Serialize;
 
 use super::events::{csv_row, Clock, RunEvent, Stamp, CSV_HEADER};
 use super::faults::{schedule, Action, Edge};
 use super::guards::{self, Trip};
 use super::load::{self, LoadScript, LoadSpec};
-use super::monitor::{self, MonitorSummary, Target};
+use super::monitor::{self, Target};
 use super::requests::{self, LoadSummary};
 use crate::analysis::saturation::{self, Saturation};
 use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
@@ -24,7 +23,9 @@ use crate::engine::topology::{
 use crate::plan::model::{Plan, Profile};
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
-use crate::validity::{self, Evidence, Window};
+use crate::rundir::record::{Derived, Ending, Measured, RunRecord, FORMAT_VERSION};
+use crate::rundir::{self, health};
+use crate::validity::{self, Window};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecuteError {
@@ -47,67 +48,13 @@ pub enum ExecuteError {
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Monitor(#[from] monitor::MonitorError),
-}
-
-/// How the run ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "execution", rename_all = "kebab-case")]
-pub enum Execution {
-    Completed,
-    Aborted {
-        guard: String,
-        figure: f64,
-        threshold: f64,
-        unit: String,
-        detail: String,
+    #[error(transparent)]
+    Record(#[from] crate::rundir::record::RecordError),
+    #[error("`{path}` does not read back: {source}")]
+    Requests {
+        path: PathBuf,
+        source: requests::RequestsError,
     },
-    Failed {
-        reason: String,
-    },
-}
-
-/// What a run leaves for the record (the run's `run.json`).
-#[derive(Debug, Clone, Serialize)]
-pub struct RunRecord {
-    pub format_version: u32,
-    pub run_id: String,
-    pub run_hash: String,
-    pub plan_hash: String,
-    pub execution: Execution,
-    pub cleanup_ok: bool,
-    /// Rates taken from measured saturations: field, value, and where it came from.
-    pub derived: Vec<Derived>,
-    pub warnings: Vec<String>,
-    pub load: Option<LoadSummary>,
-    pub scheduled_arrivals: Option<f64>,
-    pub monitors: Option<MonitorSummary>,
-    /// For a step ramp: every step's verdict and the saturation.
-    pub saturation: Option<Saturation>,
-    /// Requests that started in the measured phase (after the warm-up): how many, their
-    /// nearest-rank p50 and p99 in ms, and the share that failed (no response or 5xx).
-    pub measured: Option<Measured>,
-    /// Measurement-path validity (`validity::check`) of a completed run: one piece of
-    /// evidence per failed check; empty when every check passed or none could run (those
-    /// are in `warnings`).
-    #[serde(rename = "validity_evidence")]
-    pub validity: Vec<Evidence>,
-    pub started_wall_ns: i128,
-    pub ended_wall_ns: i128,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Measured {
-    pub requests: usize,
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub failed_share: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Derived {
-    pub field: String,
-    pub rate: f64,
-    pub from: String,
 }
 
 /// Saturations measured earlier in the study, by (contender, repetition, profile).
@@ -127,7 +74,7 @@ impl<'a> EventLog<'a> {
         run_id: &str,
         observer: &'a mut dyn FnMut(&str, Stamp, &RunEvent),
     ) -> Result<Self, ExecuteError> {
-        let path = dir.join("events.csv");
+        let path = dir.join(rundir::EVENTS_CSV);
         let mut file = std::fs::File::create(&path).map_err(|source| ExecuteError::Write {
             path: path.clone(),
             source,
@@ -149,7 +96,7 @@ impl<'a> EventLog<'a> {
         // The events file is evidence; a failed write is reported on stderr, not fatal.
         if !matches!(event, RunEvent::Progress { .. }) {
             if let Err(e) = self.file.write_all(csv_row(stamp, &event).as_bytes()) {
-                eprintln!("warning: cannot append to events.csv: {e}");
+                eprintln!("warning: cannot append to {}: {e}", rundir::EVENTS_CSV);
             }
         }
         (self.observer)(&self.run_id, stamp, &event);
@@ -219,11 +166,11 @@ pub async fn execute(
     let plan = &loaded.plan;
     let mut events = EventLog::new(dir, &run.id, observer)?;
     let mut record = RunRecord {
-        format_version: 1,
+        format_version: FORMAT_VERSION,
         run_id: run.id.clone(),
         run_hash: run.run_hash.clone(),
         plan_hash: loaded.plan_hash.clone(),
-        execution: Execution::Completed,
+        execution: Ending::Completed,
         cleanup_ok: false,
         derived: Vec::new(),
         warnings: Vec::new(),
@@ -240,9 +187,9 @@ pub async fn execute(
     let (saturation_map, derived) = match resolve_saturations(plan, run, measured) {
         Ok(x) => x,
         Err(reason) => {
-            record.execution = Execution::Failed { reason };
+            record.execution = Ending::Failed { reason };
             record.cleanup_ok = true;
-            return Ok(finish(dir, record, &events));
+            return finish(dir, record, &events);
         }
     };
     for d in &derived {
@@ -264,8 +211,8 @@ pub async fn execute(
         seed: u64::from(run.repetition),
         max_vus: None,
     })?;
-    write(dir, "haproxy.cfg", topo.haproxy_cfg.as_bytes())?;
-    write(dir, "load.js", script.script.as_bytes())?;
+    write(dir, rundir::HAPROXY_CFG, topo.haproxy_cfg.as_bytes())?;
+    write(dir, rundir::LOAD_JS, script.script.as_bytes())?;
     record.scheduled_arrivals = Some(script.scheduled_arrivals);
 
     let facts = rt.facts().await?;
@@ -279,7 +226,7 @@ pub async fn execute(
         if let Some(t) = guards::check(&plan.guards, &r) {
             abort(&mut events, &mut record, &t);
             record.cleanup_ok = true;
-            return Ok(finish(dir, record, &events));
+            return finish(dir, record, &events);
         }
     }
     events.emit(RunEvent::Phase {
@@ -300,23 +247,18 @@ pub async fn execute(
     events.emit(RunEvent::Phase {
         phase: "teardown".into(),
     });
-    if save_logs(rt, &topo, &dir.join("logs")).await.is_err() {
+    let logs = dir.join(rundir::LOGS_DIR);
+    if save_logs(rt, &topo, &logs).await.is_err() {
         record
             .warnings
             .push("some container logs could not be saved".into());
     }
     // Exact health transitions, from HAProxy's own timestamped log (the 1 Hz stats only
     // bound them to the second).
-    if let Ok(log) = std::fs::read_to_string(
-        dir.join("logs")
-            .join(format!("{}.log", Role::Balancer.key())),
-    ) {
-        let mut csv = String::from("wall_ns,server,state\n");
-        for t in crate::engine::balancer::transitions(&log) {
-            csv.push_str(&format!("{},{},{}\n", t.wall_ns, t.server, t.state));
-        }
+    if let Ok(log) = std::fs::read_to_string(logs.join(rundir::log_file(&Role::Balancer.key()))) {
+        let csv = health::render(&crate::engine::balancer::transitions(&log));
         // Teardown comes next whatever happens here: a failed write is a warning.
-        if let Err(e) = write(dir, "health.csv", csv.as_bytes()) {
+        if let Err(e) = write(dir, rundir::HEALTH_CSV, csv.as_bytes()) {
             record.warnings.push(e.to_string());
         }
     }
@@ -324,13 +266,13 @@ pub async fn execute(
     let request_starts = match outcome {
         Ok(starts) => starts,
         Err(e) => {
-            record.execution = Execution::Failed {
+            record.execution = Ending::Failed {
                 reason: e.to_string(),
             };
             Vec::new()
         }
     };
-    if record.execution == Execution::Completed {
+    if record.execution == Ending::Completed {
         match validity::assess(
             dir,
             &topo,
@@ -352,16 +294,15 @@ pub async fn execute(
             Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
         }
     }
-    Ok(finish(dir, record, &events))
+    finish(dir, record, &events)
 }
 
-fn finish(dir: &Path, mut record: RunRecord, events: &EventLog) -> RunRecord {
+/// Stamps the run's end and writes its record; a record that cannot be written fails the
+/// run (settle then finds no record and aborts it with this reason).
+fn finish(dir: &Path, mut record: RunRecord, events: &EventLog) -> Result<RunRecord, ExecuteError> {
     record.ended_wall_ns = events.clock.now().wall_ns;
-    let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
-    if let Err(e) = write(dir, "run.json", &json) {
-        eprintln!("warning: {e}");
-    }
-    record
+    record.write(dir)?;
+    Ok(record)
 }
 
 /// Deploy, sample, load, inject, guard; the raw data lands in `dir`.
@@ -377,7 +318,13 @@ async fn measure(
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
 ) -> Result<Vec<i128>, ExecuteError> {
-    let deployed = deploy(rt, topo, Duration::from_secs(300), Some(&dir.join("logs"))).await?;
+    let deployed = deploy(
+        rt,
+        topo,
+        Duration::from_secs(300),
+        Some(&dir.join(rundir::LOGS_DIR)),
+    )
+    .await?;
     let targets: Vec<Target> = topo.containers.iter().map(Target::from).collect();
     let monitors =
         monitor::start(rt, targets, deployed.addr(Role::Balancer, STATS_PORT), dir).await?;
@@ -549,8 +496,8 @@ async fn measure(
     let raw = rt.download(&loadgen, load::K6_OUTPUT).await;
     match raw {
         Ok(bytes) if !bytes.is_empty() => {
-            write(dir, "k6.csv.gz", &bytes)?;
-            let path = dir.join("requests.csv");
+            write(dir, rundir::K6_CSV_GZ, &bytes)?;
+            let path = dir.join(rundir::REQUESTS_CSV);
             let out = std::fs::File::create(&path).map_err(|source| ExecuteError::Write {
                 path: path.clone(),
                 source,
@@ -561,7 +508,16 @@ async fn measure(
                         requests: summary.requests,
                         dropped_iterations: summary.dropped_iterations,
                     });
-                    let reqs = read_requests(&path);
+                    let reqs = match read_requests(&path) {
+                        Ok(reqs) => reqs,
+                        Err(e) => {
+                            record.load = Some(summary);
+                            record.execution = Ending::Failed {
+                                reason: e.to_string(),
+                            };
+                            return Ok(Vec::new());
+                        }
+                    };
                     record.saturation =
                         ramp_saturation(plan, run, script, &summary, saturations, &reqs);
                     record.measured = measured_summary(script, &summary, &reqs);
@@ -589,7 +545,7 @@ fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {
         unit: t.unit.into(),
         detail: t.detail.clone(),
     });
-    record.execution = Execution::Aborted {
+    record.execution = Ending::Aborted {
         guard: t.guard.into(),
         figure: t.figure,
         threshold: t.threshold,
@@ -717,17 +673,24 @@ fn measured_summary(
     })
 }
 
-/// requests.csv as analysis reads it, read once.
-fn read_requests(requests_csv: &Path) -> Vec<saturation::Request> {
-    let Ok(file) = std::fs::File::open(requests_csv) else {
-        return Vec::new();
-    };
+/// requests.csv as analysis reads it, read once, just after it was written: a row that
+/// does not read back fails the run, naming the file and the row.
+fn read_requests(requests_csv: &Path) -> Result<Vec<saturation::Request>, ExecuteError> {
+    let file = std::fs::File::open(requests_csv).map_err(|source| ExecuteError::Write {
+        path: requests_csv.to_path_buf(),
+        source,
+    })?;
     requests::read(std::io::BufReader::new(file))
-        .filter_map(Result::ok)
-        .map(|r| saturation::Request {
-            start_ns: r.start_ns as i128,
-            duration_ms: r.duration_ms,
-            status: r.status,
+        .map(|r| {
+            let r = r.map_err(|e| ExecuteError::Requests {
+                path: requests_csv.to_path_buf(),
+                source: e,
+            })?;
+            Ok(saturation::Request {
+                start_ns: r.start_ns as i128,
+                duration_ms: r.duration_ms,
+                status: r.status,
+            })
         })
         .collect()
 }

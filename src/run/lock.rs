@@ -25,7 +25,7 @@ pub struct StudyLock {
 }
 
 pub fn lock_study(study_dir: &Path, study: &str) -> Result<StudyLock, LockError> {
-    let path = study_dir.join(".lock");
+    let path = study_dir.join(crate::rundir::layout::LOCK);
     let io = |source| LockError::Io {
         path: path.clone(),
         source,

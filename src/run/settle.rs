@@ -12,7 +12,7 @@ use crate::ledger::manifest::{
 };
 use crate::ledger::{files, Decider};
 use crate::plan::RunSpec;
-use crate::run::execute::{Execution, RunRecord};
+use crate::rundir::record::{Ending, RunRecord};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettleError {
@@ -78,8 +78,8 @@ pub fn settle(
 ) -> Result<Event, SettleError> {
     let cleanup = if record.cleanup_ok { "ok" } else { "failed" }.to_string();
     let (axis, detail) = match &record.execution {
-        Execution::Completed => (Axis::Completed, None),
-        Execution::Aborted {
+        Ending::Completed => (Axis::Completed, None),
+        Ending::Aborted {
             guard,
             figure,
             threshold,
@@ -91,7 +91,7 @@ pub fn settle(
                 "guard {guard}: {figure} {unit} against {threshold} {unit} ({detail})"
             )),
         ),
-        Execution::Failed { reason } => (Axis::Aborted, Some(format!("failed: {reason}"))),
+        Ending::Failed { reason } => (Axis::Aborted, Some(format!("failed: {reason}"))),
     };
     let validity = if axis == Axis::Completed && !record.validity.is_empty() {
         Validity::Invalid {
@@ -191,10 +191,7 @@ pub fn find_moved(
         };
         for e in entries.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
-            let ours = n == slug
-                || n.strip_prefix(&format!("{slug}."))
-                    .is_some_and(|k| k.parse::<u32>().is_ok());
-            if !ours {
+            if !crate::ledger::layout::is_copy_of(&n, &slug) {
                 continue;
             }
             if let Ok(Some(m)) = Manifest::read(&e.path()) {

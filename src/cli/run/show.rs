@@ -7,7 +7,7 @@ use crate::cli::CliError;
 use crate::ledger::journal::{Event, Writer};
 use crate::ledger::state::Ledger;
 use crate::run::events::{RunEvent, Stamp};
-use crate::run::execute::{Execution, RunRecord};
+use crate::rundir::record::{Ending, RunRecord};
 
 /// Appends to the journal, folds the event into the ledger and shows it.
 pub struct Recorder {
@@ -84,15 +84,15 @@ pub fn clock(secs: f64) -> String {
 pub fn summarise(r: &RunRecord) {
     let mut err = std::io::stderr().lock();
     let outcome = match &r.execution {
-        Execution::Completed => "completed".to_string(),
-        Execution::Aborted {
+        Ending::Completed => "completed".to_string(),
+        Ending::Aborted {
             guard,
             figure,
             threshold,
             unit,
             ..
         } => format!("aborted by {guard}: {figure} {unit} against {threshold} {unit}"),
-        Execution::Failed { reason } => format!("failed: {reason}"),
+        Ending::Failed { reason } => format!("failed: {reason}"),
     };
     let _ = writeln!(
         err,

@@ -17,27 +17,30 @@ use crate::plan::{LoadedPlan, RunSpec};
 use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::{execute, Saturations};
 use crate::run::settle::{self, StudyContext};
+use crate::rundir::record::{RecordError, RunRecord};
 
 /// Saturations measured by runs that stand (completed and valid), from their run.json:
-/// read once when the study loop starts; each run finished afterwards adds its own.
-fn recorded(study_dir: &Path, ledger: &Ledger, runs: &[RunSpec]) -> Saturations {
+/// read once when the study loop starts; each run finished afterwards adds its own. A
+/// record that does not read is an error naming the file: later runs would otherwise take
+/// their rate from nothing.
+fn recorded(
+    study_dir: &Path,
+    ledger: &Ledger,
+    runs: &[RunSpec],
+) -> Result<Saturations, RecordError> {
     let mut out = Saturations::new();
     for (r, s) in runs.iter().zip(ledger.status(runs)) {
         let RunState::CompletedValid { dir, .. } = &s.state else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(study_dir.join(dir).join("run.json")) else {
-            continue;
-        };
-        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
-            continue;
-        };
-        if let Some(rate) = json["saturation"]["rate"].as_f64() {
-            let breached = !json["saturation"]["first_breach"].is_null();
-            remember(&mut out, r, rate, breached);
+        let record = RunRecord::read(&study_dir.join(dir))?;
+        if let Some(sat) = &record.saturation {
+            if let Some(rate) = sat.rate {
+                remember(&mut out, r, rate, sat.first_breach.is_some());
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Adds the saturation `r` measured. A ramp whose every step met the objective did not
@@ -110,12 +113,8 @@ async fn gate(
             return Err(anyhow::anyhow!("interrupted during the gate of `{}`; nothing was recorded for it", run.contender).into());
         }
     };
-    std::fs::create_dir_all(study_dir.join("gates")).map_err(anyhow::Error::from)?;
-    let path = files::unused(
-        &study_dir
-            .join("gates")
-            .join(format!("{}.log", run.contender)),
-    );
+    std::fs::create_dir_all(study_dir.join(layout::GATES)).map_err(anyhow::Error::from)?;
+    let path = layout::gate_log(study_dir, &run.contender);
     files::write_atomic(&path, outcome.output.as_bytes()).map_err(anyhow::Error::from)?;
     if !outcome.judged {
         // Not the contender's fault as far as anyone can tell: nothing is recorded against
@@ -167,7 +166,7 @@ pub async fn study_loop(
     let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
     let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
     let study_started = std::time::Instant::now();
-    let mut measured = recorded(study_dir, &rec.ledger, runs);
+    let mut measured = recorded(study_dir, &rec.ledger, runs).map_err(anyhow::Error::from)?;
     let (mut not_valid, mut waiting, mut excluded) = (Vec::new(), Vec::new(), Vec::new());
     for (i, run) in to_do.iter().enumerate() {
         if needs_gate(loaded, &run.contender, &rec.ledger) {

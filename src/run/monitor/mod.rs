@@ -28,7 +28,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -46,6 +45,7 @@ use clock::Clock;
 use csv::CsvFile;
 use sampler::{Probe, Reader, SamplerReport};
 
+pub use crate::rundir::record::{BalancerSummary, ContainerSummary, MonitorSummary, Source};
 pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV};
 
 /// A container to sample: its name and its role (the `feedbench.role` label's value).
@@ -62,19 +62,6 @@ impl From<&ContainerSpec> for Target {
             role: c.role.key(),
         }
     }
-}
-
-/// Where container counters come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Source {
-    /// The cgroup files when this process can see them (a local engine), else the API.
-    #[default]
-    Auto,
-    /// The host's cgroup and proc files: cheap and exact; needs a local engine.
-    Cgroup,
-    /// The engine's stats API, one-shot: works with a remote engine.
-    EngineApi,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,48 +88,6 @@ pub struct Latest {
     /// OOM kills per container since the monitors started (across restarts).
     pub oom_kills: std::collections::BTreeMap<String, u64>,
     pub oom_kills_total: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ContainerSummary {
-    pub name: String,
-    pub role: String,
-    /// Rows with counters.
-    pub ok: u64,
-    /// Rows while the container was not running.
-    pub down: u64,
-    /// Rows whose counters could not be read.
-    pub error: u64,
-    /// The largest |time between two consecutive reads − period|, in seconds.
-    pub max_interval_error_s: f64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct BalancerSummary {
-    pub polls: u64,
-    pub failed: u64,
-    pub skipped_ticks: u64,
-    pub max_lateness_s: f64,
-}
-
-/// What the monitors recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MonitorSummary {
-    /// `cgroup` or `engine-api`.
-    pub source: Source,
-    /// The cgroup layout read, when the source is `cgroup`.
-    pub layout: Option<String>,
-    pub ticks: u64,
-    pub skipped_ticks: u64,
-    /// From the first read to the last, in seconds.
-    pub seconds_covered: f64,
-    /// The latest a tick's last read completed after the tick's scheduled time, in seconds.
-    pub max_lateness_s: f64,
-    /// The largest interval error of any container, in seconds.
-    pub max_interval_error_s: f64,
-    pub containers: Vec<ContainerSummary>,
-    pub oom_kills_total: u64,
-    pub balancer: Option<BalancerSummary>,
 }
 
 /// The running monitors. Dropping the handle stops them too, without a summary.

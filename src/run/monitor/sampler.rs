@@ -238,15 +238,5 @@ impl Sampler {
     }
 }
 
-impl ContainerSummary {
-    fn count(&mut self, s: SampleStatus) {
-        match s {
-            SampleStatus::Ok => self.ok += 1,
-            SampleStatus::Down => self.down += 1,
-            SampleStatus::Error => self.error += 1,
-        }
-    }
-}
-
 /// The latest row per container, keyed by name (for tests and guards).
 pub type Rows = BTreeMap<String, ContainerRow>;

@@ -7,7 +7,7 @@
 //! error-rate bound. Saturation is the rate of the last step that met the objective before
 //! the first that did not.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One request, as analysis needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,7 +39,7 @@ pub struct Objective {
     pub window_ns: i128,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepVerdict {
     pub rate: f64,
     pub requests: usize,
@@ -52,7 +52,7 @@ pub struct StepVerdict {
     pub windows: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Saturation {
     /// The last step rate that met the objective; `None` when the first step already broke it.
     pub rate: Option<f64>,

@@ -13,6 +13,7 @@ use crate::ledger::manifest::{
     self, Execution, Git, Host, Manifest, ManifestError, Outcome, Validity,
 };
 use crate::plan::{expand, load_file, LoadError, RunSpec};
+use crate::rundir;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FixtureError {
@@ -126,17 +127,18 @@ impl Fixture {
             dir: dir.clone(),
         })?;
         let io = |p: &Path| crate::ledger::files::fail("write", p);
-        std::fs::create_dir_all(path.join("logs")).map_err(io(&path))?;
+        std::fs::create_dir_all(path.join(rundir::LOGS_DIR)).map_err(io(&path))?;
+        let replica_log = format!("{}/{}", rundir::LOGS_DIR, rundir::log_file("replica-1"));
         for (name, text) in [
             (
-                "requests.csv",
+                rundir::REQUESTS_CSV,
                 "start_ns,end_ns,route,status\n1000,2000,feed,200\n3000,4500,feed,200\n",
             ),
             (
-                "events.csv",
+                rundir::EVENTS_CSV,
                 "wall_ns,t_s,event,subject,detail\n1,0,phase,measure,\n",
             ),
-            ("logs/replica-1.log", "2026-12-01T00:00:00Z ready\n"),
+            (replica_log.as_str(), "2026-12-01T00:00:00Z ready\n"),
         ] {
             std::fs::write(path.join(name), text).map_err(io(&path.join(name)))?;
         }

@@ -53,25 +53,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 pub fn move_dir(from: &Path, to: &Path) -> Result<PathBuf, FileError> {
     let parent = to.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(fail("create", parent))?;
-    let dest = unused(to);
+    let dest = crate::rundir::layout::unused(to);
     std::fs::rename(from, &dest).map_err(fail("move", from))?;
     sync_dir(parent);
     if let Some(p) = from.parent() {
         sync_dir(p);
     }
     Ok(dest)
-}
-
-/// `path` if nothing is there, else the first free `path.2`, `path.3`…: a name that
-/// overwrites nothing.
-pub fn unused(path: &Path) -> PathBuf {
-    let mut dest = path.to_path_buf();
-    let mut n = 1;
-    while dest.exists() {
-        n += 1;
-        dest = PathBuf::from(format!("{}.{n}", path.display()));
-    }
-    dest
 }
 
 /// One file's digest in a manifest.

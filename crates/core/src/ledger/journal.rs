@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::files::{fail, sync_dir, FileError};
 
 pub const FORMAT_VERSION: u32 = 1;
-pub const FILE: &str = "journal.jsonl";
+pub const FILE: &str = crate::rundir::layout::JOURNAL;
 
 /// A figure that proves a verdict: which container (or component), which figure, its value
 /// against the threshold it broke.

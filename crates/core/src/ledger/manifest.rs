@@ -11,7 +11,7 @@ use super::files::{digest_tree, write_atomic, FileDigest, FileError};
 use super::journal::Evidence;
 
 pub const FORMAT_VERSION: u32 = 1;
-pub const FILE: &str = "manifest.json";
+pub const FILE: &str = crate::rundir::MANIFEST_JSON;
 
 /// The plan's registration in git, as far as it can be told.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 
 pub mod files;
 pub mod journal;
-pub mod layout;
+pub use crate::rundir::layout;
 pub mod manifest;
 pub mod state;
 

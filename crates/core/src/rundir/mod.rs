@@ -1,13 +1,56 @@
-//! The run directory, `results/<study>/runs/<run>/`: the one module that names its files
-//! and owns the typed rows written to them. Writers (the executor, the monitors, settle)
-//! and readers (validity, status, the audit) go through these names; docs/results.md
+//! The study directory, `results/<study>/`, and the run directory within it,
+//! `runs/<run>/`: the one module that names their files and owns the typed rows and
+//! records written to them. Writers (the executor, the monitors, settle) and readers
+//! (validity, status, the audit, the report) go through these names; no file name is
+//! spelled anywhere else (tests/run_directory_names.rs checks it). docs/results.md
 //! describes every file.
 
 pub mod events;
+pub mod health;
+pub mod layout;
+pub mod record;
 pub mod requests;
 pub mod samples;
 
+/// The run's record (`record::RunRecord`).
+pub const RUN_JSON: &str = "run.json";
+/// The run's seal: what defined it, how it ended, every other file's sha256.
+pub const MANIFEST_JSON: &str = "manifest.json";
+/// What happened during the run, on one clock (`events::RunEvent`).
+pub const EVENTS_CSV: &str = "events.csv";
+/// One row per request (`requests::Request`).
+pub const REQUESTS_CSV: &str = "requests.csv";
 /// One sample per container per second (`samples::ContainerRow`).
 pub const CONTAINERS_CSV: &str = "containers.csv";
 /// One row per HAProxy server per second (`samples::BalancerRow`).
 pub const BALANCER_CSV: &str = "balancer.csv";
+/// The balancer's server state changes from its own log (`health::HealthRow`).
+pub const HEALTH_CSV: &str = "health.csv";
+/// The balancer's configuration as rendered for the run.
+pub const HAPROXY_CFG: &str = "haproxy.cfg";
+/// The k6 script as rendered for the run.
+pub const LOAD_JS: &str = "load.js";
+/// k6's raw per-metric output, gzipped, as k6 wrote it.
+pub const K6_CSV_GZ: &str = "k6.csv.gz";
+/// Every container's output, one file per role.
+pub const LOGS_DIR: &str = "logs";
+
+/// Every file name above, for checks that no other module spells one.
+pub const FILE_NAMES: [&str; 11] = [
+    RUN_JSON,
+    MANIFEST_JSON,
+    EVENTS_CSV,
+    REQUESTS_CSV,
+    CONTAINERS_CSV,
+    BALANCER_CSV,
+    HEALTH_CSV,
+    HAPROXY_CFG,
+    LOAD_JS,
+    K6_CSV_GZ,
+    layout::JOURNAL,
+];
+
+/// A container's log file under `logs/`, by its role's key.
+pub fn log_file(role: &str) -> String {
+    format!("{role}.log")
+}

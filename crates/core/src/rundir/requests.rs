@@ -45,7 +45,8 @@ pub struct Request {
 }
 
 /// What the load generator did, from the same output.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LoadSummary {
     /// Requests written to requests.csv.
     pub requests: u64,
@@ -73,6 +74,8 @@ pub struct LoadSummary {
 pub enum RequestsError {
     #[error("cannot read k6's output: {0}")]
     Read(#[source] csv::Error),
+    #[error("a row of requests.csv: {0}")]
+    Row(#[source] csv::Error),
     #[error("cannot write requests.csv: {0}")]
     Write(#[source] csv::Error),
     #[error("k6's output has no `{0}` column (is it k6's CSV output?)")]
@@ -346,7 +349,7 @@ fn write<W: Write>(
 pub fn read<R: Read>(requests_csv: R) -> impl Iterator<Item = Result<Request, RequestsError>> {
     csv::Reader::from_reader(requests_csv)
         .into_deserialize()
-        .map(|r| r.map_err(RequestsError::Read))
+        .map(|r| r.map_err(RequestsError::Row))
 }
 
 #[cfg(test)]

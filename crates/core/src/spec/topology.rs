@@ -459,12 +459,12 @@ pub fn haproxy_config(
     let mut env = minijinja::Environment::new();
     env.set_keep_trailing_newline(true);
     let render = |e: minijinja::Error| TopologyError::Render {
-        what: "haproxy.cfg".into(),
+        what: crate::rundir::HAPROXY_CFG.into(),
         source: e,
     };
-    env.add_template("haproxy.cfg", include_str!("templates/haproxy.cfg.j2"))
+    env.add_template("balancer-config", include_str!("templates/haproxy.cfg.j2"))
         .map_err(render)?;
-    env.get_template("haproxy.cfg")
+    env.get_template("balancer-config")
         .and_then(|t| {
             t.render(minijinja::context! {
                 run_id => run_id,

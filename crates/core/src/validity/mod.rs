@@ -153,7 +153,7 @@ pub fn assess(
     let data = Data {
         samples: read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?,
         request_starts,
-        events: read_events(&dir.join("events.csv"))?,
+        events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
     };
     let containers = path_containers(topo);
     let run = Run {

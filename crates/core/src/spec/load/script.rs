@@ -211,10 +211,10 @@ pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), 
     let plan_json = ascii_json(&data)?;
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("load.js", TEMPLATE)
+    env.add_template("k6-script", TEMPLATE)
         .map_err(LoadError::Template)?;
     let script = env
-        .get_template("load.js")
+        .get_template("k6-script")
         .and_then(|t| t.render(minijinja::context! { kind => p.kind, plan_json => plan_json }))
         .map_err(LoadError::Template)?;
     Ok((script, executor))

@@ -1,0 +1,119 @@
+//! Where things are under `results/<study>/`: the journal, the lock, gate logs, `runs/<run>/`
+//! for runs that stand, and the areas runs are moved to when they do not
+//! (`_invalid_<reason>/`, `_interrupted/`, `_aborted/`, `_superseded/`). Nothing is deleted
+//! or overwritten: a name already taken gets `.2`, `.3`… (`unused`, read back by
+//! `is_copy_of`). Paths in the journal are relative to the study directory.
+
+use std::path::{Path, PathBuf};
+
+use crate::spec::topology::run_slug;
+
+/// The study's journal (`ledger::journal`).
+pub const JOURNAL: &str = "journal.jsonl";
+/// Held by the one feedbench command working on the study.
+pub const LOCK: &str = ".lock";
+/// Gate outputs, one file per contender and gate run.
+pub const GATES: &str = "gates";
+pub const RUNS: &str = "runs";
+pub const INTERRUPTED: &str = "_interrupted";
+pub const ABORTED: &str = "_aborted";
+pub const SUPERSEDED: &str = "_superseded";
+
+/// The directory of a run that stands (or is under way).
+pub fn run_dir(study: &Path, run: &str) -> PathBuf {
+    study.join(RUNS).join(run_slug(run))
+}
+
+/// The area an invalid run is moved to; the reason is made a safe directory name.
+pub fn invalid_area(reason: &str) -> String {
+    let slug: String = reason
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect();
+    format!("_invalid_{}", slug.trim_matches('-'))
+}
+
+/// Where a run's directory goes in `area`.
+pub fn aside(study: &Path, area: &str, run: &str) -> PathBuf {
+    study.join(area).join(run_slug(run))
+}
+
+/// Where the output of `contender`'s gate goes: `gates/<contender>.log`, or `.log.2`… when
+/// the gate ran before.
+pub fn gate_log(study: &Path, contender: &str) -> PathBuf {
+    unused(&study.join(GATES).join(format!("{contender}.log")))
+}
+
+/// `path` if nothing is there, else the first free `path.2`, `path.3`…: a name that
+/// overwrites nothing.
+pub fn unused(path: &Path) -> PathBuf {
+    let mut dest = path.to_path_buf();
+    let mut n = 1;
+    while dest.exists() {
+        n += 1;
+        dest = PathBuf::from(format!("{}.{n}", path.display()));
+    }
+    dest
+}
+
+/// Whether a directory entry named `name` is `base` or one of the copies `unused` makes of
+/// it (`base.2`, `base.3`…).
+pub fn is_copy_of(name: &str, base: &str) -> bool {
+    name == base
+        || name
+            .strip_prefix(base)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|k| k.parse::<u32>().is_ok_and(|n| n >= 2))
+}
+
+/// `path` relative to the study directory, with `/`, for the journal.
+pub fn relative(study: &Path, path: &Path) -> String {
+    path.strip_prefix(study)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn areas_are_safe_names() {
+        assert_eq!(invalid_area("fault-proxy CPU"), "_invalid_fault-proxy-cpu");
+        assert_eq!(invalid_area("by person: x/y"), "_invalid_by-person--x-y");
+        let s = Path::new("/r/smoke");
+        assert_eq!(
+            relative(s, &run_dir(s, "feed-rs/ramp/r1")),
+            "runs/feed-rs_ramp_r1"
+        );
+    }
+
+    #[test]
+    fn copies_are_numbered_and_recognised() {
+        let d = tempfile::tempdir().unwrap();
+        let first = unused(&d.path().join("a_b_r1"));
+        assert_eq!(first, d.path().join("a_b_r1"));
+        std::fs::create_dir(&first).unwrap();
+        let second = unused(&first);
+        assert_eq!(second, d.path().join("a_b_r1.2"));
+        std::fs::create_dir(&second).unwrap();
+        assert_eq!(unused(&first), d.path().join("a_b_r1.3"));
+        for name in ["a_b_r1", "a_b_r1.2", "a_b_r1.17"] {
+            assert!(is_copy_of(name, "a_b_r1"), "{name}");
+        }
+        for name in ["a_b_r10", "a_b_r1.", "a_b_r1.x", "a_b_r1.1", "a_b_r"] {
+            assert!(!is_copy_of(name, "a_b_r1"), "{name}");
+        }
+        std::fs::create_dir(d.path().join(GATES)).unwrap();
+        std::fs::write(d.path().join(GATES).join("feed-rs.log"), "").unwrap();
+        assert_eq!(
+            gate_log(d.path(), "feed-rs"),
+            d.path().join(GATES).join("feed-rs.log.2")
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! `run.json`: the run's record, written by the executor when the run ends and read back by
+//! the study runner (saturations for later runs), status and the report. Serde both ways;
+//! `format_version` says which shape a file has, and fields added later carry
+//! `#[serde(default)]` so that older records still read.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::requests::LoadSummary;
+use super::RUN_JSON;
+use crate::analysis::saturation::Saturation;
+use crate::ledger::files::{write_atomic, FileError};
+use crate::ledger::Evidence;
+
+/// The shape of `run.json` this version writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{path}` line {line}, column {column}: {message} (the run's record is damaged; `feedbench invalidate` the run to have it run again)")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("`{path}` has format_version {found}; this feedbench reads {FORMAT_VERSION} (use the feedbench that wrote it)")]
+    Version { path: PathBuf, found: u32 },
+    #[error("cannot serialise the run's record: {0}")]
+    Serialise(#[source] serde_json::Error),
+    #[error(transparent)]
+    Write(#[from] FileError),
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "execution", rename_all = "kebab-case")]
+pub enum Ending {
+    Completed,
+    Aborted {
+        guard: String,
+        figure: f64,
+        threshold: f64,
+        unit: String,
+        detail: String,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+/// What a run leaves for the record (the run's `run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub format_version: u32,
+    pub run_id: String,
+    pub run_hash: String,
+    pub plan_hash: String,
+    pub execution: Ending,
+    pub cleanup_ok: bool,
+    /// Rates taken from measured saturations: field, value, and where it came from.
+    #[serde(default)]
+    pub derived: Vec<Derived>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default)]
+    pub load: Option<LoadSummary>,
+    #[serde(default)]
+    pub scheduled_arrivals: Option<f64>,
+    #[serde(default)]
+    pub monitors: Option<MonitorSummary>,
+    /// For a step ramp: every step's verdict and the saturation.
+    #[serde(default)]
+    pub saturation: Option<Saturation>,
+    /// Requests that started in the measured phase (after the warm-up): how many, their
+    /// nearest-rank p50 and p99 in ms, and the share that failed (no response or 5xx).
+    #[serde(default)]
+    pub measured: Option<Measured>,
+    /// Measurement-path validity (`validity::check`) of a completed run: one piece of
+    /// evidence per failed check; empty when every check passed or none could run (those
+    /// are in `warnings`).
+    #[serde(rename = "validity_evidence", default)]
+    pub validity: Vec<Evidence>,
+    pub started_wall_ns: i128,
+    pub ended_wall_ns: i128,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub requests: usize,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub failed_share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Derived {
+    pub field: String,
+    pub rate: f64,
+    pub from: String,
+}
+
+/// Where container counters come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The cgroup files when this process can see them (a local engine), else the API.
+    #[default]
+    Auto,
+    /// The host's cgroup and proc files: cheap and exact; needs a local engine.
+    Cgroup,
+    /// The engine's stats API, one-shot: works with a remote engine.
+    EngineApi,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContainerSummary {
+    pub name: String,
+    pub role: String,
+    /// Rows with counters.
+    pub ok: u64,
+    /// Rows while the container was not running.
+    pub down: u64,
+    /// Rows whose counters could not be read.
+    pub error: u64,
+    /// The largest |time between two consecutive reads − period|, in seconds.
+    pub max_interval_error_s: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BalancerSummary {
+    pub polls: u64,
+    pub failed: u64,
+    pub skipped_ticks: u64,
+    pub max_lateness_s: f64,
+}
+
+/// What the monitors recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MonitorSummary {
+    /// `cgroup` or `engine-api`.
+    pub source: Source,
+    /// The cgroup layout read, when the source is `cgroup`.
+    pub layout: Option<String>,
+    pub ticks: u64,
+    pub skipped_ticks: u64,
+    /// From the first read to the last, in seconds.
+    pub seconds_covered: f64,
+    /// The latest a tick's last read completed after the tick's scheduled time, in seconds.
+    pub max_lateness_s: f64,
+    /// The largest interval error of any container, in seconds.
+    pub max_interval_error_s: f64,
+    pub containers: Vec<ContainerSummary>,
+    pub oom_kills_total: u64,
+    pub balancer: Option<BalancerSummary>,
+}
+
+impl ContainerSummary {
+    /// Counts one row of this container by its status.
+    pub fn count(&mut self, s: super::samples::SampleStatus) {
+        use super::samples::SampleStatus;
+        match s {
+            SampleStatus::Ok => self.ok += 1,
+            SampleStatus::Down => self.down += 1,
+            SampleStatus::Error => self.error += 1,
+        }
+    }
+}
+
+impl RunRecord {
+    /// Reads `dir/run.json`.
+    pub fn read(dir: &Path) -> Result<RunRecord, RecordError> {
+        let path = dir.join(RUN_JSON);
+        let text = std::fs::read_to_string(&path).map_err(|source| RecordError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Self::parse(&path, &text)
+    }
+
+    /// Parses a record's text; `path` only names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<RunRecord, RecordError> {
+        let parse = |e: serde_json::Error| RecordError::Parse {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        };
+        #[derive(Deserialize)]
+        struct Version {
+            format_version: u32,
+        }
+        let v: Version = serde_json::from_str(text).map_err(parse)?;
+        if v.format_version != FORMAT_VERSION {
+            return Err(RecordError::Version {
+                path: path.to_path_buf(),
+                found: v.format_version,
+            });
+        }
+        serde_json::from_str(text).map_err(parse)
+    }
+
+    /// Writes `dir/run.json` atomically.
+    pub fn write(&self, dir: &Path) -> Result<(), RecordError> {
+        let json = serde_json::to_vec_pretty(self).map_err(RecordError::Serialise)?;
+        Ok(write_atomic(&dir.join(RUN_JSON), &json)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> RunRecord {
+        RunRecord {
+            format_version: FORMAT_VERSION,
+            run_id: "feed-rs/ramp/r1".into(),
+            run_hash: "rh".into(),
+            plan_hash: "ph".into(),
+            execution: Ending::Aborted {
+                guard: "host-memory".into(),
+                figure: 1.0,
+                threshold: 2.0,
+                unit: "GiB".into(),
+                detail: "low".into(),
+            },
+            cleanup_ok: true,
+            derived: vec![],
+            warnings: vec!["w".into()],
+            load: Some(LoadSummary::default()),
+            scheduled_arrivals: Some(10.0),
+            monitors: Some(MonitorSummary::default()),
+            saturation: None,
+            measured: None,
+            validity: vec![],
+            started_wall_ns: 1,
+            ended_wall_ns: 2,
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = record();
+        r.write(dir.path()).unwrap();
+        assert_eq!(RunRecord::read(dir.path()).unwrap(), r);
+        let text = std::fs::read_to_string(dir.path().join(RUN_JSON)).unwrap();
+        assert!(text.contains("\"execution\": \"aborted\""), "{text}");
+        assert!(text.contains("\"guard\": \"host-memory\""), "{text}");
+    }
+
+    #[test]
+    fn fields_added_later_may_be_absent() {
+        let text = r#"{"format_version":1,"run_id":"a","run_hash":"h","plan_hash":"p",
+            "execution":{"execution":"completed"},"cleanup_ok":true,"started_wall_ns":1,"ended_wall_ns":2}"#;
+        let r = RunRecord::parse(Path::new("run.json"), text).unwrap();
+        assert_eq!(r.execution, Ending::Completed);
+        assert!(r.saturation.is_none() && r.validity.is_empty());
+    }
+
+    #[test]
+    fn a_damaged_record_is_named_with_its_line() {
+        let e = RunRecord::parse(
+            Path::new("x/run.json"),
+            "{\n\"format_version\": 1,\n\"run_id\": 3}",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("x/run.json") && e.contains("line 3"), "{e}");
+        let e = RunRecord::parse(Path::new("run.json"), r#"{"format_version": 9}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("format_version 9"), "{e}");
+    }
+}
