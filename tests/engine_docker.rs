@@ -48,7 +48,7 @@ async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
         for c in &topo.containers {
             let planned = match c.role {
                 Role::Replica(_) => caps.replica,
-                Role::Database => caps.database,
+                Role::Database => caps.database.ok_or("the probe plan caps no database")?,
                 Role::FaultProxy => caps.fault_proxy,
                 Role::Balancer => caps.balancer,
                 Role::LoadGenerator => caps.load_generator,

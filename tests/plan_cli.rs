@@ -372,6 +372,53 @@ fn a_ramps_change_reaches_the_runs_that_depend_on_it() {
     );
 }
 
+/// A study of two static web servers: no database, no object store, and no cap for either.
+#[test]
+fn a_plan_without_a_database_plans_and_shows_a_topology_without_one() {
+    let plan = repo().join("tests/plans/valid/static-web.yaml");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    assert!(doc["caps"].get("database").is_none());
+    assert!(doc["topology"]["services"].as_mapping().unwrap().is_empty());
+    let json = plan_json(&plan);
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12);
+    for run in runs {
+        let id = run["id"].as_str().unwrap();
+        let out = feedbench()
+            .args(["topology", "tests/plans/valid/static-web.yaml", "--run", id])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let topo: Json = serde_json::from_slice(&out.stdout).unwrap();
+        let roles: Vec<String> = topo["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| match &c["role"] {
+                Json::String(s) => s.clone(),
+                other => other.as_object().unwrap().keys().next().unwrap().clone(),
+            })
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                "fault-proxy",
+                "replica",
+                "replica",
+                "balancer",
+                "load-generator"
+            ],
+            "{id}"
+        );
+        assert_eq!(topo["proxies"], serde_json::json!([]), "{id}");
+    }
+}
+
 #[test]
 fn the_committed_schema_is_current() {
     let out = feedbench().arg("schema").output().unwrap();

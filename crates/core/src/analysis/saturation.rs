@@ -2,12 +2,15 @@
 //! verdict of every step, and the highest step rate that met the objective.
 //!
 //! A step is judged over each full objective window inside it (after the warm-up): it meets
-//! the objective when, in every window, the p99 latency (nearest rank) is under the bound
-//! and the share of failed requests (no response, or status 500 and above) is under the
-//! error-rate bound. Saturation is the rate of the last step that met the objective before
+//! the objective when every window holds requests and, in every window, the p99 latency
+//! (nearest rank) is at most the bound and the share of failed requests (no response, or
+//! status 500 and above) at most the error-rate bound: `objective::met`, the rule a run's
+//! verdict uses too. Saturation is the rate of the last step that met the objective before
 //! the first that did not.
 
 use serde::{Deserialize, Serialize};
+
+use super::objective::{self, Bounds};
 
 /// One request, as analysis needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,6 +40,15 @@ pub struct Objective {
     pub p99_ms: f64,
     pub error_rate: f64,
     pub window_ns: i128,
+}
+
+impl Objective {
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            p99_ms: self.p99_ms,
+            failed_share: self.error_rate,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +93,7 @@ fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, boo
     } else {
         errors as f64 / requests.len() as f64
     };
-    let met = p99.is_some_and(|p| p < objective.p99_ms) && share < objective.error_rate;
+    let met = p99.is_some_and(|p| objective::met(objective.bounds(), p, share));
     (p99, share, met)
 }
 
@@ -229,6 +241,24 @@ mod tests {
         let s = saturation(&reqs, &steps(&[10.0], 20), &objective());
         assert_eq!(s.steps[0].windows, 2);
         assert!(!s.steps[0].met);
+    }
+
+    #[test]
+    fn a_step_exactly_at_both_bounds_meets_the_objective() {
+        // 100 requests in one 10s window: 99 at 500ms (the p99 is exactly the bound) and
+        // 1 failed (exactly 1%).
+        let mut reqs = load(0, 10, 10, 500.0, 100);
+        assert_eq!(reqs.iter().filter(|r| r.failed()).count(), 1);
+        // Just over a bound breaks it: the next step has 501ms or 2 of 100 failed.
+        reqs.extend(load(10, 20, 10, 501.0, 0));
+        reqs.extend(load(20, 30, 10, 500.0, 50));
+        let s = saturation(&reqs, &steps(&[10.0, 20.0, 30.0], 10), &objective());
+        assert_eq!(s.steps[0].p99_ms, Some(500.0));
+        assert!((s.steps[0].error_rate - 0.01).abs() < 1e-12);
+        assert!(s.steps[0].met);
+        assert!(!s.steps[1].met);
+        assert!(!s.steps[2].met);
+        assert_eq!((s.rate, s.first_breach), (Some(10.0), Some(20.0)));
     }
 
     #[test]

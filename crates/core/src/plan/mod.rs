@@ -7,6 +7,7 @@ pub mod expand;
 pub mod hash;
 pub mod load;
 pub mod model;
+pub mod select;
 pub mod units;
 pub mod validate;
 pub mod yaml;

@@ -185,17 +185,44 @@ fn caps(plan: &Plan, f: &mut Findings) {
             cap(f, p(&["caps", role.key()]), &x);
         }
     }
-    let has_store = plan
-        .topology
-        .services
-        .values()
-        .any(|s| s.kind == ServiceKind::ObjectStore);
-    if has_store && c.object_store.is_none() {
+    // A role the topology does not have needs no cap; one it has needs its cap, in `caps`
+    // or in the caps of every contender (and variant) that runs.
+    let contenders = resolve_contenders(plan);
+    for kind in [ServiceKind::Database, ServiceKind::ObjectStore] {
+        let role = kind.role();
+        let services: Vec<String> = plan
+            .topology
+            .services
+            .iter()
+            .filter(|(_, s)| s.kind == kind)
+            .map(|(n, _)| format!("`{n}`"))
+            .collect();
+        let without: Vec<String> = contenders
+            .iter()
+            .filter(|r| r.caps.get(role).is_none())
+            .map(|r| format!("`{}`", r.name))
+            .collect();
+        if services.is_empty() || without.is_empty() {
+            continue;
+        }
+        let whom = if without.len() == contenders.len() {
+            String::new()
+        } else {
+            format!(" for {}", without.join(", "))
+        };
         f.error(
             "caps",
-            "the topology declares an object store but `caps.object-store` is missing",
+            format!(
+                "the topology declares {} but `caps.{}` is missing{whom} (service {})",
+                kind.described(),
+                role.key(),
+                services.join(", ")
+            ),
         )
-        .hint("add `object-store: {cpus: 1, memory: 512MiB}` under `caps`");
+        .hint(format!(
+            "add `{}: {{cpus: 1, memory: 512MiB}}` under `caps`",
+            role.key()
+        ));
     }
 }
 
@@ -887,17 +914,92 @@ pub fn total_cpus(c: &ResolvedContender) -> f64 {
         + c.caps.balancer.cpus
         + c.caps.load_generator.cpus;
     for s in c.services.values() {
-        let cap = match s.kind {
-            ServiceKind::Database => Some(c.caps.database),
-            ServiceKind::ObjectStore => c.caps.object_store,
-        };
-        total += cap.map_or(0.0, |x| x.cpus);
+        total += c.caps.get(s.kind.role()).map_or(0.0, |x| x.cpus);
     }
     (total * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]
 mod tests {
+    use super::Context;
+
+    const MINIMAL: &str = include_str!("../../../../tests/plans/valid/minimal.yaml");
+    const DB_CAP: &str = "  database: {cpus: 0.5, memory: 512MiB}\n";
+
+    /// The minimal plan without `caps.database`, with a second contender `other`; `extra`
+    /// is added to `svc`, `other_extra` to `other`.
+    fn two_contenders_without_database_cap(extra: &str, other_extra: &str) -> String {
+        let text = MINIMAL.replace(DB_CAP, "");
+        let svc = "    readiness: /readyz\n    liveness: /healthz\n";
+        let other = format!(
+            "{svc}{extra}  other:\n    image: example/other:1\n    port: 8080\n{svc}{other_extra}"
+        );
+        assert!(text.contains(svc));
+        text.replacen(svc, &other, 1)
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        match crate::plan::load_str("t.yaml", text, &ctx) {
+            Ok(_) => Vec::new(),
+            Err(crate::plan::LoadError::Invalid { diagnostics, .. }) => {
+                diagnostics.iter().map(|d| d.to_string()).collect()
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_database_cap_may_come_from_every_contender_instead_of_the_study() {
+        let cap = "    caps: {database: {cpus: 0.5, memory: 512MiB}}\n";
+        assert_eq!(
+            errors(&two_contenders_without_database_cap(cap, cap)),
+            Vec::<String>::new()
+        );
+        let one = errors(&two_contenders_without_database_cap(cap, ""));
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert!(
+            one[0].contains(
+                "caps: the topology declares a database but `caps.database` is missing for `other` (service `database`)"
+            ),
+            "{one:?}"
+        );
+        let none = errors(&two_contenders_without_database_cap("", ""));
+        assert!(
+            none[0].contains(
+                "caps: the topology declares a database but `caps.database` is missing (service `database`)"
+            ),
+            "{none:?}"
+        );
+    }
+
+    #[test]
+    fn no_database_no_database_cap() {
+        let text = MINIMAL
+            .replace(DB_CAP, "")
+            .replace(
+                "    env:\n      DB: \"{{ links.db.host }}:{{ links.db.port }}\"\n      POOL: 8\n",
+                "",
+            )
+            .replace(
+                "    database: {kind: database, image: postgres:16, port: 5432}\n",
+                "",
+            )
+            .replace("    db: {service: database, listen: 15432}\n", "")
+            .replace(", touches: [db]", "")
+            .replace(
+                "    inject: {link-down: {link: db}}",
+                "    inject: {kill-replica: {replica: 1}}",
+            )
+            .replace("  services:\n", "  services: {}\n")
+            .replace("  links:\n", "  links: {}\n");
+        assert!(!text.contains("database"), "{text}");
+        assert_eq!(errors(&text), Vec::<String>::new());
+    }
+
     #[test]
     fn placeholders_inside_json_bodies_are_found() {
         assert_eq!(

@@ -34,6 +34,12 @@ pub enum TopologyError {
         path: String,
         reason: String,
     },
+    #[error("service `{service}` is {kind} but the run's caps have no `{role}` (the plan's validation refuses this)")]
+    MissingCap {
+        service: String,
+        kind: &'static str,
+        role: &'static str,
+    },
     #[error("cannot render {what}: {source}")]
     Render {
         what: String,
@@ -219,10 +225,17 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
 
     let mut containers = Vec::new();
     for (name, svc) in &contender.services {
-        let (role, cap, ready) = match svc.kind {
+        let cap = contender
+            .caps
+            .get(svc.kind.role())
+            .ok_or_else(|| TopologyError::MissingCap {
+                service: name.to_string(),
+                kind: svc.kind.described(),
+                role: svc.kind.role().key(),
+            })?;
+        let (role, ready) = match svc.kind {
             ServiceKind::Database => (
                 Role::Database,
-                contender.caps.database,
                 Readiness::Command(svc.ready_command.clone().unwrap_or_else(|| {
                     ["pg_isready", "-h", "127.0.0.1", "-p", &svc.port.to_string()]
                         .map(String::from)
@@ -231,10 +244,6 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
             ),
             ServiceKind::ObjectStore => (
                 Role::ObjectStore,
-                contender
-                    .caps
-                    .object_store
-                    .unwrap_or(contender.caps.database),
                 svc.ready_command
                     .clone()
                     .map_or(Readiness::Tcp(svc.port), Readiness::Command),
@@ -594,6 +603,47 @@ mod tests {
         assert_eq!(
             (g.nano_cpus, g.memory_bytes),
             (load.nano_cpus, load.memory_bytes)
+        );
+    }
+
+    #[test]
+    fn a_topology_without_services_deploys_no_database_and_needs_no_cap_for_one() {
+        let text = include_str!("../../../../tests/plans/valid/static-web.yaml");
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        let loaded = crate::plan::load_str("tests/plans/valid/static-web.yaml", text, &ctx)
+            .expect("the static-web plan loads");
+        assert!(loaded.plan.caps.database.is_none());
+        for run in crate::plan::expand(&loaded.plan) {
+            let t = topology(&loaded.plan, &run, &read).unwrap();
+            let roles: Vec<&str> = t.containers.iter().map(|c| c.role.label()).collect();
+            assert_eq!(
+                roles,
+                [
+                    "fault-proxy",
+                    "replica",
+                    "replica",
+                    "balancer",
+                    "load-generator"
+                ],
+                "{}",
+                run.id
+            );
+            assert!(t.proxies.is_empty());
+            assert_eq!(t.total_cpus, 0.25 + 2.0 * 0.25 + 0.25 + 0.5);
+        }
+    }
+
+    #[test]
+    fn a_database_without_its_cap_is_an_error_not_a_borrowed_cap() {
+        let (mut plan, runs) = smoke();
+        plan.caps.database = None;
+        let e = topology(&plan, &runs[0], &read).unwrap_err();
+        assert!(
+            matches!(e, TopologyError::MissingCap { ref service, role: "database", .. } if service == "database"),
+            "{e}"
         );
     }
 

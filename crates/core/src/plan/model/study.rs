@@ -30,14 +30,14 @@ pub struct Hypothesis {
     pub text: String,
 }
 
-/// The service-level objective: over every evaluation window, p99 latency under `p99` and
-/// the error rate under `error-rate`.
+/// The service-level objective, a ceiling: over every evaluation window, p99 latency at most
+/// `p99` and the share of failed requests at most `error-rate`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Objective {
-    /// Bound on the 99th percentile latency, e.g. "500ms".
+    /// Ceiling on the 99th percentile latency, e.g. "500ms": met when the p99 is at most this.
     pub p99: Duration,
-    /// Bound on the share of failed requests, e.g. "1%".
+    /// Ceiling on the share of failed requests, e.g. "1%": met when the share is at most this.
     pub error_rate: Percent,
     /// The window over which both are evaluated, e.g. "60s".
     pub window: Duration,

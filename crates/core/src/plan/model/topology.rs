@@ -33,6 +33,24 @@ pub enum ServiceKind {
     ObjectStore,
 }
 
+impl ServiceKind {
+    /// The role whose cap a service of this kind runs under.
+    pub fn role(self) -> Role {
+        match self {
+            ServiceKind::Database => Role::Database,
+            ServiceKind::ObjectStore => Role::ObjectStore,
+        }
+    }
+
+    /// "a database", "an object store".
+    pub fn described(self) -> &'static str {
+        match self {
+            ServiceKind::Database => "a database",
+            ServiceKind::ObjectStore => "an object store",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Service {
@@ -187,7 +205,9 @@ impl Role {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Caps {
     pub replica: Cap,
-    pub database: Cap,
+    /// Required when the topology declares a database; a topology without one needs none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<Cap>,
     /// Required when the topology declares an object store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_store: Option<Cap>,
@@ -204,7 +224,7 @@ impl Caps {
     pub fn get(&self, role: Role) -> Option<Cap> {
         match role {
             Role::Replica => Some(self.replica),
-            Role::Database => Some(self.database),
+            Role::Database => self.database,
             Role::ObjectStore => self.object_store,
             Role::FaultProxy => Some(self.fault_proxy),
             Role::Balancer => Some(self.balancer),
@@ -236,7 +256,7 @@ impl CapsOverride {
     pub fn apply(&self, base: &Caps) -> Caps {
         Caps {
             replica: self.replica.unwrap_or(base.replica),
-            database: self.database.unwrap_or(base.database),
+            database: self.database.or(base.database),
             object_store: self.object_store.or(base.object_store),
             fault_proxy: self.fault_proxy.unwrap_or(base.fault_proxy),
             balancer: self.balancer.unwrap_or(base.balancer),
