@@ -36,7 +36,7 @@ impl DecideArgs {
         if self.reason.trim().is_empty() {
             return Err(CliError::invalid("--reason must say why, in words".into()));
         }
-        let loaded = load_file(&self.plan, super::host_cores())?;
+        let loaded = load_file(&self.plan, super::local_cores())?;
         let runs = expand(&loaded.plan);
         let Some(spec) = runs.iter().find(|r| r.id == self.run) else {
             return Err(CliError::invalid(format!(

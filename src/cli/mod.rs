@@ -214,8 +214,10 @@ pub async fn interrupted() {
     }
 }
 
-/// Cores the engine's host offers, for the oversubscription warning.
-pub fn host_cores() -> Option<f64> {
+/// Cores of the machine feedbench runs on, for the plan's oversubscription warning. This is
+/// the engine's host only when the engine is local; `run` refuses caps against the cores
+/// the engine itself reports (its preflight), which is the count that binds.
+pub fn local_cores() -> Option<f64> {
     std::thread::available_parallelism()
         .ok()
         .map(|n| n.get() as f64)

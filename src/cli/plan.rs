@@ -21,7 +21,7 @@ pub struct PlanArgs {
 
 impl PlanArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
-        let loaded = load_file(&self.plan, super::host_cores())?;
+        let loaded = load_file(&self.plan, super::local_cores())?;
         let summary = Summary::new(&loaded);
         match self.format {
             Format::Json => {

@@ -58,7 +58,7 @@ use show::Recorder;
 
 impl RunArgs {
     pub fn exec(self) -> Result<(), CliError> {
-        let loaded = load_file(&self.plan, super::host_cores())?;
+        let loaded = load_file(&self.plan, super::local_cores())?;
         let runs = expand(&loaded.plan);
         let selected: Vec<RunSpec> = runs
             .iter()

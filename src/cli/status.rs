@@ -22,7 +22,7 @@ pub struct StatusArgs {
 
 impl StatusArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
-        let loaded = load_file(&self.plan, super::host_cores())?;
+        let loaded = load_file(&self.plan, super::local_cores())?;
         let runs = expand(&loaded.plan);
         let study_dir = self.results.join(loaded.plan.study.name.as_str());
         let j = journal::read(&study_dir.join(journal::FILE))

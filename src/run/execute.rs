@@ -41,7 +41,7 @@ pub enum ExecuteError {
     #[error(transparent)]
     Topology(#[from] crate::engine::topology::TopologyError),
     #[error(transparent)]
-    Load(#[from] load::LoadError),
+    Script(#[from] load::ScriptError),
     #[error(transparent)]
     Deploy(#[from] DeployError),
     #[error(transparent)]

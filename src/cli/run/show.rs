@@ -65,13 +65,16 @@ pub fn print_event(json: bool, run: &str, stamp: Stamp, event: &RunEvent) {
         }
         let _ = writeln!(std::io::stdout().lock(), "{v}");
     } else {
-        let row = crate::run::events::csv_row(stamp, event);
-        let fields: Vec<&str> = row.trim_end().splitn(3, ',').collect();
+        let (subject, detail) = event.describe();
+        let words: Vec<&str> = [event.kind(), subject.as_str(), detail.as_str()]
+            .into_iter()
+            .filter(|w| !w.is_empty())
+            .collect();
         let _ = writeln!(
             std::io::stderr().lock(),
             "  {:>7.1}s  {}",
             stamp.t_s,
-            fields.get(2).unwrap_or(&"").replace(',', " ")
+            words.join(" ")
         );
     }
 }

@@ -14,10 +14,10 @@
 
 mod api;
 mod cgroup;
-mod clock;
 mod csv;
 mod engine;
 mod error;
+mod grid;
 mod oom;
 mod parse;
 mod poller;
@@ -41,8 +41,8 @@ pub use sampler::Rows;
 use crate::engine::runtime::Runtime;
 use crate::engine::topology::ContainerSpec;
 use cgroup::CgroupFiles;
-use clock::Clock;
 use csv::CsvFile;
+use grid::TickGrid;
 use sampler::{Probe, Reader, SamplerReport};
 
 pub use crate::rundir::record::{BalancerSummary, ContainerSummary, MonitorSummary, Source};
@@ -145,7 +145,7 @@ pub async fn start_with(
         )?),
         None => None,
     };
-    let clock = Clock::new(options.period);
+    let clock = TickGrid::new(options.period);
     let (stop, stop_rx) = watch::channel(false);
     let (latest_tx, latest) = watch::channel(Latest::default());
     let (balancer_tx, balancer_latest) = watch::channel(Vec::new());

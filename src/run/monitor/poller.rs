@@ -6,16 +6,16 @@ use std::net::SocketAddr;
 use tokio::sync::watch;
 use tokio::time::{interval_at, MissedTickBehavior};
 
-use super::clock::{Clock, Timing};
 use super::csv::CsvFile;
 use super::error::MonitorError;
+use super::grid::{TickGrid, Timing};
 use super::BalancerSummary;
 use crate::engine::balancer::stats;
 use crate::rundir::samples::BalancerRow;
 
 pub struct Poller {
     pub addr: SocketAddr,
-    pub clock: Clock,
+    pub clock: TickGrid,
     pub out: CsvFile,
     pub latest: watch::Sender<Vec<BalancerRow>>,
 }

@@ -12,10 +12,10 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use super::api::{self, ApiReading};
 use super::cgroup::{CgroupFiles, Layout};
-use super::clock::{Clock, Timing};
 use super::csv::CsvFile;
 use super::engine::inspect;
 use super::error::MonitorError;
+use super::grid::{TickGrid, Timing};
 use super::oom::OomTracker;
 use super::{ContainerSummary, Latest, Target};
 use crate::rundir::samples::{ContainerRow, Counters, SampleStatus};
@@ -152,7 +152,7 @@ pub struct Sampler {
     pub docker: Docker,
     pub reader: Reader,
     pub probes: Vec<Probe>,
-    pub clock: Clock,
+    pub clock: TickGrid,
     pub out: CsvFile,
     pub latest: watch::Sender<Latest>,
 }

@@ -7,14 +7,15 @@ use super::de::suggest;
 use super::expand::{
     profile_dependencies, profile_length, resolve_contenders, selects, ResolvedContender,
 };
-use super::model::{Cap, CapsOverride, Injection, Plan, Profile, Role, ServiceKind};
+use super::model::{Cap, CappedRole, CapsOverride, Injection, Plan, Profile, ServiceKind};
 use super::units::{Duration, Name, Rate};
 use super::yaml::join_key;
 use super::Severity;
 
 /// What validation may know about the world, passed in so the core stays pure.
 pub struct Context<'a> {
-    /// Cores on the host, for the oversubscription warning.
+    /// Cores of the machine feedbench runs on, for the oversubscription warning (a warning:
+    /// `run` checks caps against the cores the engine reports).
     pub host_cores: Option<f64>,
     /// Whether a path relative to the plan file exists (init scripts, build contexts).
     pub exists: Option<&'a dyn Fn(&str) -> bool>,
@@ -174,12 +175,12 @@ fn caps_override(f: &mut Findings, path: &str, o: &CapsOverride) {
 fn caps(plan: &Plan, f: &mut Findings) {
     let c = &plan.caps;
     for role in [
-        Role::Replica,
-        Role::Database,
-        Role::ObjectStore,
-        Role::FaultProxy,
-        Role::Balancer,
-        Role::LoadGenerator,
+        CappedRole::Replica,
+        CappedRole::Database,
+        CappedRole::ObjectStore,
+        CappedRole::FaultProxy,
+        CappedRole::Balancer,
+        CappedRole::LoadGenerator,
     ] {
         if let Some(x) = c.get(role) {
             cap(f, p(&["caps", role.key()]), &x);
@@ -900,7 +901,7 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
                     "deploying will refuse unless caps.allow-oversubscription is true"
                 };
                 f.warn(p(&["contenders", c.declared.as_str()]), format!(
-                    "the caps of a `{}` run sum to {total} cores, more than this host's {host} ({what})", c.name
+                    "the caps of a `{}` run sum to {total} cores, more than the {host} of the machine feedbench runs on ({what})", c.name
                 ));
             }
         }

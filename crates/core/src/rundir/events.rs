@@ -137,31 +137,39 @@ impl RunEvent {
     }
 }
 
+impl RunEvent {
+    /// The event's subject (a phase, a fault, a guard, a container…) and its detail in
+    /// words: the `subject` and `detail` columns of events.csv, and the live display.
+    pub fn describe(&self) -> (String, String) {
+        match self {
+            RunEvent::Phase { phase } => (phase.clone(), String::new()),
+            RunEvent::FaultApplied { fault, action, target } | RunEvent::FaultCleared { fault, action, target } => {
+                (fault.clone(), format!("{action} {target}"))
+            }
+            RunEvent::FaultFailed { fault, action, reason } => (fault.clone(), format!("{action}: {reason}")),
+            RunEvent::GuardTripped { guard, figure, threshold, unit, detail } => {
+                (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))
+            }
+            RunEvent::ContainerRestarted { container } => (container.clone(), String::new()),
+            RunEvent::HealthChanged { server, from, to } => (server.clone(), format!("{from} -> {to}")),
+            RunEvent::LoadStarted { scheduled_arrivals } => (String::new(), format!("scheduled {scheduled_arrivals}")),
+            RunEvent::LoadFinished { requests, dropped_iterations } => {
+                (String::new(), format!("requests {requests}, dropped {dropped_iterations}"))
+            }
+            RunEvent::Note { text } => (String::new(), text.clone()),
+            RunEvent::Progress { elapsed_s, total_s, achieved_rate, scheduled_rate, errors, avg_response_ms } => (
+                String::new(),
+                format!(
+                    "{elapsed_s:.0}/{total_s:.0} s  {achieved_rate:.1}/s of {scheduled_rate:.1}/s scheduled  {errors} 5xx  avg {avg_response_ms} ms"
+                ),
+            ),
+        }
+    }
+}
+
 /// One line of events.csv: `wall_ns,t_s,event,subject,detail`.
 pub fn csv_row(stamp: Stamp, event: &RunEvent) -> String {
-    let (subject, detail) = match event {
-        RunEvent::Phase { phase } => (phase.clone(), String::new()),
-        RunEvent::FaultApplied { fault, action, target } | RunEvent::FaultCleared { fault, action, target } => {
-            (fault.clone(), format!("{action} {target}"))
-        }
-        RunEvent::FaultFailed { fault, action, reason } => (fault.clone(), format!("{action}: {reason}")),
-        RunEvent::GuardTripped { guard, figure, threshold, unit, detail } => {
-            (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))
-        }
-        RunEvent::ContainerRestarted { container } => (container.clone(), String::new()),
-        RunEvent::HealthChanged { server, from, to } => (server.clone(), format!("{from} -> {to}")),
-        RunEvent::LoadStarted { scheduled_arrivals } => (String::new(), format!("scheduled {scheduled_arrivals}")),
-        RunEvent::LoadFinished { requests, dropped_iterations } => {
-            (String::new(), format!("requests {requests}, dropped {dropped_iterations}"))
-        }
-        RunEvent::Note { text } => (String::new(), text.clone()),
-        RunEvent::Progress { elapsed_s, total_s, achieved_rate, scheduled_rate, errors, avg_response_ms } => (
-            String::new(),
-            format!(
-                "{elapsed_s:.0}/{total_s:.0} s  {achieved_rate:.1}/s of {scheduled_rate:.1}/s scheduled  {errors} 5xx  avg {avg_response_ms} ms"
-            ),
-        ),
-    };
+    let (subject, detail) = event.describe();
     format!(
         "{},{:.6},{},{},{}\n",
         stamp.wall_ns,

@@ -33,7 +33,7 @@ pub const K6_OUTPUT: &str = "/home/k6/k6.csv.gz";
 pub const VU_FLOOR: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum ScriptError {
     #[error("the rate \"{rate}\" needs the measured saturation of profile `{profile}`, which is not known")]
     MissingSaturation { rate: String, profile: String },
     #[error("the profile's {field} resolves to {rate} arrivals per second; it must be a finite number above 0")]
@@ -149,13 +149,13 @@ pub fn k6_env() -> Vec<(String, String)> {
 }
 
 /// A rate of the plan in arrivals per second.
-pub fn resolve(rate: &Rate, saturation: &IndexMap<Name, f64>) -> Result<f64, LoadError> {
+pub fn resolve(rate: &Rate, saturation: &IndexMap<Name, f64>) -> Result<f64, ScriptError> {
     match rate {
         Rate::Fixed(v) => Ok(*v),
         Rate::OfSaturation { share, profile } => saturation
             .get(profile)
             .map(|s| s * share.fraction())
-            .ok_or_else(|| LoadError::MissingSaturation {
+            .ok_or_else(|| ScriptError::MissingSaturation {
                 rate: rate.to_string(),
                 profile: profile.to_string(),
             }),
@@ -175,22 +175,22 @@ pub fn size_vus(max_rate: f64, p99_s: f64, cap: Option<u32>) -> (u32, u32, u64) 
 }
 
 /// Renders the load of one run.
-pub fn render(spec: &LoadSpec) -> Result<LoadScript, LoadError> {
+pub fn render(spec: &LoadSpec) -> Result<LoadScript, ScriptError> {
     let url = spec.base_url;
     if !(url.starts_with("http://") || url.starts_with("https://"))
         || url.contains(char::is_whitespace)
     {
-        return Err(LoadError::BadBaseUrl(url.to_string()));
+        return Err(ScriptError::BadBaseUrl(url.to_string()));
     }
     let p99_s = spec.objective.p99.as_secs_f64();
     if p99_s <= 0.0 {
-        return Err(LoadError::BadObjective);
+        return Err(ScriptError::BadObjective);
     }
     let rates = spec.profile.rates();
-    let rate = |field: &'static str| -> Result<f64, LoadError> {
+    let rate = |field: &'static str| -> Result<f64, ScriptError> {
         let r = rates.iter().find(|(f, _)| *f == field).map(|(_, r)| *r);
         resolve(
-            r.ok_or(LoadError::BadRate {
+            r.ok_or(ScriptError::BadRate {
                 field,
                 rate: f64::NAN,
             })?,

@@ -16,8 +16,8 @@ pub use matrix::{Matrix, MatrixEntry, Order};
 pub use profile::{IdRange, Method, Profile, Route, Workload};
 pub use study::{Guards, Hypothesis, Objective, Study};
 pub use topology::{
-    Balancer, Cap, Caps, CapsOverride, HealthCheck, Link, Role, Service, ServiceKind, Sidecar,
-    Topology,
+    Balancer, Cap, CappedRole, Caps, CapsOverride, HealthCheck, Link, Service, ServiceKind,
+    Sidecar, Topology,
 };
 
 use indexmap::IndexMap;

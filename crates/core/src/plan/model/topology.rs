@@ -35,10 +35,10 @@ pub enum ServiceKind {
 
 impl ServiceKind {
     /// The role whose cap a service of this kind runs under.
-    pub fn role(self) -> Role {
+    pub fn role(self) -> CappedRole {
         match self {
-            ServiceKind::Database => Role::Database,
-            ServiceKind::ObjectStore => Role::ObjectStore,
+            ServiceKind::Database => CappedRole::Database,
+            ServiceKind::ObjectStore => CappedRole::ObjectStore,
         }
     }
 
@@ -179,7 +179,7 @@ pub struct Cap {
 /// The roles that carry caps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Role {
+pub enum CappedRole {
     Replica,
     Database,
     ObjectStore,
@@ -188,15 +188,15 @@ pub enum Role {
     LoadGenerator,
 }
 
-impl Role {
+impl CappedRole {
     pub fn key(self) -> &'static str {
         match self {
-            Role::Replica => "replica",
-            Role::Database => "database",
-            Role::ObjectStore => "object-store",
-            Role::FaultProxy => "fault-proxy",
-            Role::Balancer => "balancer",
-            Role::LoadGenerator => "load-generator",
+            CappedRole::Replica => "replica",
+            CappedRole::Database => "database",
+            CappedRole::ObjectStore => "object-store",
+            CappedRole::FaultProxy => "fault-proxy",
+            CappedRole::Balancer => "balancer",
+            CappedRole::LoadGenerator => "load-generator",
         }
     }
 }
@@ -221,14 +221,14 @@ pub struct Caps {
 }
 
 impl Caps {
-    pub fn get(&self, role: Role) -> Option<Cap> {
+    pub fn get(&self, role: CappedRole) -> Option<Cap> {
         match role {
-            Role::Replica => Some(self.replica),
-            Role::Database => self.database,
-            Role::ObjectStore => self.object_store,
-            Role::FaultProxy => Some(self.fault_proxy),
-            Role::Balancer => Some(self.balancer),
-            Role::LoadGenerator => Some(self.load_generator),
+            CappedRole::Replica => Some(self.replica),
+            CappedRole::Database => self.database,
+            CappedRole::ObjectStore => self.object_store,
+            CappedRole::FaultProxy => Some(self.fault_proxy),
+            CappedRole::Balancer => Some(self.balancer),
+            CappedRole::LoadGenerator => Some(self.load_generator),
         }
     }
 }
@@ -266,14 +266,14 @@ impl CapsOverride {
     }
 
     /// Every role this override sets, with its cap.
-    pub fn entries(&self) -> Vec<(Role, Cap)> {
+    pub fn entries(&self) -> Vec<(CappedRole, Cap)> {
         [
-            (Role::Replica, self.replica),
-            (Role::Database, self.database),
-            (Role::ObjectStore, self.object_store),
-            (Role::FaultProxy, self.fault_proxy),
-            (Role::Balancer, self.balancer),
-            (Role::LoadGenerator, self.load_generator),
+            (CappedRole::Replica, self.replica),
+            (CappedRole::Database, self.database),
+            (CappedRole::ObjectStore, self.object_store),
+            (CappedRole::FaultProxy, self.fault_proxy),
+            (CappedRole::Balancer, self.balancer),
+            (CappedRole::LoadGenerator, self.load_generator),
         ]
         .into_iter()
         .filter_map(|(r, c)| c.map(|c| (r, c)))

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::LoadError;
+use super::ScriptError;
 use crate::plan::model::Profile;
 use crate::plan::units::Duration;
 
@@ -110,20 +110,20 @@ impl Schedule {
     }
 }
 
-fn check_rate(field: &'static str, rate: f64, allow_zero: bool) -> Result<f64, LoadError> {
+fn check_rate(field: &'static str, rate: f64, allow_zero: bool) -> Result<f64, ScriptError> {
     let q = quantise(rate);
     if rate.is_finite() && rate >= 0.0 && (q > 0.0 || allow_zero) {
         Ok(q)
     } else {
-        Err(LoadError::BadRate { field, rate })
+        Err(ScriptError::BadRate { field, rate })
     }
 }
 
 /// The schedule of `profile`, its rates resolved by `rate` (field name → arrivals/s).
 pub fn of_profile(
     profile: &Profile,
-    rate: &dyn Fn(&'static str) -> Result<f64, LoadError>,
-) -> Result<Schedule, LoadError> {
+    rate: &dyn Fn(&'static str) -> Result<f64, ScriptError>,
+) -> Result<Schedule, ScriptError> {
     let warmup = profile.warmup();
     let mut schedule = match profile {
         Profile::Constant { duration, .. } | Profile::Soak { duration, .. } => {
@@ -141,14 +141,14 @@ pub fn of_profile(
             let start = check_rate("start", rate("start")?, false)?;
             let max = check_rate("max", rate("max")?, false)?;
             if !(step.is_finite() && *step > 0.0) {
-                return Err(LoadError::BadRate {
+                return Err(ScriptError::BadRate {
                     field: "step",
                     rate: *step,
                 });
             }
             let steps = Profile::ramp_steps(start, *step, max);
             if steps as usize > MAX_STAGES / 2 {
-                return Err(LoadError::TooManyStages { stages: steps });
+                return Err(ScriptError::TooManyStages { stages: steps });
             }
             let mut s = Schedule {
                 start_rate: start,
@@ -204,10 +204,10 @@ fn diurnal(
     trough: f64,
     peak: f64,
     cycles: u32,
-) -> Result<Schedule, LoadError> {
+) -> Result<Schedule, ScriptError> {
     let n = segments(period);
     if period.millis == 0 || n.saturating_mul(u64::from(cycles)) as usize > MAX_STAGES {
-        return Err(LoadError::TooManyStages {
+        return Err(ScriptError::TooManyStages {
             stages: n.saturating_mul(u64::from(cycles)),
         });
     }

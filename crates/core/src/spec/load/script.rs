@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::schedule::{per_unit, Schedule, TIME_UNIT_S};
-use super::LoadError;
+use super::ScriptError;
 use crate::plan::model::{Method, Workload};
 
 const TEMPLATE: &str = include_str!("../templates/load.js.j2");
@@ -134,8 +134,8 @@ pub fn scenario(p: &ScriptParams) -> (&'static str, Value) {
 
 /// JSON with every non-ASCII character escaped (`\uXXXX`), so that the text is pure ASCII
 /// and valid JavaScript whatever the strings hold (U+2028 included).
-fn ascii_json(value: &impl Serialize) -> Result<String, LoadError> {
-    let text = serde_json::to_string(value).map_err(LoadError::Json)?;
+fn ascii_json(value: &impl Serialize) -> Result<String, ScriptError> {
+    let text = serde_json::to_string(value).map_err(ScriptError::Json)?;
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_ascii() {
@@ -149,7 +149,7 @@ fn ascii_json(value: &impl Serialize) -> Result<String, LoadError> {
     Ok(out)
 }
 
-fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, LoadError> {
+fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, ScriptError> {
     let mut routes = Vec::new();
     for (name, r) in &w.routes {
         let path = segments(&r.path);
@@ -157,7 +157,7 @@ fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, LoadError> {
         for seg in path.iter().chain(body.iter().flatten()) {
             if let Segment::Id { id } = seg {
                 if !w.ids.contains_key(id.as_str()) {
-                    return Err(LoadError::UnknownId {
+                    return Err(ScriptError::UnknownId {
                         route: name.to_string(),
                         id: id.clone(),
                     });
@@ -175,7 +175,7 @@ fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, LoadError> {
 }
 
 /// Renders the script and names the executor it uses.
-pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), LoadError> {
+pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), ScriptError> {
     let routes = compile_routes(w)?;
     let mut cumulative_weights = Vec::new();
     let mut total = 0.0;
@@ -184,12 +184,12 @@ pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), 
         cumulative_weights.push(total);
     }
     if routes.is_empty() || total <= 0.0 {
-        return Err(LoadError::EmptyWorkload);
+        return Err(ScriptError::EmptyWorkload);
     }
     let mut ids = BTreeMap::new();
     for (name, range) in &w.ids {
         if range.min > range.max || range.max > MAX_ID {
-            return Err(LoadError::BadIdRange {
+            return Err(ScriptError::BadIdRange {
                 id: name.to_string(),
                 min: range.min,
                 max: range.max,
@@ -212,10 +212,10 @@ pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), 
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.add_template("k6-script", TEMPLATE)
-        .map_err(LoadError::Template)?;
+        .map_err(ScriptError::Template)?;
     let script = env
         .get_template("k6-script")
         .and_then(|t| t.render(minijinja::context! { kind => p.kind, plan_json => plan_json }))
-        .map_err(LoadError::Template)?;
+        .map_err(ScriptError::Template)?;
     Ok((script, executor))
 }

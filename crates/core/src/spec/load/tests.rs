@@ -31,7 +31,7 @@ fn render_with(
     p: &Profile,
     w: &Workload,
     saturation: &IndexMap<Name, f64>,
-) -> Result<LoadScript, LoadError> {
+) -> Result<LoadScript, ScriptError> {
     let o = objective();
     render(&LoadSpec {
         profile: p,
@@ -154,7 +154,10 @@ fn soak_is_constant() {
 fn shares_of_saturation_are_resolved() {
     let p = profile(json!({"constant": {"rate": "70% of ramp", "duration": "10s"}}));
     let err = render_with(&p, &workload(), &IndexMap::new()).unwrap_err();
-    assert!(matches!(err, LoadError::MissingSaturation { .. }), "{err}");
+    assert!(
+        matches!(err, ScriptError::MissingSaturation { .. }),
+        "{err}"
+    );
     let sat: IndexMap<Name, f64> = [("ramp".parse().unwrap(), 50.0)].into_iter().collect();
     let l = render_with(&p, &workload(), &sat).unwrap();
     assert_eq!(l.schedule.start_rate, 35.0);
@@ -238,19 +241,19 @@ fn workload_mistakes_are_errors() {
     w.routes.get_index_mut(0).unwrap().1.path = "/feed/{viewr}".into();
     assert!(matches!(
         render_with(&p, &w, &IndexMap::new()),
-        Err(LoadError::UnknownId { .. })
+        Err(ScriptError::UnknownId { .. })
     ));
     let mut w = workload();
     w.ids.get_index_mut(0).unwrap().1.max = u64::MAX;
     assert!(matches!(
         render_with(&p, &w, &IndexMap::new()),
-        Err(LoadError::BadIdRange { .. })
+        Err(ScriptError::BadIdRange { .. })
     ));
     let mut w = workload();
     w.routes.clear();
     assert!(matches!(
         render_with(&p, &w, &IndexMap::new()),
-        Err(LoadError::EmptyWorkload)
+        Err(ScriptError::EmptyWorkload)
     ));
     let o = objective();
     let spec = LoadSpec {
@@ -262,7 +265,7 @@ fn workload_mistakes_are_errors() {
         seed: 1,
         max_vus: None,
     };
-    assert!(matches!(render(&spec), Err(LoadError::BadBaseUrl(_))));
+    assert!(matches!(render(&spec), Err(ScriptError::BadBaseUrl(_))));
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Time for the monitors: one monotonic origin shared by every task, wall-clock stamps, the
-//! tick a read belongs to, and how late reads are.
+//! Time for the monitors, apart from a run's event clock (`rundir::events`): the tick grid
+//! with one monotonic origin shared by every task, wall-clock stamps of each read, the tick a
+//! read belongs to, and how late reads are.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,7 +16,7 @@ pub fn unix_ns() -> u64 {
 
 /// When a read completed.
 #[derive(Debug, Clone, Copy)]
-pub struct Stamp {
+pub struct ReadStamp {
     pub at: Instant,
     pub unix_ns: u64,
     pub offset_s: f64,
@@ -23,22 +24,22 @@ pub struct Stamp {
 
 /// The monitors' shared origin: tick `k` is scheduled at `origin + k * period`.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub struct TickGrid {
     pub origin: Instant,
     pub period: Duration,
 }
 
-impl Clock {
+impl TickGrid {
     pub fn new(period: Duration) -> Self {
-        Clock {
+        TickGrid {
             origin: Instant::now(),
             period,
         }
     }
 
-    pub fn stamp(&self) -> Stamp {
+    pub fn stamp(&self) -> ReadStamp {
         let at = Instant::now();
-        Stamp {
+        ReadStamp {
             at,
             unix_ns: unix_ns(),
             offset_s: at.duration_since(self.origin).as_secs_f64(),
@@ -94,7 +95,7 @@ mod tests {
 
     #[tokio::test]
     async fn ticks_are_rounded_multiples_of_the_period() {
-        let c = Clock::new(Duration::from_secs(1));
+        let c = TickGrid::new(Duration::from_secs(1));
         assert_eq!(c.tick(c.origin), 0);
         assert_eq!(c.tick(c.origin + Duration::from_millis(2999)), 3);
         assert!(unix_ns() > 1_600_000_000_000_000_000);
