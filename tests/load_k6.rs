@@ -501,7 +501,7 @@ fn children_cpu_s() -> f64 {
 }
 
 /// The load generator's CPU cost of the per-request output at 200 requests/s (15 s runs):
-/// `cargo test --test load_k6 -- --ignored --nocapture`.
+/// `cargo test --test load_k6 -- --ignored --nocapture measure_output_cost`.
 #[test]
 #[ignore = "a measurement, not a check"]
 fn measure_output_cost_at_200_per_second() {
