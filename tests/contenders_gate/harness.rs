@@ -882,7 +882,7 @@ pub struct Forwarder {
     pub port: u16,
     enabled: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<Box<dyn Fn() + Send>>>>,
+    conns: Arc<Closers>,
 }
 
 /// Where a forwarder connects: a TCP port on 127.0.0.1, or a unix socket.
@@ -951,6 +951,9 @@ impl Forwarder {
     }
 }
 
+/// How to close each forwarded connection's two ends.
+type Closers = Mutex<Vec<Box<dyn Fn() + Send>>>;
+
 /// A stream the forwarder can pipe: cloned for the second direction, shut down to close.
 trait Sock: Read + Write + Send + Sized + 'static {
     fn dup(&self) -> std::io::Result<Self>;
@@ -977,12 +980,7 @@ impl Sock for UnixStream {
 
 /// Copies bytes both ways on two threads and registers both ends for closing by a cut,
 /// unless the link was cut meanwhile: then both are closed now.
-fn pipe<S: Sock>(
-    client: TcpStream,
-    server: S,
-    enabled: &AtomicBool,
-    conns: &Mutex<Vec<Box<dyn Fn() + Send>>>,
-) {
+fn pipe<S: Sock>(client: TcpStream, server: S, enabled: &AtomicBool, conns: &Closers) {
     let (Ok(c1), Ok(c2), Ok(s1), Ok(s2)) = (client.dup(), client.dup(), server.dup(), server.dup())
     else {
         return;

@@ -488,7 +488,7 @@ pub struct Forwarder {
     pub port: u16,
     up: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<Box<dyn Fn() + Send>>>>,
+    streams: Arc<Closers>,
     acceptor: Option<JoinHandle<()>>,
 }
 
@@ -515,7 +515,7 @@ impl Forwarder {
         let port = listener.local_addr().expect("forwarder address").port();
         let up = Arc::new(AtomicBool::new(true));
         let stop = Arc::new(AtomicBool::new(false));
-        let streams: Arc<Mutex<Vec<Box<dyn Fn() + Send>>>> = Arc::default();
+        let streams: Arc<Closers> = Arc::default();
         let acceptor = {
             let (up, stop, streams) = (up.clone(), stop.clone(), streams.clone());
             thread::spawn(move || {
@@ -570,6 +570,9 @@ impl Forwarder {
     }
 }
 
+/// How to close each forwarded connection's two ends.
+type Closers = Mutex<Vec<Box<dyn Fn() + Send>>>;
+
 /// A stream the forwarder can pipe: cloned for the second direction, shut down to close.
 trait Sock: Read + Write + Send + Sized + 'static {
     fn dup(&self) -> std::io::Result<Self>;
@@ -596,12 +599,7 @@ impl Sock for UnixStream {
 
 /// Copies bytes both ways between `client` and `server` on two threads, and registers both
 /// for closing by `cut` — unless the link was cut meanwhile: then both are closed now.
-fn pipe<S: Sock>(
-    client: TcpStream,
-    server: S,
-    up: &AtomicBool,
-    streams: &Mutex<Vec<Box<dyn Fn() + Send>>>,
-) {
+fn pipe<S: Sock>(client: TcpStream, server: S, up: &AtomicBool, streams: &Closers) {
     let (Ok(c1), Ok(c2), Ok(s1), Ok(s2)) = (client.dup(), client.dup(), server.dup(), server.dup())
     else {
         return;
