@@ -33,11 +33,10 @@ fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine"]
 async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
     let _turn = ENGINE.lock().await;
-    let Some(rt) = common::engine().await else {
-        return;
-    };
+    let rt = common::engine().await;
     common::infrastructure_images().await;
     rt.clean(Some(STUDY)).await.unwrap();
     let (loaded, topo) = probe();
@@ -108,11 +107,10 @@ async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine"]
 async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
     let _turn = ENGINE.lock().await;
-    let Some(rt) = common::engine().await else {
-        return;
-    };
+    let rt = common::engine().await;
     common::infrastructure_images().await;
     rt.clean(Some(STUDY)).await.unwrap();
     let (_, topo) = probe();
@@ -156,11 +154,10 @@ async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
 /// replica that reads PostgreSQL through the fault proxy (cutting the link turns the same
 /// request into a 503 `upstream_unavailable`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine"]
 async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
     let _turn = ENGINE.lock().await;
-    let Some(rt) = common::engine().await else {
-        return;
-    };
+    let rt = common::engine().await;
     common::plan_images("experiments/smoke.yaml").await;
     rt.clean(Some("smoke")).await.unwrap();
     let loaded = load_file(&common::repo().join("experiments/smoke.yaml"), None).unwrap();

@@ -1,6 +1,9 @@
 //! The plan's schema and hash checked by tools nobody on the project wrote: Python's
 //! `jsonschema` validates every example plan against schemas/plan.schema.json, and the plan
 //! hash is recomputed from docs/plan.md's recipe with ruamel.yaml and the `jcs` package.
+//! The tests need those Python packages, so they are `#[ignore]`d: `-- --include-ignored`
+//! runs them (scripts/test does, after installing tests/python/requirements.txt), and they
+//! fail when a package is missing.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,9 +12,8 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The Python tools, or `None` (test skipped) outside CI when they are not installed.
-/// Under CI=true a missing tool fails the test: CI must have installed it.
-fn python() -> Option<Command> {
+/// The Python tools; panics, saying how to install them, when they are missing.
+fn python() -> Command {
     let probe = Command::new("python3")
         .args(["-c", "import jsonschema, jcs, ruamel.yaml"])
         .output();
@@ -19,18 +21,17 @@ fn python() -> Option<Command> {
         Ok(o) if o.status.success() => {
             let mut c = Command::new("python3");
             c.current_dir(repo()).arg("tests/python/plan_tools.py");
-            Some(c)
+            c
         }
         other => {
             let why = match other {
                 Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
                 Err(e) => e.to_string(),
             };
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("python3 with jsonschema, jcs and ruamel.yaml is required in CI: {why}");
-            }
-            eprintln!("skipped: python3 with jsonschema, jcs and ruamel.yaml is missing ({why}); `pip install jsonschema jcs ruamel.yaml`");
-            None
+            panic!(
+                "this test needs python3 with jsonschema, jcs and ruamel.yaml ({why}); \
+                 `pip install -r tests/python/requirements.txt`"
+            )
         }
     }
 }
@@ -53,8 +54,9 @@ fn plans() -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs python3 with jsonschema, jcs and ruamel.yaml"]
 fn jsonschema_accepts_every_example_plan() {
-    let Some(mut py) = python() else { return };
+    let mut py = python();
     let out = py
         .arg("validate")
         .arg("schemas/plan.schema.json")
@@ -69,6 +71,7 @@ fn jsonschema_accepts_every_example_plan() {
 }
 
 #[test]
+#[ignore = "needs python3 with jsonschema, jcs and ruamel.yaml"]
 fn jsonschema_rejects_plans_the_schema_can_judge() {
     for bad in [
         "unknown-top-level-field",
@@ -76,7 +79,7 @@ fn jsonschema_rejects_plans_the_schema_can_judge() {
         "unknown-fault-kind",
         "bad-memory-unit",
     ] {
-        let Some(mut py) = python() else { return };
+        let mut py = python();
         let out = py
             .arg("validate")
             .arg("schemas/plan.schema.json")
@@ -93,8 +96,9 @@ fn jsonschema_rejects_plans_the_schema_can_judge() {
 }
 
 #[test]
+#[ignore = "needs python3 with jsonschema, jcs and ruamel.yaml"]
 fn the_plan_hash_recipe_reproduces_in_python() {
-    let Some(mut py) = python() else { return };
+    let mut py = python();
     let out = py.arg("hash").args(plans()).output().unwrap();
     assert!(
         out.status.success(),

@@ -73,12 +73,11 @@ fn assert_sampled(dir: &Path) {
 }
 
 #[test]
+#[ignore = "needs the Docker engine"]
 fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let Some(engine) = rt.block_on(common::engine()) else {
-        return;
-    };
+    let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("experiments/smoke.yaml"));
     let results = tempfile::tempdir().unwrap();
     let out = run_plan("experiments/smoke.yaml", results.path());
@@ -175,12 +174,11 @@ fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
 }
 
 #[test]
+#[ignore = "needs the Docker engine"]
 fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let Some(engine) = rt.block_on(common::engine()) else {
-        return;
-    };
+    let engine = rt.block_on(common::engine());
     rt.block_on(common::infrastructure_images());
     let results = tempfile::tempdir().unwrap();
     let out = run_plan("tests/plans/docker/kill.yaml", results.path());
@@ -220,12 +218,11 @@ fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
 }
 
 #[test]
+#[ignore = "needs the Docker engine"]
 fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
     let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let Some(engine) = rt.block_on(common::engine()) else {
-        return;
-    };
+    let engine = rt.block_on(common::engine());
     let results = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let out = run_plan("tests/plans/docker/guard.yaml", results.path());

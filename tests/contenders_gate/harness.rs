@@ -1,22 +1,28 @@
-//! The shared harness of the contender tests: a throwaway PostgreSQL on 127.0.0.1, databases
-//! cloned from seeded templates, contenders started from an argv + env, the gate suite
-//! (`contenders/gate/gate.py`), a small HTTP client, and a database link that can be cut
+//! The shared harness of the contender tests: a throwaway PostgreSQL reached on 127.0.0.1,
+//! databases cloned from seeded templates, contenders started from an argv + env, the gate
+//! suite (`contenders/gate/gate.py`), a small HTTP client, and a database link that can be cut
 //! (the workspace's `fault-proxy` when it is built, else a TCP forwarder of our own).
 //!
-//! A contender is only its start command: `Contender { name, argv, env }`, reached at
-//! `LISTEN_PORT` with `DATABASE_URL` set (CONTRACT.md, Operations). `contenders()` lists
-//! feed-py and, when its binary is built, feed-rs; `FEEDBENCH_CONTENDERS=feed-py,feed-rs`
-//! narrows the list.
+//! A contender is only its start command: `Contender { name, argv, env }`, started with
+//! `LISTEN_PORT=0` (it binds a port the system picks and names it on stderr, `listening on
+//! port N`) and `DATABASE_URL` set (CONTRACT.md, Operations). `contenders()` lists feed-py and
+//! feed-rs (built by `cargo build -p feed-rs`); `FEEDBENCH_CONTENDERS=feed-py,feed-rs` narrows
+//! the list.
+//!
+//! No port is chosen by binding port 0, closing the listener and binding its number again:
+//! PostgreSQL listens on a unix socket only, behind a TCP forwarder whose listener this
+//! process holds; contenders and the fault proxy bind port 0 themselves and report the port.
 //!
 //! Prerequisites (PostgreSQL 15 under /usr/lib/postgresql/15/bin, Debian's /usr/bin/python3
-//! with aiohttp and asyncpg): outside CI a missing one skips a test with a printed reason;
-//! with CI=true it fails the test.
+//! with aiohttp and asyncpg): every test is `#[ignore]`d for them, run with
+//! `-- --include-ignored` (scripts/test does), and fails, saying what is missing, without them.
 
 #![allow(dead_code)]
 
 use std::collections::HashSet;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,18 +35,6 @@ pub const PYTHON: &str = "/usr/bin/python3";
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-pub fn in_ci() -> bool {
-    matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
-}
-
-/// Outside CI: print why the test does nothing. Under CI=true: fail.
-pub fn skip_or_fail(reason: &str) {
-    if in_ci() {
-        panic!("CI=true and {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
 }
 
 /// Whether the tests can run here; `Err` says what is missing and how to get it.
@@ -64,24 +58,13 @@ pub fn prerequisites() -> Result<(), String> {
     Ok(())
 }
 
-/// The cluster when the prerequisites hold; `None` (after printing why) when the test should
-/// be skipped. Panics under CI=true.
-pub fn setup() -> Option<&'static Cluster> {
-    match prerequisites() {
-        Ok(()) => Some(cluster()),
-        Err(reason) => {
-            skip_or_fail(&reason);
-            None
-        }
+/// The cluster. Panics, saying what is missing and how to get it, when the prerequisites
+/// do not hold.
+pub fn setup() -> &'static Cluster {
+    if let Err(reason) = prerequisites() {
+        panic!("this test needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host: {reason}");
     }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    cluster()
 }
 
 fn is_root() -> bool {
@@ -136,14 +119,19 @@ pub const FULL: Scale = Scale {
     posts: 200000,
 };
 
+/// PostgreSQL, listening on a unix socket in `dir` only; `port` is a TCP forwarder to it.
 pub struct Cluster {
     pub port: u16,
+    front: Forwarder,
     dir: PathBuf,
     templates: Mutex<HashSet<String>>,
     counter: AtomicUsize,
 }
 
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+/// The port in the name of PostgreSQL's unix socket (`.s.PGSQL.5432`); no TCP port is bound.
+const SOCKET_PORT: u16 = 5432;
 
 pub fn cluster() -> &'static Cluster {
     CLUSTER
@@ -204,17 +192,16 @@ impl Cluster {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        let port = free_port();
         let postgres: Vec<String> = [
             format!("{PG_BIN}/postgres"),
             "-D".into(),
             data.display().to_string(),
             "-p".into(),
-            port.to_string(),
+            SOCKET_PORT.to_string(),
             "-c".into(),
-            "listen_addresses=127.0.0.1".into(),
+            "listen_addresses=".into(),
             "-c".into(),
-            "unix_socket_directories=".into(),
+            format!("unix_socket_directories={}", dir.display()),
             "-c".into(),
             "fsync=off".into(),
             "-c".into(),
@@ -247,8 +234,11 @@ impl Cluster {
             })
             .unwrap();
         rx.recv().unwrap().map_err(|e| format!("postgres: {e}"))?;
+        let front = Forwarder::to_unix(dir.join(format!(".s.PGSQL.{SOCKET_PORT}")));
+        let port = front.port;
         let cluster = Cluster {
             port,
+            front,
             dir,
             templates: Mutex::new(HashSet::new()),
             counter: AtomicUsize::new(0),
@@ -261,12 +251,12 @@ impl Cluster {
             if Instant::now() > until {
                 let log =
                     std::fs::read_to_string(cluster.dir.join("postgres.log")).unwrap_or_default();
-                return Err(format!("PostgreSQL did not come up on port {port}:\n{log}"));
+                return Err(format!("PostgreSQL did not come up:\n{log}"));
             }
             thread::sleep(Duration::from_millis(100));
         }
         eprintln!(
-            "PostgreSQL 15 on 127.0.0.1:{port}, data in {}",
+            "PostgreSQL 15 on a unix socket, forwarded from 127.0.0.1:{port}, data in {}",
             cluster.dir.display()
         );
         Ok(cluster)
@@ -278,19 +268,12 @@ impl Cluster {
 
     fn psql_cmd(&self, db: &str) -> Command {
         let mut cmd = Command::new(format!("{PG_BIN}/psql"));
-        cmd.args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &self.port.to_string(),
-            "-U",
-            "postgres",
-            "-d",
-            db,
-        ])
-        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-        .env_remove("PGOPTIONS")
-        .stdin(Stdio::null());
+        cmd.arg("-h")
+            .arg(&self.dir)
+            .args(["-p", &SOCKET_PORT.to_string(), "-U", "postgres", "-d", db])
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+            .env_remove("PGOPTIONS")
+            .stdin(Stdio::null());
         cmd
     }
 
@@ -443,14 +426,13 @@ impl Drop for PostsLock {
 
 // --- contenders -------------------------------------------------------------------------------
 
-/// A contender is its start command. `required`: it must start (feed-py always; feed-rs
-/// under CI=true); otherwise a contender that cannot start is skipped with a note.
+/// A contender is its start command. Every contender listed must start: one that cannot
+/// fails the test.
 #[derive(Clone, Debug)]
 pub struct Contender {
     pub name: String,
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
-    pub required: bool,
 }
 
 pub fn feed_py() -> Contender {
@@ -464,7 +446,6 @@ pub fn feed_py() -> Contender {
                 .to_string(),
         ],
         env: vec![("PYTHONDONTWRITEBYTECODE".into(), "1".into())],
-        required: true,
     }
 }
 
@@ -477,9 +458,9 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// feed-rs, when its binary builds: `cargo build -p feed-rs` once per test process (cargo
-/// releases the build lock while tests run), or the binary in FEEDBENCH_FEED_RS_BIN.
-pub fn feed_rs() -> Option<Contender> {
+/// feed-rs: `cargo build -p feed-rs` once per test process (cargo releases the build lock
+/// while tests run), or the binary in FEEDBENCH_FEED_RS_BIN. Panics when it does not build.
+pub fn feed_rs() -> Contender {
     static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let bin = BIN.get_or_init(|| {
         if let Ok(bin) = std::env::var("FEEDBENCH_FEED_RS_BIN") {
@@ -507,21 +488,16 @@ pub fn feed_rs() -> Option<Contender> {
         Ok(bin)
     });
     match bin {
-        Ok(bin) => Some(Contender {
+        Ok(bin) => Contender {
             name: "feed-rs".into(),
             argv: vec![bin.display().to_string()],
             env: vec![],
-            required: in_ci(),
-        }),
-        Err(e) if in_ci() => panic!("CI=true and feed-rs does not build: {e}"),
-        Err(e) => {
-            eprintln!("note: testing without feed-rs: {e}");
-            None
-        }
+        },
+        Err(e) => panic!("feed-rs does not build: {e}"),
     }
 }
 
-/// The contenders under test: feed-py, and feed-rs when built; FEEDBENCH_CONTENDERS narrows.
+/// The contenders under test: feed-py and feed-rs; FEEDBENCH_CONTENDERS narrows.
 pub fn contenders() -> Vec<Contender> {
     let mut all = vec![feed_py()];
     let wanted = std::env::var("FEEDBENCH_CONTENDERS").ok();
@@ -531,7 +507,7 @@ pub fn contenders() -> Vec<Contender> {
             .is_none_or(|w| w.split(',').any(|x| x.trim() == name))
     };
     if wanted("feed-rs") {
-        all.extend(feed_rs());
+        all.push(feed_rs());
     }
     all.retain(|c| wanted(&c.name));
     all
@@ -544,18 +520,32 @@ pub struct Service {
     pub log: PathBuf,
 }
 
+static STARTS: AtomicUsize = AtomicUsize::new(0);
+
+/// The port in a contender's `listening on port N` line, once it is logged.
+fn listening_port(log: &str) -> Option<u16> {
+    log.lines()
+        .find_map(|l| l.split_once("listening on port ").map(|(_, rest)| rest))
+        .and_then(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .filter(|&port| port != 0)
+}
+
 impl Contender {
-    /// Starts the contender on a free port against `database_url`, with `env` over the
-    /// defaults, and waits until it is live and ready.
+    /// Starts the contender with `LISTEN_PORT=0` against `database_url`, with `env` over the
+    /// defaults; reads the port it bound from its log and waits until it is live and ready.
     pub fn start(&self, database_url: &str, env: &[(&str, &str)]) -> Result<Service, String> {
-        let port = free_port();
-        let log = cluster()
-            .log_dir()
-            .join(format!("{}-{port}.log", self.name));
+        let log = cluster().log_dir().join(format!(
+            "{}-{}.log",
+            self.name,
+            STARTS.fetch_add(1, Ordering::SeqCst)
+        ));
         let file = std::fs::File::create(&log).unwrap();
         let mut cmd = wrapped(&self.argv, None, "KILL");
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env("LISTEN_PORT", port.to_string())
+            .env("LISTEN_PORT", "0")
             .env("DATABASE_URL", database_url)
             .envs(env.iter().copied())
             .current_dir(repo())
@@ -567,7 +557,7 @@ impl Contender {
             .map_err(|e| format!("{}: cannot run {:?}: {e}", self.name, self.argv))?;
         let mut svc = Service {
             name: self.name.clone(),
-            port,
+            port: 0,
             child,
             log,
         };
@@ -580,7 +570,13 @@ impl Contender {
                     svc.log_tail()
                 ));
             }
-            if let Ok(r) = svc.get("/readyz") {
+            if svc.port == 0 {
+                let text = std::fs::read_to_string(&svc.log).unwrap_or_default();
+                svc.port = listening_port(&text).unwrap_or(0);
+            }
+            if svc.port == 0 {
+                // Not listening yet.
+            } else if let Ok(r) = svc.get("/readyz") {
                 if r.status == 200 {
                     return Ok(svc);
                 }
@@ -596,16 +592,10 @@ impl Contender {
         }
     }
 
-    /// `start`, or `None` after printing why when this contender may be skipped.
-    pub fn start_or_skip(&self, database_url: &str, env: &[(&str, &str)]) -> Option<Service> {
-        match self.start(database_url, env) {
-            Ok(svc) => Some(svc),
-            Err(e) if self.required => panic!("{e}"),
-            Err(e) => {
-                eprintln!("SKIPPED {}: it cannot start: {e}", self.name);
-                None
-            }
-        }
+    /// `start`, panicking with the reason when the contender cannot start.
+    pub fn start_or_fail(&self, database_url: &str, env: &[(&str, &str)]) -> Service {
+        self.start(database_url, env)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
@@ -789,38 +779,53 @@ impl Link {
             );
             return Link::Forwarder(Forwarder::start(upstream));
         }
-        let api = free_port();
+        // Port 0 for the API and for the proxy: fault-proxy binds them and reports the ports.
         let argv = vec![
             bin.display().to_string(),
             "-host".into(),
             "127.0.0.1".into(),
             "-port".into(),
-            api.to_string(),
+            "0".into(),
         ];
-        let child = wrapped(&argv, None, "KILL")
+        let mut child = wrapped(&argv, None, "KILL")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let listen = free_port();
-        let until = Instant::now() + Duration::from_secs(10);
-        let create = format!(
-            r#"{{"name":"{LINK_NAME}","listen":"127.0.0.1:{listen}","upstream":"127.0.0.1:{upstream}"}}"#
-        );
-        loop {
-            if let Ok(r) = http(
-                api,
-                "POST",
-                "/proxies",
-                Some(&create),
-                Duration::from_secs(5),
-            ) {
-                assert_eq!(r.status, 201, "creating the proxy: {r:?}");
-                break;
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            // Reads every line, so the proxy never blocks on a full pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some((_, addr)) = line.split_once("API listening on ") {
+                    let _ = tx.send(addr.trim().to_string());
+                }
             }
-            assert!(Instant::now() < until, "fault-proxy did not start");
-            thread::sleep(Duration::from_millis(50));
-        }
+        });
+        let api_addr = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("fault-proxy did not start");
+        let api: u16 = api_addr
+            .rsplit_once(':')
+            .and_then(|(_, port)| port.parse().ok())
+            .unwrap_or_else(|| panic!("fault-proxy API address {api_addr:?}"));
+        let create = format!(
+            r#"{{"name":"{LINK_NAME}","listen":"127.0.0.1:0","upstream":"127.0.0.1:{upstream}"}}"#
+        );
+        let r = http(
+            api,
+            "POST",
+            "/proxies",
+            Some(&create),
+            Duration::from_secs(5),
+        )
+        .expect("creating the proxy");
+        assert_eq!(r.status, 201, "creating the proxy: {r:?}");
+        let listen: u16 = r.json()["listen"]
+            .as_str()
+            .and_then(|addr| addr.rsplit_once(':'))
+            .and_then(|(_, port)| port.parse().ok())
+            .unwrap_or_else(|| panic!("the proxy's listen address: {r:?}"));
         Link::FaultProxy { child, api, listen }
     }
 
@@ -865,69 +870,69 @@ impl Drop for Link {
     }
 }
 
-/// A TCP forwarder on 127.0.0.1 whose link can be cut: disabled, it closes its listener
-/// (new connections are refused) and every open connection, as Toxiproxy does.
+/// A TCP forwarder on 127.0.0.1 whose link can be cut.
+///
+/// Its listener is bound once, to a port the system picks, and kept until the forwarder is
+/// dropped, so no other process can take the port while the link is cut. Disabled, it closes
+/// every open connection and closes each new one as soon as it is accepted, before forwarding
+/// a byte (a client learns within a round trip that the database cannot be reached, from an
+/// end of stream where Toxiproxy's closed port gives a refused connect). Enabled, it forwards
+/// new connections again.
 pub struct Forwarder {
     pub port: u16,
     enabled: Arc<AtomicBool>,
-    listening: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
+    conns: Arc<Closers>,
+}
+
+/// Where a forwarder connects: a TCP port on 127.0.0.1, or a unix socket.
+enum Upstream {
+    Tcp(u16),
+    Unix(PathBuf),
 }
 
 impl Forwarder {
     pub fn start(upstream: u16) -> Forwarder {
+        Forwarder::spawn(Upstream::Tcp(upstream))
+    }
+
+    fn to_unix(path: PathBuf) -> Forwarder {
+        Forwarder::spawn(Upstream::Unix(path))
+    }
+
+    fn spawn(upstream: Upstream) -> Forwarder {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let f = Forwarder {
             port,
             enabled: Arc::new(AtomicBool::new(true)),
-            listening: Arc::new(AtomicBool::new(true)),
             stop: Arc::new(AtomicBool::new(false)),
-            conns: Arc::new(Mutex::new(Vec::new())),
+            conns: Arc::default(),
         };
-        let (enabled, listening, stop, conns) = (
-            f.enabled.clone(),
-            f.listening.clone(),
-            f.stop.clone(),
-            f.conns.clone(),
-        );
+        let (enabled, stop, conns) = (f.enabled.clone(), f.stop.clone(), f.conns.clone());
         thread::spawn(move || {
-            let mut listener = Some(listener);
-            while !stop.load(Ordering::SeqCst) {
-                let on = enabled.load(Ordering::SeqCst);
-                if !on && listener.is_some() {
-                    listener = None;
-                } else if on && listener.is_none() {
-                    listener = TcpListener::bind(("127.0.0.1", port)).ok();
+            for client in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
                 }
-                listening.store(listener.is_some(), Ordering::SeqCst);
-                let Some(l) = &listener else {
-                    thread::sleep(Duration::from_millis(2));
+                // Disabled: an accepted connection is dropped (closed) at once.
+                let Ok(client) = client else { continue };
+                if !enabled.load(Ordering::SeqCst) {
                     continue;
-                };
-                l.set_nonblocking(true).unwrap();
-                match l.accept() {
-                    Ok((client, _)) => {
-                        client.set_nonblocking(false).unwrap();
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                            continue;
-                        };
-                        let mut held = conns.lock().unwrap();
-                        held.push(client.try_clone().unwrap());
-                        held.push(server.try_clone().unwrap());
-                        for (mut from, mut to) in [
-                            (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                            (server, client),
-                        ] {
-                            thread::spawn(move || {
-                                let _ = std::io::copy(&mut from, &mut to);
-                                let _ = to.shutdown(Shutdown::Both);
-                                let _ = from.shutdown(Shutdown::Both);
-                            });
+                }
+                let _ = client.set_nodelay(true);
+                match &upstream {
+                    Upstream::Tcp(port) => {
+                        if let Ok(server) = TcpStream::connect(("127.0.0.1", *port)) {
+                            let _ = server.set_nodelay(true);
+                            pipe(client, server, &enabled, &conns);
                         }
                     }
-                    Err(_) => thread::sleep(Duration::from_millis(2)),
+                    Upstream::Unix(path) => {
+                        if let Ok(server) = UnixStream::connect(path) {
+                            pipe(client, server, &enabled, &conns);
+                        }
+                    }
                 }
             }
         });
@@ -937,23 +942,74 @@ impl Forwarder {
     pub fn set_enabled(&self, on: bool) {
         self.enabled.store(on, Ordering::SeqCst);
         if !on {
-            for s in self.conns.lock().unwrap().drain(..) {
-                let _ = s.shutdown(Shutdown::Both);
+            // A connection registers only while enabled (under this lock), so none forwarded
+            // before the cut outlives it.
+            for close in self.conns.lock().unwrap().drain(..) {
+                close();
             }
-        }
-        let until = Instant::now() + Duration::from_secs(5);
-        while self.listening.load(Ordering::SeqCst) != on {
-            assert!(Instant::now() < until, "the forwarder did not switch");
-            thread::sleep(Duration::from_millis(1));
         }
     }
 }
 
+/// How to close each forwarded connection's two ends.
+type Closers = Mutex<Vec<Box<dyn Fn() + Send>>>;
+
+/// A stream the forwarder can pipe: cloned for the second direction, shut down to close.
+trait Sock: Read + Write + Send + Sized + 'static {
+    fn dup(&self) -> std::io::Result<Self>;
+    fn close(&self);
+}
+
+impl Sock for TcpStream {
+    fn dup(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
+impl Sock for UnixStream {
+    fn dup(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
+/// Copies bytes both ways on two threads and registers both ends for closing by a cut,
+/// unless the link was cut meanwhile: then both are closed now.
+fn pipe<S: Sock>(client: TcpStream, server: S, enabled: &AtomicBool, conns: &Closers) {
+    let (Ok(c1), Ok(c2), Ok(s1), Ok(s2)) = (client.dup(), client.dup(), server.dup(), server.dup())
+    else {
+        return;
+    };
+    {
+        let mut held = conns.lock().unwrap();
+        if !enabled.load(Ordering::SeqCst) {
+            client.close();
+            server.close();
+            return;
+        }
+        held.push(Box::new(move || c1.close()));
+        held.push(Box::new(move || s1.close()));
+    }
+    thread::spawn(move || copy_then_close(c2, server));
+    thread::spawn(move || copy_then_close(s2, client));
+}
+
+fn copy_then_close<A: Sock, B: Sock>(mut from: A, mut to: B) {
+    let _ = std::io::copy(&mut from, &mut to);
+    to.close();
+    from.close();
+}
+
 impl Drop for Forwarder {
     fn drop(&mut self) {
+        self.set_enabled(false);
         self.stop.store(true, Ordering::SeqCst);
-        for s in self.conns.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
+        // Wakes the acceptor, which sees `stop` and ends, closing the listener.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }

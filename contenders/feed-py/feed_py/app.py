@@ -205,7 +205,9 @@ async def serve(cfg) -> int:
     finish = max(0.5, 9.0 - cfg.drain_grace_ms / 1000)
     site = web.TCPSite(runner, "0.0.0.0", cfg.listen_port, shutdown_timeout=finish, reuse_address=True)
     await site.start()
-    log.info("feed-py listening on :%d (pool %d, mutant %s)", cfg.listen_port, cfg.pool_size, cfg.mutant)
+    # The bound port: with LISTEN_PORT=0 the system picks one, and this line names it.
+    port = runner.addresses[0][1] if runner.addresses else cfg.listen_port
+    log.info("feed-py listening on port %d (pool %d, mutant %s)", port, cfg.pool_size, cfg.mutant)
 
     terminated = asyncio.Event()
     loop = asyncio.get_running_loop()

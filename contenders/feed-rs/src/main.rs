@@ -1,7 +1,8 @@
 //! feed-rs: the feed contract (contenders/CONTRACT.md) as a small Rust service.
 //!
 //! Configured by environment only; see `config.rs`. The process serves HTTP/1.1 on
-//! `LISTEN_PORT` until SIGTERM (or SIGINT), then drains as the contract says and exits 0.
+//! `LISTEN_PORT` (0: a port the system picks, named on stderr as `listening on port N`)
+//! until SIGTERM (or SIGINT), then drains as the contract says and exits 0.
 
 mod config;
 mod db;
@@ -162,9 +163,13 @@ async fn run(config: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on port {}: {e}", app.config.listen_port))?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    // The bound port: with LISTEN_PORT=0 the system picks one, and this line names it.
+    let port = listener
+        .local_addr()
+        .map_or(app.config.listen_port, |a| a.port());
     eprintln!(
-        "feed-rs: listening on port {} (mutant {:?}, cache {})",
-        app.config.listen_port, app.config.mutant, app.config.cache
+        "feed-rs: listening on port {port} (mutant {:?}, cache {})",
+        app.config.mutant, app.config.cache
     );
 
     let graceful = GracefulShutdown::new();

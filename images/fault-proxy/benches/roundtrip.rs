@@ -61,14 +61,6 @@ fn cpu_seconds(pid: u32, ticks: f64) -> f64 {
     (get(11) + get(12)) / ticks
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_fault_proxy(cpu: &str, upstream: &str) -> Forwarder {
     let mut child = Command::new("taskset")
         .args([
@@ -112,9 +104,12 @@ fn start_fault_proxy(cpu: &str, upstream: &str) -> Forwarder {
     Forwarder { child, addr }
 }
 
+/// HAProxy in TCP mode, listening on a socket this process binds (a port the system picks)
+/// and hands over as its stdin: `bind fd@0`, so the port is never free in between.
 fn start_haproxy(cpu: &str, upstream: &str) -> Option<Forwarder> {
     Command::new("haproxy").arg("-v").output().ok()?;
-    let port = free_port();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    let port = listener.local_addr().ok()?.port();
     let dir =
         std::env::temp_dir().join(format!("fault-proxy-bench-haproxy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
@@ -123,7 +118,7 @@ fn start_haproxy(cpu: &str, upstream: &str) -> Option<Forwarder> {
         &cfg,
         format!(
             "global\n  nbthread 1\n  maxconn 4000\n\ndefaults\n  mode tcp\n  timeout connect 5s\n  \
-             timeout client 1m\n  timeout server 1m\n\nlisten bench\n  bind 127.0.0.1:{port}\n  \
+             timeout client 1m\n  timeout server 1m\n\nlisten bench\n  bind fd@0\n  \
              server echo {upstream}\n"
         ),
     )
@@ -131,6 +126,7 @@ fn start_haproxy(cpu: &str, upstream: &str) -> Option<Forwarder> {
     let child = Command::new("taskset")
         .args(["-c", cpu, "haproxy", "-db", "-f"])
         .arg(&cfg)
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

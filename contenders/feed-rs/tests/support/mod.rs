@@ -1,14 +1,18 @@
 //! Test support: a throwaway PostgreSQL seeded with the contract's schema, the service under
 //! test started by argv and env, a tiny HTTP/1.1 client, and a TCP forwarder that can cut
-//! the database link. Everything listens on 127.0.0.1 only.
+//! the database link. No port is chosen by closing a listener and binding its number again:
+//! PostgreSQL listens on a unix socket only, reached over TCP through a forwarder whose
+//! listener this process holds; the service binds port 0 and names its port on stderr.
+//! Every TCP listener is on loopback, except the service's own (it binds all interfaces).
 
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -17,12 +21,17 @@ use std::time::{Duration, Instant};
 pub const PGOPTIONS: &str = "-c feed.profiles=1000 -c feed.posts=20000";
 
 /// A running PostgreSQL; it stops when the test process exits (a watchdog shell sees to it).
+/// It listens on a unix socket in `dir` only; `port` is a TCP forwarder to that socket.
 pub struct Postgres {
     pub port: u16,
     bin: PathBuf,
     dir: PathBuf,
     copies: AtomicUsize,
+    front: Forwarder,
 }
+
+/// The port in the name of PostgreSQL's unix socket (`.s.PGSQL.5432`); no TCP port is bound.
+const SOCKET_PORT: u16 = 5432;
 
 fn schema_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema")
@@ -59,26 +68,14 @@ fn as_pg_user(program: &Path, root: bool) -> Command {
     }
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// The shared PostgreSQL, or `None` (with the reason printed) when it is not installed and
-/// this is not CI. Under `CI=true` a missing PostgreSQL fails the test.
-pub fn postgres() -> Option<&'static Postgres> {
+/// The shared PostgreSQL. A test that calls this is `#[ignore]`d (it needs PostgreSQL on
+/// the host, run with `-- --include-ignored`); when PostgreSQL is missing or does not start,
+/// it fails, saying why and how to get it.
+pub fn postgres() -> &'static Postgres {
     static PG: OnceLock<Result<Postgres, String>> = OnceLock::new();
     match PG.get_or_init(start_postgres) {
-        Ok(pg) => Some(pg),
-        Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("PostgreSQL is required under CI=true: {reason}")
-        }
-        Err(reason) => {
-            eprintln!("SKIPPED: {reason}");
-            None
-        }
+        Ok(pg) => pg,
+        Err(reason) => panic!("this test needs PostgreSQL on the host: {reason}"),
     }
 }
 
@@ -118,10 +115,9 @@ fn start_postgres() -> Result<Postgres, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let port = free_port();
     // The watchdog stops the server once this test process is gone.
     let script = format!(
-        "'{postgres}' -D '{data}' -p {port} -c listen_addresses=127.0.0.1 \
+        "'{postgres}' -D '{data}' -p {SOCKET_PORT} -c listen_addresses='' \
          -c unix_socket_directories='{dir}' -c fsync=off -c synchronous_commit=off \
          -c full_page_writes=off -c max_connections=300 >'{dir}/postgres.log' 2>&1 & pg=$!; \
          while [ -d /proc/{parent} ] && kill -0 $pg 2>/dev/null; do sleep 1; done; \
@@ -139,11 +135,13 @@ fn start_postgres() -> Result<Postgres, String> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     watchdog.spawn().map_err(|e| format!("postgres: {e}"))?;
+    let front = Forwarder::to_unix(dir.join(format!(".s.PGSQL.{SOCKET_PORT}")));
     let pg = Postgres {
-        port,
+        port: front.port,
         bin,
         dir,
         copies: AtomicUsize::new(0),
+        front,
     };
     let started = Instant::now();
     while pg.try_psql("postgres", "SELECT 1").is_err() {
@@ -180,19 +178,12 @@ pub const SHARED: &str = "feed_shared";
 impl Postgres {
     fn psql_command(&self, db: &str) -> Command {
         let mut cmd = Command::new(self.bin.join("psql"));
-        cmd.args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &self.port.to_string(),
-            "-U",
-            "feed",
-            "-d",
-            db,
-        ])
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\t"])
-        .env_remove("PGOPTIONS")
-        .stdin(Stdio::null());
+        cmd.arg("-h")
+            .arg(&self.dir)
+            .args(["-p", &SOCKET_PORT.to_string(), "-U", "feed", "-d", db])
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\t"])
+            .env_remove("PGOPTIONS")
+            .stdin(Stdio::null());
         cmd
     }
 
@@ -260,17 +251,17 @@ pub struct Service {
 static LOGS: AtomicU64 = AtomicU64::new(0);
 
 impl Service {
-    /// Starts the binary with `env` (plus `LISTEN_PORT`) and waits until `/healthz` answers.
+    /// Starts the binary with `env` (plus `LISTEN_PORT=0`: it binds a port the system picks
+    /// and names it on stderr) and waits until `/healthz` answers on that port.
     pub fn start(env: &[(&str, &str)]) -> Service {
-        Service::start_on(
-            free_port(),
+        Service::start_with(
             env.iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         )
     }
 
-    fn start_on(port: u16, env: Vec<(String, String)>) -> Service {
+    fn start_with(env: Vec<(String, String)>) -> Service {
         let log = std::env::temp_dir().join(format!(
             "feed-rs-test-{}-{}.log",
             std::process::id(),
@@ -279,21 +270,29 @@ impl Service {
         let stderr = std::fs::File::create(&log).expect("log file");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_feed-rs"));
         cmd.env_clear()
-            .env("LISTEN_PORT", port.to_string())
+            .env("LISTEN_PORT", "0")
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
         let child = cmd.spawn().expect("start feed-rs");
-        let service = Service {
-            port,
+        let mut service = Service {
+            port: 0,
             child,
             log,
             env,
         };
         let started = Instant::now();
         loop {
-            if let Ok(r) = try_request(port, "GET", "/healthz", None) {
+            if service.port == 0 {
+                service.port = listening_port(&service.log()).unwrap_or(0);
+            }
+            if let Ok(Some(status)) = service.child.try_wait() {
+                panic!("feed-rs exited with {status} before serving");
+            }
+            if service.port == 0 {
+                // Not listening yet.
+            } else if let Ok(r) = try_request(service.port, "GET", "/healthz", None) {
                 if r.status == 200 {
                     return service;
                 }
@@ -307,13 +306,14 @@ impl Service {
         }
     }
 
-    /// Kills the process and starts it again on the same port with the same environment.
+    /// Kills the process and starts it again with the same environment (on a port the
+    /// system picks, like the first time; `port` is the new one).
     pub fn restart(mut self) -> Service {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let (port, env) = (self.port, std::mem::take(&mut self.env));
+        let env = std::mem::take(&mut self.env);
         drop(self);
-        Service::start_on(port, env)
+        Service::start_with(env)
     }
 
     pub fn pid(&self) -> u32 {
@@ -367,6 +367,15 @@ impl Drop for Service {
         }
         let _ = std::fs::remove_file(&self.log);
     }
+}
+
+/// The port in feed-rs's `feed-rs: listening on port N` line, once it is logged.
+fn listening_port(log: &str) -> Option<u16> {
+    log.lines()
+        .find_map(|l| l.strip_prefix("feed-rs: listening on port "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .filter(|&port| port != 0)
 }
 
 /// An HTTP response.
@@ -467,95 +476,162 @@ fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// A TCP forwarder from a loopback port to PostgreSQL that can cut the link (close its
-/// listener so connections are refused, and close every forwarded connection) and restore it.
+/// A TCP forwarder from a loopback port to PostgreSQL that can cut the link and restore it.
+///
+/// Its listener is bound once, to a port the system picks, and kept until the forwarder is
+/// dropped, so no other process can take the port while the link is cut. Cut, it closes
+/// every forwarded connection and closes each new one as soon as it is accepted, before
+/// forwarding a byte: a client cannot reach the database and learns so within a round trip
+/// (an end of stream where a refused connect would give an error). Restored, it forwards
+/// new connections again.
 pub struct Forwarder {
     pub port: u16,
-    target: u16,
-    generation: Arc<AtomicU64>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
+    up: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Closers>,
     acceptor: Option<JoinHandle<()>>,
 }
 
+/// Where a forwarder connects: a TCP port on 127.0.0.1, or a unix socket.
+#[derive(Clone)]
+enum Upstream {
+    Tcp(u16),
+    Unix(PathBuf),
+}
+
 impl Forwarder {
+    /// A forwarder to `target`, a TCP port on 127.0.0.1; the link starts up.
     pub fn start(target: u16) -> Forwarder {
-        let mut f = Forwarder {
-            port: free_port(),
-            target,
-            generation: Arc::new(AtomicU64::new(0)),
-            streams: Arc::new(Mutex::new(Vec::new())),
-            acceptor: None,
-        };
-        f.restore();
-        f
+        Forwarder::spawn(Upstream::Tcp(target))
     }
 
-    /// Opens the link again on the same port.
-    pub fn restore(&mut self) {
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).expect("forwarder bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let generation = self.generation.clone();
-        let mine = generation.load(Ordering::SeqCst);
-        let streams = self.streams.clone();
-        let target = self.target;
-        self.acceptor = Some(thread::spawn(move || {
-            while generation.load(Ordering::SeqCst) == mine {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let _ = client.set_nonblocking(false);
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
-                            continue;
-                        };
-                        let _ = client.set_nodelay(true);
-                        let _ = server.set_nodelay(true);
-                        pipe(&client, &server, &streams);
+    /// A forwarder to the unix socket at `path`; the link starts up.
+    fn to_unix(path: PathBuf) -> Forwarder {
+        Forwarder::spawn(Upstream::Unix(path))
+    }
+
+    fn spawn(upstream: Upstream) -> Forwarder {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("forwarder bind");
+        let port = listener.local_addr().expect("forwarder address").port();
+        let up = Arc::new(AtomicBool::new(true));
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams: Arc<Closers> = Arc::default();
+        let acceptor = {
+            let (up, stop, streams) = (up.clone(), stop.clone(), streams.clone());
+            thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
                     }
-                    Err(_) => thread::sleep(Duration::from_millis(2)),
+                    // Cut: an accepted connection is dropped (closed) at once.
+                    let Ok(client) = client else { continue };
+                    if !up.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    let _ = client.set_nodelay(true);
+                    match &upstream {
+                        Upstream::Tcp(target) => {
+                            if let Ok(server) = TcpStream::connect(("127.0.0.1", *target)) {
+                                let _ = server.set_nodelay(true);
+                                pipe(client, server, &up, &streams);
+                            }
+                        }
+                        Upstream::Unix(path) => {
+                            if let Ok(server) = UnixStream::connect(path) {
+                                pipe(client, server, &up, &streams);
+                            }
+                        }
+                    }
                 }
-            }
-        }));
+            })
+        };
+        Forwarder {
+            port,
+            up,
+            stop,
+            streams,
+            acceptor: Some(acceptor),
+        }
     }
 
-    /// Cuts the link: new connections are refused, open ones are closed.
+    /// Opens the link again: new connections are forwarded.
+    pub fn restore(&mut self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+
+    /// Cuts the link: open connections are closed, new ones are closed once accepted.
     pub fn cut(&mut self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-        for stream in self.streams.lock().unwrap().drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
+        self.up.store(false, Ordering::SeqCst);
+        // A connection registers only while the link is up (under this lock), so none
+        // forwarded before the cut outlives it.
+        for close in self.streams.lock().unwrap().drain(..) {
+            close();
         }
     }
 }
 
-fn pipe(client: &TcpStream, server: &TcpStream, streams: &Arc<Mutex<Vec<TcpStream>>>) {
-    let (Ok(c1), Ok(c2), Ok(s1), Ok(s2)) = (
-        client.try_clone(),
-        client.try_clone(),
-        server.try_clone(),
-        server.try_clone(),
-    ) else {
+/// How to close each forwarded connection's two ends.
+type Closers = Mutex<Vec<Box<dyn Fn() + Send>>>;
+
+/// A stream the forwarder can pipe: cloned for the second direction, shut down to close.
+trait Sock: Read + Write + Send + Sized + 'static {
+    fn dup(&self) -> std::io::Result<Self>;
+    fn close(&self);
+}
+
+impl Sock for TcpStream {
+    fn dup(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
+impl Sock for UnixStream {
+    fn dup(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
+/// Copies bytes both ways between `client` and `server` on two threads, and registers both
+/// for closing by `cut` — unless the link was cut meanwhile: then both are closed now.
+fn pipe<S: Sock>(client: TcpStream, server: S, up: &AtomicBool, streams: &Closers) {
+    let (Ok(c1), Ok(c2), Ok(s1), Ok(s2)) = (client.dup(), client.dup(), server.dup(), server.dup())
+    else {
         return;
     };
     {
         let mut all = streams.lock().unwrap();
-        all.push(c1);
-        all.push(s1);
+        if !up.load(Ordering::SeqCst) {
+            client.close();
+            server.close();
+            return;
+        }
+        all.push(Box::new(move || c1.close()));
+        all.push(Box::new(move || s1.close()));
     }
-    for (mut from, mut to) in [(c2, server.try_clone()), (s2, client.try_clone())]
-        .into_iter()
-        .filter_map(|(a, b)| b.ok().map(|b| (a, b)))
-    {
-        thread::spawn(move || {
-            let _ = std::io::copy(&mut from, &mut to);
-            let _ = to.shutdown(Shutdown::Both);
-            let _ = from.shutdown(Shutdown::Both);
-        });
-    }
+    thread::spawn(move || copy_then_close(c2, server));
+    thread::spawn(move || copy_then_close(s2, client));
+}
+
+fn copy_then_close<A: Sock, B: Sock>(mut from: A, mut to: B) {
+    let _ = std::io::copy(&mut from, &mut to);
+    to.close();
+    from.close();
 }
 
 impl Drop for Forwarder {
     fn drop(&mut self) {
         self.cut();
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the acceptor, which sees `stop` and ends, closing the listener.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
     }
 }
