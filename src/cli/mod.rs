@@ -184,9 +184,7 @@ pub fn run_topology(
             Vec::new(),
         ));
     };
-    let base = loaded.base_dir.clone();
-    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-    let topo = crate::engine::topology::topology(&loaded.plan, run, &read)
+    let topo = crate::engine::topology::of_loaded(&loaded, run)
         .map_err(|e| CliError::Failure(e.into()))?;
     Ok((loaded, topo))
 }

@@ -321,13 +321,11 @@ fn preflight(
     cores: f64,
 ) -> Result<(), CliError> {
     let status = ledger.status(runs);
-    let base = loaded.base_dir.clone();
-    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
     for r in selected {
         if status.iter().any(|s| s.run == r.id && s.state.settled()) {
             continue;
         }
-        let topo = crate::engine::topology::topology(&loaded.plan, r, &read)
+        let topo = crate::engine::topology::of_loaded(loaded, r)
             .map_err(|e| CliError::invalid(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
         crate::engine::deploy::check_caps(&topo, cores, loaded.plan.caps.allow_oversubscription)
             .map_err(|e| {

@@ -17,9 +17,7 @@ use crate::analysis::saturation::{self, Saturation};
 use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
 use crate::engine::fault_proxy::FaultProxy;
 use crate::engine::runtime::{Runtime, RuntimeError};
-use crate::engine::topology::{
-    topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
-};
+use crate::engine::topology::{Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
 use crate::plan::model::{Plan, Profile};
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
@@ -38,8 +36,6 @@ pub enum ExecuteError {
     },
     #[error(transparent)]
     File(#[from] crate::ledger::files::FileError),
-    #[error(transparent)]
-    Topology(#[from] crate::engine::topology::TopologyError),
     #[error(transparent)]
     Script(#[from] load::ScriptError),
     #[error(transparent)]
@@ -147,11 +143,14 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExecuteError> {
     Ok(crate::ledger::files::write_atomic(&dir.join(name), bytes)?)
 }
 
-/// Executes one run into `dir` (which must not exist yet).
+/// Executes one run, deployed as `topo` (its topology, built once by the caller), into
+/// `dir` (which must not exist yet).
+#[allow(clippy::too_many_arguments)]
 pub async fn execute(
     rt: &Runtime,
     loaded: &LoadedPlan,
     run: &RunSpec,
+    topo: &RunTopology,
     measured: &Saturations,
     dir: &Path,
     observer: &mut dyn FnMut(&str, Stamp, &RunEvent),
@@ -199,9 +198,6 @@ pub async fn execute(
     }
     record.derived = derived;
 
-    let base = loaded.base_dir.clone();
-    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-    let topo = topology(plan, run, &read)?;
     let script = load::render(&LoadSpec {
         profile: &plan.profiles[run.profile.as_str()],
         workload: &plan.workload,
@@ -216,7 +212,7 @@ pub async fn execute(
     record.scheduled_arrivals = Some(script.scheduled_arrivals);
 
     let facts = rt.facts().await?;
-    if let Some(w) = check_caps(&topo, facts.cores, plan.caps.allow_oversubscription)? {
+    if let Some(w) = check_caps(topo, facts.cores, plan.caps.allow_oversubscription)? {
         events.emit(RunEvent::Note { text: w.clone() });
         record.warnings.push(w);
     }
@@ -236,7 +232,7 @@ pub async fn execute(
         rt,
         plan,
         run,
-        &topo,
+        topo,
         &script,
         &saturation_map,
         dir,
@@ -248,7 +244,7 @@ pub async fn execute(
         phase: "teardown".into(),
     });
     let logs = dir.join(rundir::LOGS_DIR);
-    if save_logs(rt, &topo, &logs).await.is_err() {
+    if save_logs(rt, topo, &logs).await.is_err() {
         record
             .warnings
             .push("some container logs could not be saved".into());
@@ -262,7 +258,7 @@ pub async fn execute(
             record.warnings.push(e.to_string());
         }
     }
-    record.cleanup_ok = teardown(rt, &topo).await.is_ok();
+    record.cleanup_ok = teardown(rt, topo).await.is_ok();
     let request_starts = match outcome {
         Ok(starts) => starts,
         Err(e) => {
@@ -275,7 +271,7 @@ pub async fn execute(
     if record.execution == Ending::Completed {
         match validity::assess(
             dir,
-            &topo,
+            topo,
             &script,
             record.load.as_ref(),
             record.scheduled_arrivals,

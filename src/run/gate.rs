@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::events::{Clock, RunEvent, Stamp};
 use crate::engine::deploy::{check_caps, deploy, teardown};
 use crate::engine::runtime::Runtime;
-use crate::engine::topology::{gate_container, topology, RunTopology, TopologyError};
+use crate::engine::topology::{gate_container, of_loaded, RunTopology, TopologyError};
 use crate::plan::expand::resolve_contenders;
 use crate::plan::model::Gate;
 use crate::plan::{LoadedPlan, RunSpec};
@@ -114,9 +114,7 @@ pub async fn run_gate(
         .as_str()
         .to_string();
     let gate_spec = gate_run(run);
-    let base = loaded.base_dir.clone();
-    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-    let topo = topology(plan, &gate_spec, &read)?;
+    let topo = of_loaded(loaded, &gate_spec)?;
 
     let clock = Clock::start();
     let id = gate_spec.id.clone();

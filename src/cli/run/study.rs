@@ -7,6 +7,7 @@ use std::path::Path;
 use super::show::{clock, print_event, summarise, Recorder};
 use crate::cli::CliError;
 use crate::engine::runtime::Runtime;
+use crate::engine::topology::RunTopology;
 use crate::ledger::journal::Event;
 use crate::ledger::layout;
 use crate::ledger::manifest::Image;
@@ -61,12 +62,7 @@ fn remember(out: &mut Saturations, r: &RunSpec, rate: f64, breached: bool) {
 }
 
 /// The images of a run's containers, as the engine has them now.
-async fn images(rt: &Runtime, loaded: &LoadedPlan, run: &RunSpec) -> Vec<Image> {
-    let base = loaded.base_dir.clone();
-    let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-    let Ok(topo) = crate::engine::topology::topology(&loaded.plan, run, &read) else {
-        return Vec::new();
-    };
+async fn images(rt: &Runtime, topo: &RunTopology) -> Vec<Image> {
     let mut out = Vec::new();
     for c in &topo.containers {
         out.push(Image {
@@ -230,7 +226,9 @@ pub async fn study_loop(
             run.id,
             dir.display()
         );
-        let images = images(rt, loaded, run).await;
+        // Built once for the run: its images are recorded from it and it is deployed.
+        let topo = crate::engine::topology::of_loaded(loaded, run).map_err(anyhow::Error::from)?;
+        let images = images(rt, &topo).await;
         rec.log(Event::RunStarted {
             run: run.id.clone(),
             run_hash: run.run_hash.clone(),
@@ -257,7 +255,7 @@ pub async fn study_loop(
             print_event(json, id, stamp, event)
         };
         let record = tokio::select! {
-            r = execute(rt, loaded, run, &measured, &dir, &mut observe) => match r {
+            r = execute(rt, loaded, run, &topo, &measured, &dir, &mut observe) => match r {
                 Ok(record) => record,
                 Err(e) => {
                     // The run started and cannot be settled from a record: it is aborted, its

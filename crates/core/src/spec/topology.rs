@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::plan::expand::{resolve_contenders, ResolvedContender};
 use crate::plan::model::{Cap, Plan, ServiceKind};
 use crate::plan::validate::total_cpus;
-use crate::plan::RunSpec;
+use crate::plan::{LoadedPlan, RunSpec};
 
 pub const LABEL_STUDY: &str = "feedbench.study";
 pub const LABEL_RUN: &str = "feedbench.run";
@@ -192,6 +192,13 @@ fn caps(c: Cap) -> (i64, i64) {
 
 /// Reads a file named in the plan (relative to the plan's directory).
 pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
+
+/// A run's topology with the plan's files (init scripts and the like) read relative to the
+/// plan's directory: what every caller outside tests wants.
+pub fn of_loaded(loaded: &LoadedPlan, run: &RunSpec) -> Result<RunTopology, TopologyError> {
+    let read = |rel: &str| std::fs::read(loaded.base_dir.join(rel)).map_err(|e| e.to_string());
+    topology(&loaded.plan, run, &read)
+}
 
 /// The topology of one run of a validated plan.
 pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopology, TopologyError> {
