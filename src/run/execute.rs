@@ -62,6 +62,8 @@ pub struct EventLog<'a> {
     file: std::fs::File,
     observer: &'a mut dyn FnMut(&str, Stamp, &RunEvent),
     run_id: String,
+    /// The first failed append to events.csv, for the run's warnings.
+    lost: Option<String>,
 }
 
 impl<'a> EventLog<'a> {
@@ -83,16 +85,24 @@ impl<'a> EventLog<'a> {
             file,
             observer,
             run_id: run_id.to_string(),
+            lost: None,
         })
     }
 
     pub fn emit(&mut self, event: RunEvent) {
         use std::io::Write;
         let stamp = self.clock.now();
-        // The events file is evidence; a failed write is reported on stderr, not fatal.
+        // The events file is evidence; a failed write is not fatal, but the run's record
+        // says so (the first failure, with what it lost from).
         if !matches!(event, RunEvent::Progress { .. }) {
             if let Err(e) = self.file.write_all(csv_row(stamp, &event).as_bytes()) {
-                eprintln!("warning: cannot append to {}: {e}", rundir::EVENTS_CSV);
+                self.lost.get_or_insert_with(|| {
+                    format!(
+                        "cannot append to {} from the {} event on: {e}",
+                        rundir::EVENTS_CSV,
+                        event.kind()
+                    )
+                });
             }
         }
         (self.observer)(&self.run_id, stamp, &event);
@@ -297,6 +307,7 @@ pub async fn execute(
 /// run (settle then finds no record and aborts it with this reason).
 fn finish(dir: &Path, mut record: RunRecord, events: &EventLog) -> Result<RunRecord, ExecuteError> {
     record.ended_wall_ns = events.clock.now().wall_ns;
+    record.warnings.extend(events.lost.clone());
     record.write(dir)?;
     Ok(record)
 }
