@@ -8,5 +8,6 @@ pub mod cli;
 pub mod engine;
 pub mod images;
 pub mod run;
+pub mod study;
 
 pub use feedbench_core::{analysis, audit, git, ledger, plan, rundir, spec, validity};

@@ -4,11 +4,9 @@
 use std::path::PathBuf;
 
 use super::CliError;
-use crate::ledger::journal::{self, Event, Writer};
-use crate::ledger::layout;
-use crate::ledger::state::{Ledger, RunState};
-use crate::ledger::{files, Decider};
 use crate::plan::{expand, load_file};
+use crate::study::decide;
+pub use crate::study::Decision;
 
 #[derive(Debug, clap::Args)]
 pub struct DecideArgs {
@@ -23,12 +21,6 @@ pub struct DecideArgs {
     /// Where study results are.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    Invalidate,
-    Skip,
 }
 
 impl DecideArgs {
@@ -46,90 +38,8 @@ impl DecideArgs {
                 self.plan.display()
             )));
         };
-        let study = loaded.plan.study.name.to_string();
-        let study_dir = self.results.join(&study);
-        if !study_dir.join(journal::FILE).exists() {
-            return Err(CliError::invalid(format!(
-                "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
-                study_dir.display()
-            )));
-        }
-        let _lock = crate::run::lock::lock_study(&study_dir, &study)
-            .map_err(|e| CliError::Failure(e.into()))?;
-        let path = study_dir.join(journal::FILE);
-        let j = journal::read(&path).map_err(|e| CliError::Failure(e.into()))?;
-        if j.entries.is_empty() {
-            return Err(CliError::invalid(format!(
-                "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
-                study_dir.display()
-            )));
-        }
-        // Opened before anything moves: a journal that cannot take the decision stops it.
-        let mut w = Writer::open(&path).map_err(|e| CliError::Failure(e.into()))?;
-        let ledger = Ledger::fold(j.events());
-        if ledger.plan_change(&loaded.plan_hash, &runs).is_some() {
-            return Err(CliError::invalid(format!(
-                "`{}` changed since study `{study}` last ran; declare the change first (`feedbench run --amend \"<reason>\"`)",
-                loaded.file
-            )));
-        }
-        let state = ledger
-            .status(&runs)
-            .into_iter()
-            .find(|s| s.run == spec.id)
-            .map(|s| s.state)
-            .unwrap_or(RunState::NotRun);
-        let event = match (decision, state) {
-            (Decision::Invalidate, RunState::CompletedValid { attempt, dir, .. }) => {
-                let from = study_dir.join(&dir);
-                let to = files::move_dir(
-                    &from,
-                    &layout::aside(&study_dir, &layout::invalid_area("by-person"), &spec.id),
-                )
-                .map_err(|e| CliError::Failure(e.into()))?;
-                Event::RunInvalidated {
-                    run: spec.id.clone(),
-                    run_hash: spec.run_hash.clone(),
-                    attempt,
-                    dir: layout::relative(&study_dir, &to),
-                    reason: self.reason.clone(),
-                    by: Decider::Person,
-                    evidence: Vec::new(),
-                }
-            }
-            (Decision::Skip, RunState::NotRun) => Event::RunSkipped {
-                run: spec.id.clone(),
-                run_hash: spec.run_hash.clone(),
-                reason: self.reason.clone(),
-                by: Decider::Person,
-            },
-            (Decision::Invalidate, s) => {
-                return Err(CliError::invalid(format!(
-                    "`{}` is {}; only a completed valid run can be invalidated{}",
-                    spec.id,
-                    s.label(),
-                    if matches!(s, RunState::NotRun) {
-                        " (`feedbench skip` records a run that will not be run)"
-                    } else {
-                        ""
-                    }
-                )))
-            }
-            (Decision::Skip, s) => {
-                return Err(CliError::invalid(format!(
-                    "`{}` is {}; only a run that has not run can be skipped{}",
-                    spec.id,
-                    s.label(),
-                    if matches!(s, RunState::CompletedValid { .. }) {
-                        " (`feedbench invalidate` sets a completed run aside)"
-                    } else {
-                        ""
-                    }
-                )))
-            }
-        };
-        w.append(event.clone())
-            .map_err(|e| CliError::Failure(e.into()))?;
+        let event = decide(&self.results, &loaded, &runs, spec, decision, &self.reason)
+            .map_err(super::run::study_error)?;
         eprintln!("recorded: {}", super::status::describe(&event));
         Ok(())
     }

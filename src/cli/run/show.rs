@@ -1,58 +1,124 @@
-//! What `feedbench run` shows while it works: run events and journal lines, on stderr for
-//! people or as JSON lines on stdout, and each run's summary.
+//! What `feedbench run` shows while it works: the study runner's events, on stderr for
+//! people (`Human`) or as JSON lines on stdout (`Json`: every run event and journal line).
 
 use std::io::Write;
 
-use crate::cli::CliError;
-use crate::ledger::journal::{Event, Writer};
-use crate::ledger::state::Ledger;
+use crate::ledger::journal::Event;
 use crate::run::events::{RunEvent, Stamp};
 use crate::rundir::record::{Ending, RunRecord};
+use crate::study::{Reporter, StudyEvent};
 
-/// Appends to the journal, folds the event into the ledger and shows it.
-pub struct Recorder {
-    pub writer: Writer,
-    pub ledger: Ledger,
-    pub json: bool,
-}
+/// For people, on stderr.
+pub struct Human;
 
-impl Recorder {
-    pub fn log(&mut self, event: Event) -> Result<(), CliError> {
-        let entry = self
-            .writer
-            .append(event)
-            .map_err(|e| CliError::Failure(e.into()))?;
-        self.note(&entry.event);
-        Ok(())
-    }
+/// For machines: a JSON line on stdout per run event and per journal line; the rest (what
+/// people read) on stderr.
+pub struct Json;
 
-    /// Folds an event another writer appended (`run::settle`) into the ledger and shows it.
-    pub fn note(&mut self, event: &Event) {
-        self.ledger.apply(event);
-        self.show(event);
-    }
-}
-
-impl Recorder {
-    /// Shows an event that was appended elsewhere.
-    pub fn show(&self, event: &Event) {
-        if self.json {
-            let _ = writeln!(
-                std::io::stdout().lock(),
-                "{}",
-                serde_json::json!({"journal": event})
-            );
-        } else {
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "  journal: {}",
-                crate::cli::status::describe(event)
-            );
+impl Reporter for Human {
+    fn report(&mut self, event: StudyEvent<'_>) {
+        match event {
+            StudyEvent::Journal(e) => journal_line(false, e),
+            StudyEvent::Run { run, stamp, event } => print_event(false, run, stamp, event),
+            StudyEvent::StudyProgress { elapsed_s, left_s } => {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "  study: {} elapsed, about {} left",
+                    clock(elapsed_s),
+                    clock(left_s)
+                );
+            }
+            StudyEvent::RunEnded(r) => summarise(r),
+            other => people(other),
         }
     }
 }
 
-pub fn print_event(json: bool, run: &str, stamp: Stamp, event: &RunEvent) {
+impl Reporter for Json {
+    fn report(&mut self, event: StudyEvent<'_>) {
+        match event {
+            StudyEvent::Journal(e) => journal_line(true, e),
+            StudyEvent::Run { run, stamp, event } => print_event(true, run, stamp, event),
+            StudyEvent::StudyProgress { .. } => {}
+            StudyEvent::RunEnded(r) => summarise(r),
+            other => people(other),
+        }
+    }
+}
+
+/// The events both reporters show people the same way, on stderr.
+fn people(event: StudyEvent<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = match event {
+        StudyEvent::Warning(w) => writeln!(err, "warning: {w}"),
+        StudyEvent::Reaped { containers } => {
+            writeln!(
+                err,
+                "removed {containers} leftover container(s) of the study"
+            )
+        }
+        StudyEvent::GateStarted { contender } => writeln!(
+            err,
+            "gate of {contender}: deploying it and running its checks"
+        ),
+        StudyEvent::Excluded {
+            index,
+            total,
+            run,
+            why,
+        } => writeln!(
+            err,
+            "[{index}/{total}] {run}: not run, its contender was excluded by its gate: {why}"
+        ),
+        StudyEvent::Waiting {
+            index,
+            total,
+            run,
+            dependency,
+        } => writeln!(
+            err,
+            "[{index}/{total}] {run}: waits for `{dependency}`, which has not completed"
+        ),
+        StudyEvent::RunStarting {
+            index,
+            total,
+            run,
+            attempt,
+            dir,
+        } => writeln!(
+            err,
+            "[{index}/{total}] {run} (attempt {attempt}) → {}",
+            dir.display()
+        ),
+        StudyEvent::NothingToDo { selected } => writeln!(
+            err,
+            "nothing to do: the {selected} selected run(s) are settled (see `feedbench status`)"
+        ),
+        StudyEvent::Journal(_)
+        | StudyEvent::Run { .. }
+        | StudyEvent::StudyProgress { .. }
+        | StudyEvent::RunEnded(_) => Ok(()),
+    };
+}
+
+/// A journal line: as JSON on stdout, or described in words on stderr.
+fn journal_line(json: bool, event: &Event) {
+    if json {
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::json!({"journal": event})
+        );
+    } else {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "  journal: {}",
+            crate::cli::status::describe(event)
+        );
+    }
+}
+
+fn print_event(json: bool, run: &str, stamp: Stamp, event: &RunEvent) {
     if json {
         let mut v = serde_json::to_value(event).unwrap_or_default();
         if let Some(m) = v.as_object_mut() {
@@ -79,12 +145,12 @@ pub fn print_event(json: bool, run: &str, stamp: Stamp, event: &RunEvent) {
     }
 }
 
-pub fn clock(secs: f64) -> String {
+fn clock(secs: f64) -> String {
     let t = secs.round() as u64;
     format!("{}h{:02}m{:02}s", t / 3600, t / 60 % 60, t % 60)
 }
 
-pub fn summarise(r: &RunRecord) {
+fn summarise(r: &RunRecord) {
     let mut err = std::io::stderr().lock();
     let outcome = match &r.execution {
         Ending::Completed => "completed".to_string(),

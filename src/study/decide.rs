@@ -1,0 +1,113 @@
+//! A person's decision about one run, recorded in the study's journal like feedbench's own:
+//! `invalidate` sets a completed valid run aside (to `_invalid_by-person/`), `skip` records
+//! that a run that has not run will not be. Refused, with what to do instead, for a run in
+//! any other state, a study with no journal, or a plan changed since the study last ran.
+
+use std::path::Path;
+
+use super::StudyError;
+use crate::ledger::journal::{self, Event, Writer};
+use crate::ledger::layout;
+use crate::ledger::state::{Ledger, RunState};
+use crate::ledger::{files, Decider};
+use crate::plan::{LoadedPlan, RunSpec};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Invalidate,
+    Skip,
+}
+
+/// Records `decision` about `spec` (a run of `loaded`, whose runs are `runs`) with the
+/// person's `reason`, in the study under `results`; returns the journal event.
+pub fn decide(
+    results: &Path,
+    loaded: &LoadedPlan,
+    runs: &[RunSpec],
+    spec: &RunSpec,
+    decision: Decision,
+    reason: &str,
+) -> Result<Event, StudyError> {
+    let study = loaded.plan.study.name.to_string();
+    let study_dir = results.join(&study);
+    if !study_dir.join(journal::FILE).exists() {
+        return Err(StudyError::Refused(format!(
+            "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
+            study_dir.display()
+        )));
+    }
+    let _lock = crate::run::lock::lock_study(&study_dir, &study)?;
+    let path = study_dir.join(journal::FILE);
+    let j = journal::read(&path)?;
+    if j.entries.is_empty() {
+        return Err(StudyError::Refused(format!(
+            "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",
+            study_dir.display()
+        )));
+    }
+    // Opened before anything moves: a journal that cannot take the decision stops it.
+    let mut w = Writer::open(&path)?;
+    let ledger = Ledger::fold(j.events());
+    if ledger.plan_change(&loaded.plan_hash, runs).is_some() {
+        return Err(StudyError::Refused(format!(
+            "`{}` changed since study `{study}` last ran; declare the change first (`feedbench run --amend \"<reason>\"`)",
+            loaded.file
+        )));
+    }
+    let state = ledger
+        .status(runs)
+        .into_iter()
+        .find(|s| s.run == spec.id)
+        .map(|s| s.state)
+        .unwrap_or(RunState::NotRun);
+    let event = match (decision, state) {
+        (Decision::Invalidate, RunState::CompletedValid { attempt, dir, .. }) => {
+            let from = study_dir.join(&dir);
+            let to = files::move_dir(
+                &from,
+                &layout::aside(&study_dir, &layout::invalid_area("by-person"), &spec.id),
+            )?;
+            Event::RunInvalidated {
+                run: spec.id.clone(),
+                run_hash: spec.run_hash.clone(),
+                attempt,
+                dir: layout::relative(&study_dir, &to),
+                reason: reason.to_string(),
+                by: Decider::Person,
+                evidence: Vec::new(),
+            }
+        }
+        (Decision::Skip, RunState::NotRun) => Event::RunSkipped {
+            run: spec.id.clone(),
+            run_hash: spec.run_hash.clone(),
+            reason: reason.to_string(),
+            by: Decider::Person,
+        },
+        (Decision::Invalidate, s) => {
+            return Err(StudyError::Refused(format!(
+                "`{}` is {}; only a completed valid run can be invalidated{}",
+                spec.id,
+                s.label(),
+                if matches!(s, RunState::NotRun) {
+                    " (`feedbench skip` records a run that will not be run)"
+                } else {
+                    ""
+                }
+            )))
+        }
+        (Decision::Skip, s) => {
+            return Err(StudyError::Refused(format!(
+                "`{}` is {}; only a run that has not run can be skipped{}",
+                spec.id,
+                s.label(),
+                if matches!(s, RunState::CompletedValid { .. }) {
+                    " (`feedbench invalidate` sets a completed run aside)"
+                } else {
+                    ""
+                }
+            )))
+        }
+    };
+    w.append(event.clone())?;
+    Ok(event)
+}

@@ -1,0 +1,548 @@
+//! The study loop: after the session refused what it must, it records what resuming and
+//! amending find, then takes the selected runs in plan order. A contender's gate runs
+//! before its first run (a failure excludes it and the study goes on); a run that takes a
+//! figure from another waits for it, or is skipped when that run will not stand; each run
+//! is executed on the testbed, settled and journalled; an interrupt settles the run under
+//! way as interrupted and stops.
+
+use std::path::Path;
+
+use super::interrupt::Interrupt;
+use super::reporter::StudyEvent;
+use super::session::Session;
+use super::testbed::Testbed;
+use super::StudyError;
+use crate::engine::deploy::check_caps;
+use crate::engine::topology::{of_loaded, RunTopology};
+use crate::ledger::files;
+use crate::ledger::journal::Event;
+use crate::ledger::layout;
+use crate::ledger::manifest::Git;
+use crate::ledger::state::{Ledger, RunState};
+use crate::ledger::Decider;
+use crate::plan::model::Profile;
+use crate::plan::{LoadedPlan, RunSpec};
+use crate::run::events::{RunEvent, Stamp};
+use crate::run::execute::Saturations;
+use crate::run::settle::{self, StudyContext};
+use crate::rundir::record::RunRecord;
+
+/// What a person asked `feedbench run` to do.
+#[derive(Debug, Clone, Copy)]
+pub struct StudyRequest<'a> {
+    pub loaded: &'a LoadedPlan,
+    /// Every planned run, in plan order.
+    pub runs: &'a [RunSpec],
+    /// The runs to consider (all, or those `--only` picked), in plan order.
+    pub selected: &'a [RunSpec],
+    /// Where study directories go (`results/`).
+    pub results: &'a Path,
+    /// The plan's registration in git.
+    pub registration: &'a Git,
+    pub resume: bool,
+    /// A declared plan change, with its reason (implies resume).
+    pub amend: Option<&'a str>,
+    pub allow_uncommitted: bool,
+}
+
+impl StudyRequest<'_> {
+    fn resuming(&self) -> bool {
+        self.resume || self.amend.is_some()
+    }
+}
+
+/// Runs the study `session` holds on `testbed`, until every selected run is settled, waits
+/// for a run that did not complete, or `interrupt` is raised.
+pub async fn run_study<T: Testbed>(
+    session: &mut Session<'_>,
+    request: &StudyRequest<'_>,
+    testbed: &T,
+    interrupt: &mut Interrupt,
+) -> Result<(), StudyError> {
+    let loaded = request.loaded;
+    let ctx = StudyContext {
+        study: session.study.clone(),
+        plan_file: session.plan_file.clone(),
+        plan_hash: loaded.plan_hash.clone(),
+        git: request.registration.clone(),
+        host: testbed.host().await?,
+    };
+    // Caps that do not fit the host are the plan's problem: refused before anything is
+    // recorded (an amendment, a gate, a run).
+    preflight(request, &session.ledger, ctx.host.cores)?;
+    session.start_writing()?;
+    if request.resuming() {
+        // Whatever an earlier, killed invocation left running is reaped first.
+        let containers = testbed.reap(&session.study).await?;
+        if containers > 0 {
+            session.report(StudyEvent::Reaped { containers });
+        }
+        session.recover_open_runs()?;
+        // An amendment a crash cut short is finished before anything else.
+        session.supersede_pending()?;
+    }
+    if let (Some(c), Some(reason)) = (session.change.clone(), request.amend) {
+        session.log(Event::PlanAmended {
+            reason: reason.to_string(),
+            old_plan_hash: c.old_plan_hash,
+            new_plan_hash: c.new_plan_hash,
+            git_commit: ctx.git.commit.clone(),
+            changes: c.changes,
+        })?;
+        session.supersede_pending()?;
+    }
+    if ctx.git.clean != Some(true) {
+        session.log(Event::UncommittedPlan {
+            plan_file: ctx.plan_file.clone(),
+            plan_hash: loaded.plan_hash.clone(),
+            git_commit: ctx.git.commit.clone(),
+        })?;
+    }
+    let status = session.ledger.status(request.runs);
+    let to_do: Vec<&RunSpec> = request
+        .selected
+        .iter()
+        .filter(|r| {
+            status
+                .iter()
+                .find(|s| s.run == r.id)
+                .is_some_and(|s| !s.state.settled())
+        })
+        .collect();
+    session.log(Event::StudyStarted {
+        plan_file: ctx.plan_file.clone(),
+        plan_hash: loaded.plan_hash.clone(),
+        feedbench_version: settle::feedbench_version(),
+        git_commit: ctx.git.commit.clone(),
+        git_clean: ctx.git.clean,
+        resume: request.resuming(),
+        runs_planned: request.runs.len(),
+        runs_to_do: to_do.iter().map(|r| r.id.clone()).collect(),
+    })?;
+    if to_do.is_empty() {
+        session.report(StudyEvent::NothingToDo {
+            selected: request.selected.len(),
+        });
+        return Ok(());
+    }
+    study_loop(session, request, testbed, interrupt, &ctx, &to_do).await
+}
+
+/// Every selected run still to do must fit the host's cores (unless the plan allows
+/// oversubscription), and so must its contender's gate, which deploys the same topology.
+fn preflight(request: &StudyRequest<'_>, ledger: &Ledger, cores: f64) -> Result<(), StudyError> {
+    let loaded = request.loaded;
+    let status = ledger.status(request.runs);
+    for r in request.selected {
+        if status.iter().any(|s| s.run == r.id && s.state.settled()) {
+            continue;
+        }
+        let topo = of_loaded(loaded, r)
+            .map_err(|e| StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
+        check_caps(&topo, cores, loaded.plan.caps.allow_oversubscription).map_err(|e| {
+            StudyError::Refused(format!(
+                "`{}`: {e}. Lower the caps, or set `caps.allow-oversubscription: true` to run anyway (runs then compete for CPU)",
+                loaded.file
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// What the loop left undone, for the study's exit.
+#[derive(Default)]
+struct Left {
+    not_valid: Vec<String>,
+    waiting: Vec<String>,
+    excluded: Vec<String>,
+}
+
+async fn study_loop<T: Testbed>(
+    session: &mut Session<'_>,
+    request: &StudyRequest<'_>,
+    testbed: &T,
+    interrupt: &mut Interrupt,
+    ctx: &StudyContext,
+    to_do: &[&RunSpec],
+) -> Result<(), StudyError> {
+    let (loaded, runs) = (request.loaded, request.runs);
+    let total = to_do.len();
+    let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
+    let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
+    let study_started = std::time::Instant::now();
+    let mut measured = recorded(&session.dir, &session.ledger, runs)?;
+    let mut left = Left::default();
+    for (i, run) in to_do.iter().enumerate() {
+        if interrupt.raised() {
+            return Err(StudyError::Unfinished(format!(
+                "interrupted between runs; nothing was running. `feedbench run --resume` carries on from `{}`",
+                run.id
+            )));
+        }
+        if needs_gate(loaded, &run.contender, &session.ledger) {
+            gate(session, testbed, interrupt, request, run).await?;
+        }
+        if let Some(why) = session.ledger.excluded.get(&run.contender).cloned() {
+            session.report(StudyEvent::Excluded {
+                index: i + 1,
+                total,
+                run: &run.id,
+                why: &why,
+            });
+            left.excluded.push(run.id.clone());
+            continue;
+        }
+        match blocked_by(&session.ledger, runs, run) {
+            Some((dep, Some(label))) => {
+                session.log(Event::RunSkipped {
+                    run: run.id.clone(),
+                    run_hash: run.run_hash.clone(),
+                    reason: format!("it takes a rate from `{dep}`, which is {label}"),
+                    by: Decider::Feedbench,
+                })?;
+                left.not_valid.push(run.id.clone());
+                continue;
+            }
+            Some((dep, None)) => {
+                session.report(StudyEvent::Waiting {
+                    index: i + 1,
+                    total,
+                    run: &run.id,
+                    dependency: &dep,
+                });
+                left.waiting.push(run.id.clone());
+                continue;
+            }
+            None => {}
+        }
+        let attempt = session.ledger.next_attempt(&run.id);
+        let dir = layout::run_dir(&session.dir, &run.id);
+        if dir.exists() {
+            return Err(StudyError::Refused(format!(
+                "`{}` exists but the journal has no run in it; feedbench never overwrites results. Move it away, then resume",
+                dir.display()
+            )));
+        }
+        session.report(StudyEvent::RunStarting {
+            index: i + 1,
+            total,
+            run: &run.id,
+            attempt,
+            dir: &dir,
+        });
+        // Built once for the run: its images are recorded from it and it is deployed.
+        let topo = of_loaded(loaded, run).map_err(|e| {
+            StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, run.id))
+        })?;
+        let images = testbed.images(&topo).await;
+        session.log(Event::RunStarted {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: session.relative(&dir),
+        })?;
+        let later: f64 = to_do[i + 1..].iter().map(|r| estimate(r)).sum();
+        let ended = execute_or_interrupt(
+            session,
+            testbed,
+            interrupt,
+            request,
+            (run, &topo, &measured, &dir),
+            (study_started, later),
+        )
+        .await;
+        let record = match ended {
+            Ended::Record(record) => *record,
+            Ended::Failed(reason) => {
+                // The run started and cannot be settled from a record: it is aborted, its
+                // containers removed, its directory set aside with the reason.
+                let _ = testbed.reap(&ctx.study).await;
+                let event = settle::aborted(
+                    &session.dir.clone(),
+                    session.writer()?,
+                    run,
+                    attempt,
+                    &dir,
+                    &reason,
+                )?;
+                session.note(&event);
+                return Err(StudyError::Unfinished(format!(
+                    "`{}` could not be executed: {reason}",
+                    run.id
+                )));
+            }
+            Ended::Interrupted => {
+                let removed = testbed.reap(&ctx.study).await?;
+                let study_dir = session.dir.clone();
+                let event = settle::interrupted(
+                    &study_dir,
+                    session.writer()?,
+                    &run.id,
+                    &run.run_hash,
+                    attempt,
+                    &dir,
+                )?;
+                session.note(&event);
+                return Err(StudyError::Unfinished(format!(
+                    "interrupted during `{}`; removed its {removed} container(s) and recorded it as interrupted; `feedbench run --resume` runs it again",
+                    run.id
+                )));
+            }
+        };
+        session.report(StudyEvent::RunEnded(&record));
+        let ramp = matches!(
+            loaded.plan.profiles.get(run.profile.as_str()),
+            Some(Profile::StepRamp { .. })
+        );
+        let objective = record.measured.as_ref().and_then(|m| {
+            crate::analysis::objective::verdict(
+                &loaded.plan.study.objective,
+                m.p99_ms,
+                m.failed_share,
+                ramp,
+            )
+        });
+        let study_dir = session.dir.clone();
+        let event = settle::settle(
+            ctx,
+            &study_dir,
+            session.writer()?,
+            run,
+            attempt,
+            &dir,
+            &record,
+            images,
+            objective,
+        )?;
+        session.note(&event);
+        match (&event, &record.saturation) {
+            (Event::RunFinished { .. }, Some(s)) => {
+                if let Some(rate) = s.rate {
+                    remember(&mut measured, run, rate, s.first_breach.is_some());
+                }
+            }
+            (Event::RunFinished { .. }, None) => {}
+            _ => left.not_valid.push(run.id.clone()),
+        }
+    }
+    left.verdict()
+}
+
+/// How a run's execution ended, for settling.
+enum Ended {
+    Record(Box<RunRecord>),
+    /// The executor could not produce a record.
+    Failed(String),
+    Interrupted,
+}
+
+/// Executes one run, reporting its events (and the study's progress with each progress
+/// event), unless the interrupt is raised first.
+async fn execute_or_interrupt<T: Testbed>(
+    session: &mut Session<'_>,
+    testbed: &T,
+    interrupt: &mut Interrupt,
+    request: &StudyRequest<'_>,
+    (run, topo, measured, dir): (&RunSpec, &RunTopology, &Saturations, &Path),
+    (study_started, later): (std::time::Instant, f64),
+) -> Ended {
+    let reporter = session.reporter();
+    let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
+        if let RunEvent::Progress {
+            elapsed_s, total_s, ..
+        } = event
+        {
+            reporter.report(StudyEvent::StudyProgress {
+                elapsed_s: study_started.elapsed().as_secs_f64(),
+                left_s: (total_s - elapsed_s).max(0.0) + later,
+            });
+        }
+        reporter.report(StudyEvent::Run {
+            run: id,
+            stamp,
+            event,
+        });
+    };
+    tokio::select! {
+        r = testbed.execute(request.loaded, run, topo, measured, dir, &mut observe) => match r {
+            Ok(record) => Ended::Record(Box::new(record)),
+            Err(e) => Ended::Failed(e.to_string()),
+        },
+        _ = interrupt.wait() => Ended::Interrupted,
+    }
+}
+
+/// Runs a contender's gate before its first run: its output is kept under `gates/`, and a
+/// failure excludes the contender's runs with a deviation that carries the output. A gate
+/// that could not run is nobody's verdict: nothing is recorded and the study stops.
+async fn gate<T: Testbed>(
+    session: &mut Session<'_>,
+    testbed: &T,
+    interrupt: &mut Interrupt,
+    request: &StudyRequest<'_>,
+    run: &RunSpec,
+) -> Result<(), StudyError> {
+    session.report(StudyEvent::GateStarted {
+        contender: &run.contender,
+    });
+    let outcome = {
+        let reporter = session.reporter();
+        let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
+            reporter.report(StudyEvent::Run {
+                run: id,
+                stamp,
+                event,
+            })
+        };
+        tokio::select! {
+            r = testbed.gate(request.loaded, run, &mut observe) => Some(r?),
+            _ = interrupt.wait() => None,
+        }
+    };
+    let Some(outcome) = outcome else {
+        testbed.reap(&session.study).await?;
+        return Err(StudyError::Unfinished(format!(
+            "interrupted during the gate of `{}`; nothing was recorded for it",
+            run.contender
+        )));
+    };
+    let gates = session.dir.join(layout::GATES);
+    std::fs::create_dir_all(&gates).map_err(files::fail("create", &gates))?;
+    let path = layout::gate_log(&session.dir, &run.contender);
+    files::write_atomic(&path, outcome.output.as_bytes())?;
+    if !outcome.judged {
+        return Err(StudyError::Unfinished(format!(
+            "the gate of `{}` could not run: {}; nothing was recorded against the contender. Fix the cause, then `feedbench run --resume`",
+            run.contender, outcome.reason
+        )));
+    }
+    if outcome.passed {
+        session.log(Event::GatePassed {
+            contender: run.contender.clone(),
+            image: outcome.image.clone(),
+            seconds: outcome.seconds,
+        })
+    } else {
+        let output = session.relative(&path);
+        session.log(Event::ContenderExcluded {
+            contender: run.contender.clone(),
+            image: outcome.image.clone(),
+            exit_code: outcome.exit_code,
+            reason: format!("{}; output in {output}", outcome.reason),
+            output: outcome.output.clone(),
+            runs: request
+                .runs
+                .iter()
+                .filter(|r| r.contender == run.contender)
+                .map(|r| r.id.clone())
+                .collect(),
+        })
+    }
+}
+
+/// Whether the contender declares a gate that has not passed (nor failed) in this study.
+fn needs_gate(loaded: &LoadedPlan, contender: &str, ledger: &Ledger) -> bool {
+    !ledger.gate_passed.contains(contender)
+        && !ledger.excluded.contains_key(contender)
+        && crate::plan::expand::resolve_contenders(&loaded.plan)
+            .iter()
+            .any(|c| c.name == contender && c.gate.is_some())
+}
+
+/// The run `run` takes a figure from that does not stand: its id, and its state's label
+/// when it never will (invalid, skipped), `None` when it has just not completed yet.
+fn blocked_by(
+    ledger: &Ledger,
+    runs: &[RunSpec],
+    run: &RunSpec,
+) -> Option<(String, Option<&'static str>)> {
+    let status = ledger.status(runs);
+    let state_of = |id: &str| status.iter().find(|s| s.run == id).map(|s| s.state.clone());
+    let mut blocked = None;
+    for d in &run.depends_on {
+        match state_of(d) {
+            Some(RunState::CompletedValid { .. }) => {}
+            Some(s @ (RunState::Invalid { .. } | RunState::Skipped { .. })) => {
+                blocked = Some((d.clone(), Some(s.label())));
+            }
+            _ => blocked = Some((d.clone(), None)),
+        }
+    }
+    blocked
+}
+
+/// Saturations measured by runs that stand (completed and valid), from their run.json:
+/// read once when the study loop starts; each run finished afterwards adds its own. A
+/// record that does not read is an error naming the file: later runs would otherwise take
+/// their rate from nothing.
+fn recorded(
+    study_dir: &Path,
+    ledger: &Ledger,
+    runs: &[RunSpec],
+) -> Result<Saturations, StudyError> {
+    let mut out = Saturations::new();
+    for (r, s) in runs.iter().zip(ledger.status(runs)) {
+        let RunState::CompletedValid { dir, .. } = &s.state else {
+            continue;
+        };
+        let record = RunRecord::read(&study_dir.join(dir))?;
+        if let Some(sat) = &record.saturation {
+            if let Some(rate) = sat.rate {
+                remember(&mut out, r, rate, sat.first_breach.is_some());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Adds the saturation `r` measured. A ramp whose every step met the objective did not
+/// find saturation: its top step is a lower bound, and every rate taken from it says so.
+fn remember(out: &mut Saturations, r: &RunSpec, rate: f64, breached: bool) {
+    let source = if breached {
+        r.id.clone()
+    } else {
+        format!(
+            "{} (a lower bound: the objective held at every step up to the ramp's top)",
+            r.id
+        )
+    };
+    out.insert(
+        (r.contender.clone(), r.repetition, r.profile.clone()),
+        (rate, source),
+    );
+}
+
+impl Left {
+    fn verdict(self) -> Result<(), StudyError> {
+        let mut problems = Vec::new();
+        if !self.not_valid.is_empty() {
+            problems.push(format!(
+                "{} run(s) did not complete valid: {}",
+                self.not_valid.len(),
+                self.not_valid.join(", ")
+            ));
+        }
+        if !self.excluded.is_empty() {
+            problems.push(format!(
+                "{} run(s) not run because their contender failed its gate: {}",
+                self.excluded.len(),
+                self.excluded.join(", ")
+            ));
+        }
+        if !self.waiting.is_empty() {
+            problems.push(format!(
+                "{} run(s) wait for runs that have not completed: {}",
+                self.waiting.len(),
+                self.waiting.join(", ")
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(StudyError::Unfinished(format!(
+                "{}; see `feedbench status` and the journal",
+                problems.join("; ")
+            )))
+        }
+    }
+}

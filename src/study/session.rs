@@ -1,0 +1,241 @@
+//! A study opened once: its directory under the results, the lock held while feedbench
+//! works on it, the journal writer and the ledger state folded from the journal. Every
+//! journal line of a `run` goes through here (`log`, or `note` for the lines settling
+//! appended), so the ledger and the reporter never miss one; so does "move aside, then
+//! journal" for superseded and unfinished runs.
+
+use std::path::{Path, PathBuf};
+
+use super::reporter::{Reporter, StudyEvent};
+use super::runner::StudyRequest;
+use super::StudyError;
+use crate::ledger::files::{self, short};
+use crate::ledger::journal::{self, Event, Writer};
+use crate::ledger::layout::{self, SUPERSEDED};
+use crate::ledger::state::{Ledger, PlanChange};
+use crate::run::lock::{lock_study, StudyLock};
+use crate::run::settle;
+
+/// An open study.
+pub struct Session<'r> {
+    pub study: String,
+    pub dir: PathBuf,
+    /// The plan file as the journal and manifests name it (its path in git when it has one).
+    pub plan_file: String,
+    /// The plan change since the study last ran, if any (declared by the request's amend).
+    pub change: Option<PlanChange>,
+    pub ledger: Ledger,
+    writer: Option<Writer>,
+    reporter: &'r mut dyn Reporter,
+    _lock: StudyLock,
+}
+
+impl<'r> Session<'r> {
+    /// Opens the study `request` names, refusing (before anything is written) a plan that is
+    /// not committed unless allowed, results that exist without --resume, runs without a
+    /// journal, and a plan change that is not declared, or declared when there is none.
+    pub fn open(
+        request: &StudyRequest<'_>,
+        reporter: &'r mut dyn Reporter,
+    ) -> Result<Session<'r>, StudyError> {
+        let loaded = request.loaded;
+        let git = request.registration;
+        if git.clean != Some(true) && !request.allow_uncommitted {
+            let why = match (&git.path, &git.commit) {
+                (None, _) => "is not in a git repository".to_string(),
+                (Some(_), None) => "is in a repository with no commit yet".to_string(),
+                (Some(p), Some(_)) => {
+                    format!("(`{p}`) differs from its last commit, or is not committed")
+                }
+            };
+            return Err(StudyError::Refused(format!(
+                "`{}` {why}. The plan's commit is the study's pre-registration: commit the plan first, or pass --allow-uncommitted to run it anyway and record that as a deviation",
+                loaded.file
+            )));
+        }
+        let study = loaded.plan.study.name.to_string();
+        let dir = request.results.join(&study);
+        let lock = lock_study(&dir, &study)?;
+        let journal_path = dir.join(journal::FILE);
+        let journal = journal::read(&journal_path)?;
+        for b in journal.undeclared_bad() {
+            reporter.report(StudyEvent::Warning(&format!(
+                "`{}` line {} does not parse ({}); its event is lost to the ledger and the audit reports it",
+                journal_path.display(),
+                b.line,
+                b.error
+            )));
+        }
+        let has_runs = dir.join(layout::RUNS).exists();
+        let has_results = !journal.entries.is_empty() || has_runs;
+        let resume = request.resume || request.amend.is_some();
+        if has_results && !resume {
+            return Err(StudyError::Refused(format!(
+                "`{}` already holds results of study `{study}`; feedbench never overwrites them. Pass --resume to carry the study on (completed runs are kept), or choose another --results",
+                dir.display()
+            )));
+        }
+        if resume && journal.entries.is_empty() && has_runs {
+            return Err(StudyError::Refused(format!(
+                "`{}` holds runs but no journal ({}); they were not made by this version of feedbench and cannot be resumed. Choose another --results",
+                dir.display(),
+                journal::FILE
+            )));
+        }
+        let ledger = Ledger::fold(journal.events());
+        let change = ledger.plan_change(&loaded.plan_hash, request.runs);
+        match (&change, request.amend) {
+            (Some(c), None) => return Err(StudyError::Refused(undeclared(request, &study, c))),
+            (None, Some(_)) if ledger.plan_hash.is_some() => {
+                return Err(StudyError::Refused(format!(
+                    "--amend: `{}` has not changed since study `{study}` last ran (plan hash {}); there is nothing to amend",
+                    loaded.file,
+                    short(&loaded.plan_hash)
+                )));
+            }
+            _ => {}
+        }
+        Ok(Session {
+            study,
+            dir,
+            plan_file: git.path.clone().unwrap_or_else(|| loaded.file.clone()),
+            change,
+            ledger,
+            writer: None,
+            reporter,
+            _lock: lock,
+        })
+    }
+
+    /// Opens the journal for appending (creating the study directory). Opening may declare
+    /// a torn last line, so the ledger is folded again from what the journal holds now.
+    pub fn start_writing(&mut self) -> Result<(), StudyError> {
+        std::fs::create_dir_all(&self.dir).map_err(files::fail("create", &self.dir))?;
+        let path = self.dir.join(journal::FILE);
+        let writer = Writer::open(&path)?;
+        self.ledger = Ledger::fold(journal::read(&path)?.events());
+        self.writer = Some(writer);
+        Ok(())
+    }
+
+    /// The journal writer, for the settling functions that append their own line.
+    pub fn writer(&mut self) -> Result<&mut Writer, StudyError> {
+        if self.writer.is_none() {
+            self.start_writing()?;
+        }
+        Ok(self.writer.as_mut().expect("opened just above"))
+    }
+
+    /// Appends `event` to the journal, folds it into the ledger and reports it.
+    pub fn log(&mut self, event: Event) -> Result<(), StudyError> {
+        let entry = self.writer()?.append(event)?;
+        self.note(&entry.event);
+        Ok(())
+    }
+
+    /// Folds an event another writer appended (`run::settle`) into the ledger and reports it.
+    pub fn note(&mut self, event: &Event) {
+        self.ledger.apply(event);
+        self.reporter.report(StudyEvent::Journal(event));
+    }
+
+    /// Reports a study event.
+    pub fn report(&mut self, event: StudyEvent<'_>) {
+        self.reporter.report(event);
+    }
+
+    /// The reporter, for observers that run while the session is otherwise idle.
+    pub fn reporter(&mut self) -> &mut dyn Reporter {
+        &mut *self.reporter
+    }
+
+    /// Settles every run the journal shows started and not settled (a killed invocation's):
+    /// from its manifest when it has one, else as interrupted.
+    pub fn recover_open_runs(&mut self) -> Result<(), StudyError> {
+        for (run, hash, attempt, dir) in self.ledger.open_runs() {
+            let study_dir = self.dir.clone();
+            let event = settle::recover(
+                &study_dir,
+                self.writer()?,
+                &run,
+                &hash,
+                attempt,
+                &study_dir.join(&dir),
+            )?;
+            self.note(&event);
+        }
+        Ok(())
+    }
+
+    /// Moves every result an amendment superseded out of `runs/` (an invalid one stays with
+    /// its evidence) and journals where it went. A directory a crash already moved is found
+    /// by its manifest.
+    pub fn supersede_pending(&mut self) -> Result<(), StudyError> {
+        for p in self.ledger.pending.clone() {
+            let dir = match &p.dir {
+                Some(d) if d.starts_with(&format!("{}/", layout::RUNS)) => {
+                    let from = self.dir.join(d);
+                    let to = if from.exists() {
+                        Some(files::move_dir(
+                            &from,
+                            &layout::aside(&self.dir, SUPERSEDED, &p.run),
+                        )?)
+                    } else {
+                        settle::find_moved(&self.dir, &p.run, &p.run_hash, p.attempt)
+                    };
+                    to.map(|t| layout::relative(&self.dir, &t))
+                }
+                other => other.clone(),
+            };
+            self.log(Event::RunSuperseded {
+                run: p.run,
+                run_hash: p.run_hash,
+                attempt: p.attempt,
+                dir,
+                amendment: p.amendment,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `path` relative to the study directory, as the journal writes paths.
+    pub fn relative(&self, path: &Path) -> String {
+        layout::relative(&self.dir, path)
+    }
+}
+
+/// The refusal of a plan change nobody declared: what changed and what it would touch.
+fn undeclared(request: &StudyRequest<'_>, study: &str, c: &PlanChange) -> String {
+    let file = &request.loaded.file;
+    let list: Vec<String> = c
+        .changes
+        .iter()
+        .map(|ch| match &ch.new_run_hash {
+            None => format!("  {} (no longer in the plan)", ch.run),
+            Some(h) if Some(h) == ch.old_run_hash.as_ref() => {
+                format!("  {} (a run it depends on changed)", ch.run)
+            }
+            Some(_) => format!("  {} (its definition changed)", ch.run),
+        })
+        .collect();
+    let what = if c.old_plan_hash == c.new_plan_hash {
+        format!(
+            "`{file}` is unchanged (plan hash {}), but this feedbench defines some of its runs differently from the feedbench that ran them (another version?).",
+            short(&c.new_plan_hash)
+        )
+    } else {
+        format!(
+            "`{file}` changed since study `{study}` last ran (plan hash {} then, {} now).",
+            short(&c.old_plan_hash),
+            short(&c.new_plan_hash)
+        )
+    };
+    format!(
+        "{what} {}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
+        if list.is_empty() {
+            "No result recorded so far is touched.".to_string()
+        } else {
+            format!("Results that would no longer match:\n{}", list.join("\n"))
+        }
+    )
+}

@@ -1,0 +1,592 @@
+//! The study runner's policy on a fake testbed, without Docker: a failed gate excludes its
+//! contender and the study goes on; a ramp that will not stand skips the runs that take
+//! their rate from it; an interrupt mid-run settles the run as interrupted and a resume
+//! runs it again; an amendment supersedes exactly the runs it touched. The same policy
+//! runs on the real engine in tests/ledger_docker.rs.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use feedbench::analysis::saturation::Saturation;
+use feedbench::engine::topology::RunTopology;
+use feedbench::ledger::journal::{self, Decider, Event, Writer};
+use feedbench::ledger::manifest::{verify, Git, Host, Image, Manifest};
+use feedbench::ledger::Evidence;
+use feedbench::plan::{expand, load_file, LoadedPlan, RunSpec};
+use feedbench::run::events::{Clock, RunEvent};
+use feedbench::run::execute::Saturations;
+use feedbench::run::gate::GateOutcome;
+use feedbench::rundir::record::{Ending, Measured, RunRecord, FORMAT_VERSION};
+use feedbench::rundir::REQUESTS_CSV;
+use feedbench::study::{
+    run_study, Interrupt, Observer, Reporter, Session, StudyError, StudyEvent, StudyRequest,
+    Testbed, TestbedError,
+};
+
+const PLAN: &str = "tests/plans/runner/study.yaml";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A testbed that runs nothing: gates and runs end as the test says, and it notes what it
+/// was asked to do.
+#[derive(Default)]
+struct Fake {
+    failing_gates: BTreeSet<String>,
+    invalid_runs: BTreeSet<String>,
+    /// The run during which a person presses Ctrl-C: the fake raises the interrupt and the
+    /// run never ends by itself.
+    interrupt_during: Option<(String, tokio::sync::watch::Sender<bool>)>,
+    log: RefCell<Vec<String>>,
+}
+
+impl Fake {
+    fn note(&self, s: String) {
+        self.log.borrow_mut().push(s);
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.log.borrow().clone()
+    }
+}
+
+impl Testbed for Fake {
+    async fn host(&self) -> Result<Host, TestbedError> {
+        Ok(Host {
+            cores: 8.0,
+            memory_bytes: 16 << 30,
+            kernel: "fake".into(),
+            cgroup_version: "2".into(),
+            engine_version: "fake".into(),
+        })
+    }
+
+    async fn reap(&self, study: &str) -> Result<usize, TestbedError> {
+        self.note(format!("reap {study}"));
+        Ok(0)
+    }
+
+    async fn images(&self, topo: &RunTopology) -> Vec<Image> {
+        topo.containers
+            .iter()
+            .map(|c| Image {
+                role: c.role.key(),
+                container: c.name.clone(),
+                image: c.image.clone(),
+                image_id: Some(format!("sha256:{}", c.image.len())),
+            })
+            .collect()
+    }
+
+    async fn gate(
+        &self,
+        _loaded: &LoadedPlan,
+        run: &RunSpec,
+        _observer: Observer<'_>,
+    ) -> Result<GateOutcome, TestbedError> {
+        self.note(format!("gate {}", run.contender));
+        let passed = !self.failing_gates.contains(&run.contender);
+        Ok(GateOutcome {
+            passed,
+            judged: true,
+            exit_code: Some(if passed { 0 } else { 1 }),
+            output: if passed { "ok\n" } else { "C2 violated\n" }.into(),
+            seconds: 0.1,
+            image: "feedbench/gate:dev".into(),
+            reason: format!("exit code {}", if passed { 0 } else { 1 }),
+        })
+    }
+
+    async fn execute(
+        &self,
+        loaded: &LoadedPlan,
+        run: &RunSpec,
+        _topo: &RunTopology,
+        measured: &Saturations,
+        dir: &Path,
+        observer: Observer<'_>,
+    ) -> Result<RunRecord, TestbedError> {
+        let from_ramp = measured
+            .get(&(run.contender.clone(), run.repetition, "ramp".to_string()))
+            .map(|(rate, _)| format!(" at 70% of {rate}"))
+            .unwrap_or_default();
+        self.note(format!("execute {}{from_ramp}", run.id));
+        let clock = Clock::start();
+        observer(
+            &run.id,
+            clock.now(),
+            &RunEvent::Phase {
+                phase: "measure".into(),
+            },
+        );
+        if let Some((id, tx)) = &self.interrupt_during {
+            if id == &run.id {
+                std::fs::create_dir_all(dir).unwrap();
+                tx.send_replace(true);
+                std::future::pending::<()>().await;
+            }
+        }
+        let fail = |e: std::io::Error| TestbedError::Other(e.to_string());
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        std::fs::write(dir.join(REQUESTS_CSV), "start_ns\n").map_err(fail)?;
+        let ramp = run.profile == "ramp";
+        let record = RunRecord {
+            format_version: FORMAT_VERSION,
+            run_id: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            plan_hash: loaded.plan_hash.clone(),
+            execution: Ending::Completed,
+            cleanup_ok: true,
+            derived: Vec::new(),
+            warnings: Vec::new(),
+            load: None,
+            scheduled_arrivals: Some(100.0),
+            monitors: None,
+            saturation: ramp.then(|| Saturation {
+                rate: Some(100.0),
+                first_breach: Some(150.0),
+                steps: Vec::new(),
+            }),
+            measured: Some(Measured {
+                requests: 100,
+                p50_ms: Some(1.0),
+                p99_ms: Some(2.0),
+                failed_share: 0.0,
+            }),
+            validity: if self.invalid_runs.contains(&run.id) {
+                vec![Evidence {
+                    check: "cpu".into(),
+                    role: "fault-proxy".into(),
+                    container: None,
+                    figure: "p95 CPU over the measured window, share of its cap".into(),
+                    value: 97.0,
+                    threshold: 80.0,
+                    unit: "%".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+            started_wall_ns: clock.start_wall_ns(),
+            ended_wall_ns: clock.now().wall_ns,
+        };
+        record
+            .write(dir)
+            .map_err(|e| TestbedError::Other(e.to_string()))?;
+        Ok(record)
+    }
+}
+
+/// Keeps what the runner reported, as words.
+#[derive(Default)]
+struct Collect(Vec<String>);
+
+impl Reporter for Collect {
+    fn report(&mut self, event: StudyEvent<'_>) {
+        let line = match event {
+            StudyEvent::Journal(e) => format!("journal {}", kind(e)),
+            StudyEvent::Excluded { run, .. } => format!("excluded {run}"),
+            StudyEvent::Run { run, event, .. } => format!("run {run} {}", event.kind()),
+            StudyEvent::RunStarting { run, .. } => format!("starting {run}"),
+            other => format!("{other:?}"),
+        };
+        self.0.push(line);
+    }
+}
+
+fn kind(e: &Event) -> String {
+    serde_json::to_value(e).unwrap()["event"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The study's journal as `kind run` lines (`kind` alone for study-wide events).
+fn journal_lines(results: &Path) -> Vec<String> {
+    let j = journal::read(&results.join("runner").join(journal::FILE)).unwrap();
+    assert!(j.undeclared_bad().is_empty());
+    j.events()
+        .map(|e| {
+            let v = serde_json::to_value(e).unwrap();
+            let run = v["run"]
+                .as_str()
+                .or(v["contender"].as_str())
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default();
+            format!("{}{run}", kind(e))
+        })
+        .collect()
+}
+
+fn count(lines: &[String], line: &str) -> usize {
+    lines.iter().filter(|l| *l == line).count()
+}
+
+fn registered() -> Git {
+    Git {
+        commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        path: Some(PLAN.into()),
+        clean: Some(true),
+    }
+}
+
+struct Study {
+    loaded: LoadedPlan,
+    runs: Vec<RunSpec>,
+    results: tempfile::TempDir,
+    git: Git,
+}
+
+impl Study {
+    fn new(plan: &Path) -> Study {
+        let loaded = load_file(plan, None).unwrap();
+        let runs = expand(&loaded.plan);
+        Study {
+            loaded,
+            runs,
+            results: tempfile::tempdir().unwrap(),
+            git: registered(),
+        }
+    }
+
+    /// One `feedbench run` of the whole plan on `fake`.
+    async fn run(
+        &self,
+        fake: &Fake,
+        interrupt: &mut Interrupt,
+        resume: bool,
+        amend: Option<&str>,
+    ) -> (Result<(), StudyError>, Vec<String>) {
+        let request = StudyRequest {
+            loaded: &self.loaded,
+            runs: &self.runs,
+            selected: &self.runs,
+            results: self.results.path(),
+            registration: &self.git,
+            resume,
+            amend,
+            allow_uncommitted: false,
+        };
+        let mut seen = Collect::default();
+        let result = match Session::open(&request, &mut seen) {
+            Ok(mut session) => run_study(&mut session, &request, fake, interrupt).await,
+            Err(e) => Err(e),
+        };
+        (result, seen.0)
+    }
+
+    fn journal(&self) -> Vec<String> {
+        journal_lines(self.results.path())
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.results.path().join("runner")
+    }
+}
+
+fn never() -> Interrupt {
+    let (tx, i) = Interrupt::channel();
+    std::mem::forget(tx);
+    i
+}
+
+#[tokio::test]
+async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on() {
+    let study = Study::new(&repo().join(PLAN));
+    let fake = Fake {
+        failing_gates: ["caddy".to_string()].into(),
+        ..Fake::default()
+    };
+    let (result, seen) = study.run(&fake, &mut never(), false, None).await;
+    let err = result.unwrap_err();
+    assert!(!err.is_refusal());
+    assert!(
+        err.to_string()
+            .contains("2 run(s) not run because their contender failed its gate"),
+        "{err}"
+    );
+    assert_eq!(
+        fake.log(),
+        [
+            "gate nginx",
+            "execute nginx/ramp/r1",
+            "execute nginx/baseline+replica-kill/r1 at 70% of 100",
+            "gate caddy",
+        ]
+    );
+    let j = study.journal();
+    assert_eq!(count(&j, "gate-passed nginx"), 1, "{j:?}");
+    assert_eq!(count(&j, "contender-excluded caddy"), 1, "{j:?}");
+    assert_eq!(count(&j, "run-finished nginx/ramp/r1"), 1, "{j:?}");
+    assert_eq!(
+        count(&j, "run-finished nginx/baseline+replica-kill/r1"),
+        1,
+        "{j:?}"
+    );
+    assert!(
+        !j.iter().any(|l| l.starts_with("run-started caddy")),
+        "{j:?}"
+    );
+    assert!(
+        seen.contains(&"excluded caddy/ramp/r1".to_string()),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&"run nginx/ramp/r1 phase".to_string()),
+        "{seen:?}"
+    );
+    // The gate's output is kept, and the exclusion names it.
+    let log = study.dir().join("gates/caddy.log");
+    assert_eq!(std::fs::read_to_string(log).unwrap(), "C2 violated\n");
+
+    // A resume does not gate caddy again, nor run what stands: an excluded contender's
+    // runs are settled (status and the audit list them as excluded).
+    let fake2 = Fake::default();
+    let (result, seen) = study.run(&fake2, &mut never(), true, None).await;
+    result.unwrap();
+    assert_eq!(fake2.log(), ["reap runner"]);
+    assert!(
+        seen.contains(&"NothingToDo { selected: 4 }".to_string()),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it() {
+    let study = Study::new(&repo().join(PLAN));
+    let fake = Fake {
+        invalid_runs: ["nginx/ramp/r1".to_string()].into(),
+        ..Fake::default()
+    };
+    let (result, _) = study.run(&fake, &mut never(), false, None).await;
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains("2 run(s) did not complete valid"), "{err}");
+    assert!(
+        !fake
+            .log()
+            .iter()
+            .any(|l| l.starts_with("execute nginx/baseline")),
+        "{:?}",
+        fake.log()
+    );
+    let j = study.journal();
+    assert_eq!(count(&j, "run-invalidated nginx/ramp/r1"), 1, "{j:?}");
+    assert_eq!(
+        count(&j, "run-skipped nginx/baseline+replica-kill/r1"),
+        1,
+        "{j:?}"
+    );
+    assert_eq!(
+        count(&j, "run-finished caddy/baseline+replica-kill/r1"),
+        1,
+        "{j:?}"
+    );
+    assert!(study
+        .dir()
+        .join("_invalid_fault-proxy-cpu/nginx_ramp_r1")
+        .is_dir());
+}
+
+#[tokio::test]
+async fn a_ramp_a_person_skipped_skips_its_dependents() {
+    let study = Study::new(&repo().join(PLAN));
+    let ramp = study.runs.iter().find(|r| r.id == "nginx/ramp/r1").unwrap();
+    std::fs::create_dir_all(study.dir()).unwrap();
+    let mut w = Writer::open(&study.dir().join(journal::FILE)).unwrap();
+    w.append(Event::StudyStarted {
+        plan_file: PLAN.into(),
+        plan_hash: study.loaded.plan_hash.clone(),
+        feedbench_version: "0".into(),
+        git_commit: None,
+        git_clean: Some(true),
+        resume: false,
+        runs_planned: 4,
+        runs_to_do: Vec::new(),
+    })
+    .unwrap();
+    w.append(Event::RunSkipped {
+        run: ramp.id.clone(),
+        run_hash: ramp.run_hash.clone(),
+        reason: "the host was needed elsewhere".into(),
+        by: Decider::Person,
+    })
+    .unwrap();
+    drop(w);
+    let fake = Fake::default();
+    let (result, _) = study.run(&fake, &mut never(), true, None).await;
+    assert!(result.is_err());
+    let j = study.journal();
+    assert_eq!(
+        count(&j, "run-skipped nginx/baseline+replica-kill/r1"),
+        1,
+        "{j:?}"
+    );
+    assert!(!fake.log().iter().any(|l| l.starts_with("execute nginx")));
+    assert_eq!(count(&j, "run-finished caddy/ramp/r1"), 1, "{j:?}");
+}
+
+#[tokio::test]
+async fn an_interrupt_mid_run_is_settled_and_a_resume_runs_it_again() {
+    let study = Study::new(&repo().join(PLAN));
+    let (tx, mut interrupt) = Interrupt::channel();
+    let fake = Fake {
+        interrupt_during: Some(("nginx/baseline+replica-kill/r1".into(), tx)),
+        ..Fake::default()
+    };
+    let (result, _) = study.run(&fake, &mut interrupt, false, None).await;
+    let err = result.unwrap_err().to_string();
+    assert!(
+        err.contains("interrupted during `nginx/baseline+replica-kill/r1`"),
+        "{err}"
+    );
+    // The runner reaped the run's containers, set its directory aside and stopped.
+    assert_eq!(fake.log().last().unwrap(), "reap runner");
+    assert!(study
+        .dir()
+        .join("_interrupted/nginx_baseline_replica-kill_r1")
+        .is_dir());
+    let j = study.journal();
+    assert_eq!(
+        count(&j, "run-interrupted nginx/baseline+replica-kill/r1"),
+        1,
+        "{j:?}"
+    );
+    assert!(!j.iter().any(|l| l.contains("caddy")), "{j:?}");
+
+    // A crash (no chance to settle) leaves a run started and not settled: write one.
+    let caddy_ramp = study.runs.iter().find(|r| r.id == "caddy/ramp/r1").unwrap();
+    let mut w = Writer::open(&study.dir().join(journal::FILE)).unwrap();
+    w.append(Event::RunStarted {
+        run: caddy_ramp.id.clone(),
+        run_hash: caddy_ramp.run_hash.clone(),
+        attempt: 1,
+        dir: "runs/caddy_ramp_r1".into(),
+    })
+    .unwrap();
+    drop(w);
+    std::fs::create_dir_all(study.dir().join("runs/caddy_ramp_r1")).unwrap();
+
+    let fake = Fake::default();
+    let (result, _) = study.run(&fake, &mut never(), true, None).await;
+    result.unwrap();
+    assert_eq!(
+        fake.log(),
+        [
+            "reap runner",
+            "execute nginx/baseline+replica-kill/r1 at 70% of 100",
+            "gate caddy",
+            "execute caddy/ramp/r1",
+            "execute caddy/baseline+replica-kill/r1 at 70% of 100",
+        ]
+    );
+    let j = study.journal();
+    for run in &study.runs {
+        assert_eq!(count(&j, &format!("run-finished {}", run.id)), 1, "{j:?}");
+    }
+    assert_eq!(count(&j, "run-interrupted caddy/ramp/r1"), 1, "{j:?}");
+    assert!(study.dir().join("_interrupted/caddy_ramp_r1").is_dir());
+    for run in &study.runs {
+        let dir = study
+            .dir()
+            .join("runs")
+            .join(run.id.replace(['/', '+'], "_"));
+        let m = Manifest::read(&dir).unwrap().unwrap();
+        assert!(verify(&dir, &m).unwrap().is_empty(), "{}", run.id);
+    }
+}
+
+#[tokio::test]
+async fn an_interrupt_between_runs_is_not_lost() {
+    let study = Study::new(&repo().join(PLAN));
+    let (tx, mut interrupt) = Interrupt::channel();
+    tx.send_replace(true);
+    let fake = Fake::default();
+    let (result, _) = study.run(&fake, &mut interrupt, false, None).await;
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains("interrupted between runs"), "{err}");
+    assert!(fake.log().is_empty(), "{:?}", fake.log());
+}
+
+#[tokio::test]
+async fn an_amendment_supersedes_exactly_what_it_touched() {
+    let study = Study::new(&repo().join(PLAN));
+    let fake = Fake::default();
+    study.run(&fake, &mut never(), false, None).await.0.unwrap();
+    let study_dir = study.dir();
+    let manifest = |run: &str| {
+        std::fs::read(
+            study_dir
+                .join("runs")
+                .join(run.replace(['/', '+'], "_"))
+                .join("manifest.json"),
+        )
+        .unwrap()
+    };
+    let nginx_before = manifest("nginx/baseline+replica-kill/r1");
+
+    // caddy's replicas get more CPU: its runs change, nginx's do not. The changed contender
+    // passes its gate again; nginx is not gated again.
+    let text = std::fs::read_to_string(repo().join(PLAN)).unwrap();
+    let edited = text.replace(
+        "    caps:\n      replica: {cpus: 0.25, memory: 128MiB}",
+        "    caps:\n      replica: {cpus: 0.5, memory: 128MiB}",
+    );
+    assert_ne!(text, edited);
+    let plan_dir = tempfile::tempdir().unwrap();
+    let plan = plan_dir.path().join("study.yaml");
+    std::fs::write(&plan, edited).unwrap();
+    let amended = Study {
+        results: study.results,
+        ..Study::new(&plan)
+    };
+
+    let fake = Fake::default();
+    let (result, _) = amended.run(&fake, &mut never(), true, None).await;
+    let err = result.unwrap_err();
+    assert!(err.is_refusal(), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("--amend"), "{text}");
+    assert!(
+        text.contains("caddy/ramp/r1 (its definition changed)"),
+        "{text}"
+    );
+    assert!(!text.contains("nginx"), "{text}");
+    assert!(fake.log().is_empty(), "{:?}", fake.log());
+
+    let fake = Fake::default();
+    let (result, _) = amended
+        .run(&fake, &mut never(), true, Some("caddy needs half a core"))
+        .await;
+    result.unwrap();
+    assert_eq!(
+        fake.log(),
+        [
+            "reap runner",
+            "gate caddy",
+            "execute caddy/ramp/r1",
+            "execute caddy/baseline+replica-kill/r1 at 70% of 100",
+        ]
+    );
+    let j = amended.journal();
+    assert_eq!(count(&j, "plan-amended"), 1, "{j:?}");
+    let superseded: BTreeSet<&str> = j
+        .iter()
+        .filter(|l| l.starts_with("run-superseded"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        superseded,
+        [
+            "run-superseded caddy/ramp/r1",
+            "run-superseded caddy/baseline+replica-kill/r1"
+        ]
+        .into(),
+        "{j:?}"
+    );
+    assert_eq!(manifest("nginx/baseline+replica-kill/r1"), nginx_before);
+    assert!(amended
+        .dir()
+        .join("_superseded/caddy_ramp_r1/manifest.json")
+        .is_file());
+}
