@@ -561,12 +561,11 @@ fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {
     };
 }
 
+/// The first image of the run the engine says it no longer has (an engine that does not
+/// answer is not taken for a missing image: the guard only trips on the engine's word).
 async fn missing_image(rt: &Runtime, topo: &RunTopology) -> Option<String> {
     for c in &topo.containers {
-        if let Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) = rt.docker().inspect_image(&c.image).await
-        {
+        if let Ok(false) = rt.has_image(&c.image).await {
             return Some(c.image.clone());
         }
     }

@@ -14,11 +14,8 @@ pub enum MonitorError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot inspect container `{name}`: {source}")]
-    Inspect {
-        name: String,
-        source: bollard::errors::Error,
-    },
+    #[error(transparent)]
+    Engine(#[from] crate::engine::runtime::RuntimeError),
     #[error("cannot read this host's cgroups: {0}")]
     Layout(String),
     #[error("no cgroup counters for running container `{name}` on this host ({reason}); is the engine remote? use the engine-API source")]

@@ -12,10 +12,8 @@
 //! let summary = handle.stop().await?;        // samples, seconds covered, jitter
 //! ```
 
-mod api;
 mod cgroup;
 mod csv;
-mod engine;
 mod error;
 mod grid;
 mod oom;
@@ -131,8 +129,7 @@ pub async fn start_with(
         path: out_dir.to_path_buf(),
         source,
     })?;
-    let docker = rt.docker().clone();
-    let (reader, probes) = choose_reader(&docker, targets, options.source).await?;
+    let (reader, probes) = choose_reader(rt, targets, options.source).await?;
     let (source, layout) = match &reader {
         Reader::Cgroup(l) => (Source::Cgroup, Some(l.describe())),
         Reader::Api => (Source::EngineApi, None),
@@ -150,7 +147,7 @@ pub async fn start_with(
     let (latest_tx, latest) = watch::channel(Latest::default());
     let (balancer_tx, balancer_latest) = watch::channel(Vec::new());
     let s = sampler::Sampler {
-        docker,
+        rt: rt.clone(),
         reader,
         probes,
         clock,
@@ -186,7 +183,7 @@ pub async fn start_with(
 /// engine, when this host's cgroups cannot be read, or when a running target's cgroup is
 /// not where a local engine would put it.
 async fn choose_reader(
-    docker: &bollard::Docker,
+    rt: &Runtime,
     targets: Vec<Target>,
     choice: Source,
 ) -> Result<(Reader, Vec<Probe>), MonitorError> {
@@ -208,13 +205,7 @@ async fn choose_reader(
     };
     let mut probes = Vec::with_capacity(targets.len());
     for t in &targets {
-        let state =
-            engine::inspect(docker, &t.name)
-                .await
-                .map_err(|source| MonitorError::Inspect {
-                    name: t.name.clone(),
-                    source,
-                })?;
+        let state = rt.container_state(&t.name).await?;
         let files = if state.running && state.pid > 0 {
             match CgroupFiles::open(&layout, &state.id, state.pid) {
                 Ok(f) => Some(f),

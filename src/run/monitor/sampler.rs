@@ -6,18 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::Docker;
 use tokio::sync::watch;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
-use super::api::{self, ApiReading};
 use super::cgroup::{CgroupFiles, Layout};
 use super::csv::CsvFile;
-use super::engine::inspect;
 use super::error::MonitorError;
 use super::grid::{TickGrid, Timing};
 use super::oom::OomTracker;
 use super::{ContainerSummary, Latest, Target};
+use crate::engine::runtime::{ApiReading, Runtime};
 use crate::rundir::samples::{ContainerRow, Counters, SampleStatus};
 
 /// Where the counters come from, once chosen.
@@ -61,19 +59,15 @@ impl Probe {
         }
     }
 
-    async fn sample(
-        &mut self,
-        reader: &Reader,
-        docker: &Docker,
-    ) -> (SampleStatus, Counters, String) {
+    async fn sample(&mut self, reader: &Reader, rt: &Runtime) -> (SampleStatus, Counters, String) {
         match reader {
-            Reader::Cgroup(layout) => self.sample_cgroup(layout, docker).await,
-            Reader::Api => match api::read(docker, &self.target.name).await {
+            Reader::Cgroup(layout) => self.sample_cgroup(layout, rt).await,
+            Reader::Api => match rt.stats_once(&self.target.name).await {
                 ApiReading::Counters(c) => {
                     self.oom.up();
                     (SampleStatus::Ok, c, String::new())
                 }
-                ApiReading::NotRunning => self.down(docker).await,
+                ApiReading::NotRunning => self.down(rt).await,
                 ApiReading::Failed(e) => (SampleStatus::Error, Counters::default(), e),
             },
         }
@@ -82,7 +76,7 @@ impl Probe {
     async fn sample_cgroup(
         &mut self,
         layout: &Layout,
-        docker: &Docker,
+        rt: &Runtime,
     ) -> (SampleStatus, Counters, String) {
         let mut lost = false;
         if let Some(files) = &mut self.files {
@@ -95,7 +89,7 @@ impl Probe {
                 }
             }
         }
-        let state = match inspect(docker, &self.target.name).await {
+        let state = match rt.container_state(&self.target.name).await {
             Ok(s) => s,
             Err(e) => return (SampleStatus::Error, Counters::default(), e.to_string()),
         };
@@ -126,8 +120,8 @@ impl Probe {
         (SampleStatus::Ok, c, String::new())
     }
 
-    async fn down(&mut self, docker: &Docker) -> (SampleStatus, Counters, String) {
-        match inspect(docker, &self.target.name).await {
+    async fn down(&mut self, rt: &Runtime) -> (SampleStatus, Counters, String) {
+        match rt.container_state(&self.target.name).await {
             Ok(s) => self.down_with(s.oom_killed, s.detail),
             Err(e) => self.down_with(false, format!("not running ({e})")),
         }
@@ -149,7 +143,7 @@ pub struct SamplerReport {
 }
 
 pub struct Sampler {
-    pub docker: Docker,
+    pub rt: Runtime,
     pub reader: Reader,
     pub probes: Vec<Probe>,
     pub clock: TickGrid,
@@ -182,10 +176,10 @@ impl Sampler {
                 break;
             }
             let tick = self.clock.tick(scheduled);
-            let (reader, docker, clock) = (&self.reader, &self.docker, self.clock);
+            let (reader, rt, clock) = (&self.reader, &self.rt, self.clock);
             let readings =
                 futures_util::future::join_all(self.probes.iter_mut().map(|p| async move {
-                    let r = p.sample(reader, docker).await;
+                    let r = p.sample(reader, rt).await;
                     (p, r, clock.stamp())
                 }))
                 .await;

@@ -2,6 +2,12 @@
 //! networks. One error variant per operation, naming what it acted on; 404 and 409 are
 //! handled deliberately so that redeploys, resumes and cleanups are idempotent.
 
+mod state;
+mod stats;
+
+pub use state::EngineState;
+pub use stats::ApiReading;
+
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -44,6 +50,8 @@ pub enum RuntimeError {
     Start { name: String, source: DockerError },
     #[error("cannot inspect container `{name}`: {source}")]
     Inspect { name: String, source: DockerError },
+    #[error("cannot inspect image `{image}`: {source}")]
+    InspectImage { image: String, source: DockerError },
     #[error("container `{name}` has no address on network `{network}`")]
     NoAddress { name: String, network: String },
     #[error("cannot run {argv:?} in container `{name}`: {source}")]
@@ -141,6 +149,8 @@ impl Runtime {
         Ok(Runtime { docker })
     }
 
+    /// The engine client itself, for tests and benchmarks that set up containers no plan
+    /// describes. feedbench's own modules go through the methods of `Runtime`.
     pub fn docker(&self) -> &Docker {
         &self.docker
     }
@@ -361,6 +371,21 @@ impl Runtime {
             c.id.unwrap_or_default(),
             c.state.and_then(|s| s.pid).unwrap_or(0),
         ))
+    }
+
+    /// Whether the engine has the image `image`: false when it answers that it has none; an
+    /// engine that does not answer is an error, not a missing image.
+    pub async fn has_image(&self, image: &str) -> Result<bool, RuntimeError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(DockerError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(source) => Err(RuntimeError::InspectImage {
+                image: image.to_string(),
+                source,
+            }),
+        }
     }
 
     /// The engine's ID (`sha256:…`) of an image, by reference; None when it is not there.

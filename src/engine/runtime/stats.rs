@@ -6,9 +6,9 @@
 
 use bollard::container::{Stats, StatsOptions};
 use bollard::errors::Error as DockerError;
-use bollard::Docker;
 use futures_util::StreamExt;
 
+use super::Runtime;
 use crate::rundir::samples::Counters;
 
 /// What one stats request gave.
@@ -20,12 +20,19 @@ pub enum ApiReading {
     Failed(String),
 }
 
-pub async fn read(docker: &Docker, name: &str) -> ApiReading {
+impl Runtime {
+    /// One one-shot stats reading of container `name`.
+    pub async fn stats_once(&self, name: &str) -> ApiReading {
+        read(self, name).await
+    }
+}
+
+async fn read(rt: &Runtime, name: &str) -> ApiReading {
     let options = StatsOptions {
         stream: false,
         one_shot: true,
     };
-    let mut stream = docker.stats(name, Some(options));
+    let mut stream = rt.docker.stats(name, Some(options));
     match stream.next().await {
         Some(Ok(s)) => counters(&s).map_or(ApiReading::NotRunning, ApiReading::Counters),
         Some(Err(DockerError::DockerResponseServerError {
@@ -38,7 +45,7 @@ pub async fn read(docker: &Docker, name: &str) -> ApiReading {
 
 /// The counters of a running container's stats; `None` for the zeroed stats the engine
 /// returns for a stopped one (read time `0001-01-01…`).
-pub fn counters(s: &Stats) -> Option<Counters> {
+fn counters(s: &Stats) -> Option<Counters> {
     if s.read.starts_with("0001-") {
         return None;
     }

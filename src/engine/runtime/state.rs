@@ -2,7 +2,8 @@
 //! finding its counters and for explaining a gap.
 
 use bollard::errors::Error as DockerError;
-use bollard::Docker;
+
+use super::{Runtime, RuntimeError};
 
 /// A container as the engine sees it now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,9 +18,20 @@ pub struct EngineState {
     pub detail: String,
 }
 
-/// Inspects `name`; a container that does not exist is not running rather than an error.
-pub async fn inspect(docker: &Docker, name: &str) -> Result<EngineState, DockerError> {
-    match docker.inspect_container(name, None).await {
+impl Runtime {
+    /// Inspects `name`; a container that does not exist is not running rather than an error.
+    pub async fn container_state(&self, name: &str) -> Result<EngineState, RuntimeError> {
+        inspect(self, name)
+            .await
+            .map_err(|source| RuntimeError::Inspect {
+                name: name.to_string(),
+                source,
+            })
+    }
+}
+
+async fn inspect(rt: &Runtime, name: &str) -> Result<EngineState, DockerError> {
+    match rt.docker.inspect_container(name, None).await {
         Ok(c) => {
             let s = c.state.unwrap_or_default();
             let running = s.running.unwrap_or(false);
