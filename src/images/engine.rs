@@ -79,6 +79,7 @@ pub async fn build(
     context_tar: Vec<u8>,
     labels: HashMap<String, String>,
     nocache: bool,
+    progress: &super::Progress,
 ) -> Result<String, ImageError> {
     let options = BuildImageOptions::<String> {
         dockerfile: dockerfile.to_string(),
@@ -98,7 +99,7 @@ pub async fn build(
                 if let Some(text) = info.stream {
                     for line in text.lines().filter(|l| !l.trim().is_empty()) {
                         if line.starts_with("Step ") {
-                            eprintln!("  [{image}] {line}");
+                            progress.say(&format!("  [{image}] {line}"));
                         }
                         if tail.len() == 15 {
                             tail.pop_front();

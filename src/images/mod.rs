@@ -16,6 +16,7 @@ mod context;
 mod engine;
 mod error;
 mod prepare;
+mod progress;
 mod recipe;
 
 pub use build::{
@@ -25,6 +26,7 @@ pub use build::{
 pub use context::Ignore;
 pub use engine::{connect, inspect, Present, API_VERSION, LABEL_RECIPE_HASH, LABEL_VERSION};
 pub use error::ImageError;
+pub use progress::Progress;
 pub use recipe::{
     builtin_recipes, from_images, normalize_ref, Debootstrap, ImageRecipe, Prepare, BASE_IMAGE,
     BASE_PACKAGES, K6_VERSION,

