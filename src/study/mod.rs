@@ -10,7 +10,9 @@
 //! a run (`feedbench invalidate`, `feedbench skip`).
 
 mod decide;
+mod dependencies;
 mod error;
+mod gate;
 mod interrupt;
 mod reporter;
 mod runner;

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::dependencies::{blocked_by, recorded, remember};
+use super::gate::{gate, needs_gate};
 use super::interrupt::Interrupt;
 use super::reporter::StudyEvent;
 use super::session::Session;
@@ -15,11 +17,10 @@ use super::testbed::Testbed;
 use super::StudyError;
 use crate::engine::deploy::check_caps;
 use crate::engine::topology::{of_loaded, RunTopology};
-use crate::ledger::files;
 use crate::ledger::journal::Event;
 use crate::ledger::layout;
 use crate::ledger::manifest::Git;
-use crate::ledger::state::{Ledger, RunState};
+use crate::ledger::state::Ledger;
 use crate::ledger::Decider;
 use crate::plan::model::Profile;
 use crate::plan::{LoadedPlan, RunSpec};
@@ -391,146 +392,6 @@ async fn execute_or_interrupt<T: Testbed>(
         },
         _ = interrupt.wait() => Ended::Interrupted,
     }
-}
-
-/// Runs a contender's gate before its first run: its output is kept under `gates/`, and a
-/// failure excludes the contender's runs with a deviation that carries the output. A gate
-/// that could not run is nobody's verdict: nothing is recorded and the study stops.
-async fn gate<T: Testbed>(
-    session: &mut Session<'_>,
-    testbed: &T,
-    interrupt: &mut Interrupt,
-    request: &StudyRequest<'_>,
-    run: &RunSpec,
-) -> Result<(), StudyError> {
-    session.report(StudyEvent::GateStarted {
-        contender: &run.contender,
-    });
-    let outcome = {
-        let reporter = session.reporter();
-        let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
-            reporter.report(StudyEvent::Run {
-                run: id,
-                stamp,
-                event,
-            })
-        };
-        tokio::select! {
-            r = testbed.gate(request.loaded, run, &mut observe) => Some(r?),
-            _ = interrupt.wait() => None,
-        }
-    };
-    let Some(outcome) = outcome else {
-        testbed.reap(&session.study).await?;
-        return Err(StudyError::Unfinished(format!(
-            "interrupted during the gate of `{}`; nothing was recorded for it",
-            run.contender
-        )));
-    };
-    let gates = session.dir.join(layout::GATES);
-    std::fs::create_dir_all(&gates).map_err(files::fail("create", &gates))?;
-    let path = layout::gate_log(&session.dir, &run.contender);
-    files::write_atomic(&path, outcome.output.as_bytes())?;
-    if !outcome.judged {
-        return Err(StudyError::Unfinished(format!(
-            "the gate of `{}` could not run: {}; nothing was recorded against the contender. Fix the cause, then `feedbench run --resume`",
-            run.contender, outcome.reason
-        )));
-    }
-    if outcome.passed {
-        session.log(Event::GatePassed {
-            contender: run.contender.clone(),
-            image: outcome.image.clone(),
-            seconds: outcome.seconds,
-        })
-    } else {
-        let output = session.relative(&path);
-        session.log(Event::ContenderExcluded {
-            contender: run.contender.clone(),
-            image: outcome.image.clone(),
-            exit_code: outcome.exit_code,
-            reason: format!("{}; output in {output}", outcome.reason),
-            output: outcome.output.clone(),
-            runs: request
-                .runs
-                .iter()
-                .filter(|r| r.contender == run.contender)
-                .map(|r| r.id.clone())
-                .collect(),
-        })
-    }
-}
-
-/// Whether the contender declares a gate that has not passed (nor failed) in this study.
-fn needs_gate(loaded: &LoadedPlan, contender: &str, ledger: &Ledger) -> bool {
-    !ledger.gate_passed.contains(contender)
-        && !ledger.excluded.contains_key(contender)
-        && crate::plan::expand::resolve_contenders(&loaded.plan)
-            .iter()
-            .any(|c| c.name == contender && c.gate.is_some())
-}
-
-/// The run `run` takes a figure from that does not stand: its id, and its state's label
-/// when it never will (invalid, skipped), `None` when it has just not completed yet.
-fn blocked_by(
-    ledger: &Ledger,
-    runs: &[RunSpec],
-    run: &RunSpec,
-) -> Option<(String, Option<&'static str>)> {
-    let status = ledger.status(runs);
-    let state_of = |id: &str| status.iter().find(|s| s.run == id).map(|s| s.state.clone());
-    let mut blocked = None;
-    for d in &run.depends_on {
-        match state_of(d) {
-            Some(RunState::CompletedValid { .. }) => {}
-            Some(s @ (RunState::Invalid { .. } | RunState::Skipped { .. })) => {
-                blocked = Some((d.clone(), Some(s.label())));
-            }
-            _ => blocked = Some((d.clone(), None)),
-        }
-    }
-    blocked
-}
-
-/// Saturations measured by runs that stand (completed and valid), from their run.json:
-/// read once when the study loop starts; each run finished afterwards adds its own. A
-/// record that does not read is an error naming the file: later runs would otherwise take
-/// their rate from nothing.
-fn recorded(
-    study_dir: &Path,
-    ledger: &Ledger,
-    runs: &[RunSpec],
-) -> Result<Saturations, StudyError> {
-    let mut out = Saturations::new();
-    for (r, s) in runs.iter().zip(ledger.status(runs)) {
-        let RunState::CompletedValid { dir, .. } = &s.state else {
-            continue;
-        };
-        let record = RunRecord::read(&study_dir.join(dir))?;
-        if let Some(sat) = &record.saturation {
-            if let Some(rate) = sat.rate {
-                remember(&mut out, r, rate, sat.first_breach.is_some());
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Adds the saturation `r` measured. A ramp whose every step met the objective did not
-/// find saturation: its top step is a lower bound, and every rate taken from it says so.
-fn remember(out: &mut Saturations, r: &RunSpec, rate: f64, breached: bool) {
-    let source = if breached {
-        r.id.clone()
-    } else {
-        format!(
-            "{} (a lower bound: the objective held at every step up to the ramp's top)",
-            r.id
-        )
-    };
-    out.insert(
-        (r.contender.clone(), r.repetition, r.profile.clone()),
-        (rate, source),
-    );
 }
 
 impl Left {
