@@ -65,3 +65,61 @@ fn the_pure_modules_live_in_the_core_crate() {
         );
     }
 }
+
+/// Which core module may use which: each arrow points down, so the core has no cycle. A
+/// module not listed, or a use not allowed, fails with the file that makes it.
+const MAY_USE: [(&str, &[&str]); 10] = [
+    ("evidence", &[]),
+    ("files", &[]),
+    ("git", &[]),
+    ("plan", &[]),
+    ("analysis", &["plan"]),
+    ("spec", &["plan"]),
+    ("rundir", &["plan", "analysis", "evidence", "files"]),
+    ("validity", &["plan", "analysis", "evidence", "spec", "rundir"]),
+    ("ledger", &["plan", "evidence", "files", "git", "rundir"]),
+    ("audit", &["plan", "ledger", "git", "rundir", "files", "evidence"]),
+];
+
+#[test]
+fn the_core_modules_depend_downwards_only() {
+    let src = repo().join("crates/core/src");
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if name == "lib" {
+            continue;
+        }
+        let allowed = MAY_USE
+            .iter()
+            .find(|(m, _)| *m == name)
+            .unwrap_or_else(|| panic!("core module `{name}` is not in MAY_USE"))
+            .1;
+        seen.push(name.clone());
+        let mut files = Vec::new();
+        let mut stack = vec![path];
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, _) in text.match_indices("crate::") {
+                let used: String = text[i + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                assert!(
+                    used == name || allowed.contains(&used.as_str()),
+                    "{} uses crate::{used}, which `{name}` may not (allowed: {allowed:?})",
+                    f.display()
+                );
+            }
+        }
+    }
+    assert_eq!(seen.len(), MAY_USE.len(), "{seen:?}");
+}

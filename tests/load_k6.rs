@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use feedbench::plan::model::{Objective, Profile, Workload};
 use feedbench::plan::units::Name;
-use feedbench::run::load::{self, LoadScript, LoadSpec, K6_OUTPUT};
+use feedbench::run::load::{self, LoadScript, LoadSpec};
 use feedbench::run::requests::{self, LoadSummary, Request};
+use feedbench::spec::commands::{self, K6_OUTPUT};
 use indexmap::IndexMap;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -258,18 +259,16 @@ fn run_k6(k6: &Path, load: &LoadScript) -> (LoadSummary, Vec<Request>) {
     let script = dir.path().join("load.js");
     std::fs::write(&script, &load.script).unwrap();
     let output = dir.path().join("k6.csv.gz");
-    let args: Vec<String> = load::k6_args()
+    let args: Vec<String> = commands::k6_args()
         .into_iter()
         .map(|a| {
-            a.replace(K6_OUTPUT, output.to_str().unwrap()).replace(
-                feedbench::engine::topology::LOAD_SCRIPT,
-                script.to_str().unwrap(),
-            )
+            a.replace(K6_OUTPUT, output.to_str().unwrap())
+                .replace(commands::LOAD_SCRIPT, script.to_str().unwrap())
         })
         .collect();
     let out = Command::new(k6)
         .args(&args)
-        .envs(load::k6_env())
+        .envs(commands::k6_env())
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -519,7 +518,7 @@ fn measure_output_cost_at_200_per_second() {
         for out in ["none", "k6.csv.gz", "k6.csv", "k6.json"] {
             let mut cmd = Command::new(&k6);
             cmd.args(["run", "--quiet", "--no-usage-report"])
-                .envs(load::k6_env())
+                .envs(commands::k6_env())
                 .current_dir(dir.path());
             match out {
                 "none" => {}

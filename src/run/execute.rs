@@ -500,7 +500,9 @@ async fn measure(
     }
     record.monitors = Some(monitors.stop().await?);
 
-    let raw = rt.download(&loadgen, load::K6_OUTPUT).await;
+    let raw = rt
+        .download(&loadgen, crate::spec::commands::K6_OUTPUT)
+        .await;
     match raw {
         Ok(bytes) if !bytes.is_empty() => {
             write(dir, rundir::K6_CSV_GZ, &bytes)?;

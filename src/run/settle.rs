@@ -179,7 +179,7 @@ pub fn find_moved(
     run_hash: &str,
     attempt: u32,
 ) -> Option<std::path::PathBuf> {
-    let slug = crate::engine::topology::run_slug(run);
+    let slug = crate::plan::expand::run_slug(run);
     let areas = std::fs::read_dir(study_dir).ok()?;
     for area in areas.flatten() {
         let name = area.file_name().to_string_lossy().into_owned();

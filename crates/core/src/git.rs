@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::ledger::manifest::Git;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -17,6 +17,17 @@ pub enum GitError {
         dir: PathBuf,
         stderr: String,
     },
+}
+
+/// The plan's registration in git, as far as it can be told.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Git {
+    /// HEAD's commit, when the plan file is in a git working tree.
+    pub commit: Option<String>,
+    /// The plan file's path in the repository.
+    pub path: Option<String>,
+    /// The plan file as run equals the file at `commit` (no uncommitted change).
+    pub clean: Option<bool>,
 }
 
 /// Runs git in `dir`; Ok(None) when `dir` is not in a work tree.

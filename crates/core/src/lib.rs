@@ -9,6 +9,8 @@
 
 pub mod analysis;
 pub mod audit;
+pub mod evidence;
+pub mod files;
 pub mod git;
 pub mod ledger;
 pub mod plan;

@@ -7,52 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::files::{fail, sync_dir, FileError};
+use crate::files::{fail, sync_dir, FileError};
 
 pub const FORMAT_VERSION: u32 = 1;
 pub const FILE: &str = crate::rundir::layout::JOURNAL;
 
-/// A figure that proves a verdict: which container (or component), which figure, its value
-/// against the threshold it broke.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// What the check is, e.g. `cpu`, `throttling`, `dropped-iterations`, `arrival-rate`, `oom`.
-    pub check: String,
-    /// The role, e.g. `fault-proxy`, `load-generator`, `balancer`.
-    pub role: String,
-    /// The container's name, when the figure belongs to one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub container: Option<String>,
-    /// What was measured, in words, e.g. `p95 CPU over the measured window, share of its cap`.
-    pub figure: String,
-    pub value: f64,
-    pub threshold: f64,
-    pub unit: String,
-}
-
-impl std::fmt::Display for Evidence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}): {} {} {} against {} {}",
-            self.role,
-            self.container.as_deref().unwrap_or("-"),
-            self.figure,
-            fmt_num(self.value),
-            self.unit,
-            fmt_num(self.threshold),
-            self.unit
-        )
-    }
-}
-
-fn fmt_num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+pub use crate::evidence::Evidence;
 
 /// Who decided: feedbench itself, from data, or a person, with a reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,22 +7,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::files::{digest_tree, write_atomic, FileDigest, FileError};
-use super::journal::Evidence;
+use crate::evidence::Evidence;
+use crate::files::{digest_tree, write_atomic, FileDigest, FileError};
 
 pub const FORMAT_VERSION: u32 = 1;
 pub const FILE: &str = crate::rundir::MANIFEST_JSON;
 
-/// The plan's registration in git, as far as it can be told.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Git {
-    /// HEAD's commit, when the plan file is in a git working tree.
-    pub commit: Option<String>,
-    /// The plan file's path in the repository.
-    pub path: Option<String>,
-    /// The plan file as run equals the file at `commit` (no uncommitted change).
-    pub clean: Option<bool>,
-}
+pub use crate::git::Git;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {

@@ -1,7 +1,7 @@
 //! The study ledger under `results/<study>/`: the journal, run manifests, the layout of run
 //! directories, and the pure schedule that says what each planned run's state is.
 
-pub mod files;
+pub use crate::files;
 pub mod journal;
 pub use crate::rundir::layout;
 pub mod manifest;

@@ -366,6 +366,19 @@ impl SplitMix64 {
     }
 }
 
+/// `feed-rs.indexed/baseline+db-cut/r2` → `feed-rs.indexed_baseline_db-cut_r2`: the run id in
+/// the alphabet container, network and directory names allow (the run directory
+/// `runs/<slug>/` and every container of the run are named from it).
+pub fn run_slug(run_id: &str) -> String {
+    run_id
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '.' => c,
+            _ => '_',
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::spec::topology::run_slug;
+pub use crate::files::{is_copy_of, unused};
+use crate::plan::expand::run_slug;
 
 /// The study's journal (`ledger::journal`).
 pub const JOURNAL: &str = "journal.jsonl";
@@ -46,28 +47,6 @@ pub fn aside(study: &Path, area: &str, run: &str) -> PathBuf {
 /// the gate ran before.
 pub fn gate_log(study: &Path, contender: &str) -> PathBuf {
     unused(&study.join(GATES).join(format!("{contender}.log")))
-}
-
-/// `path` if nothing is there, else the first free `path.2`, `path.3`…: a name that
-/// overwrites nothing.
-pub fn unused(path: &Path) -> PathBuf {
-    let mut dest = path.to_path_buf();
-    let mut n = 1;
-    while dest.exists() {
-        n += 1;
-        dest = PathBuf::from(format!("{}.{n}", path.display()));
-    }
-    dest
-}
-
-/// Whether a directory entry named `name` is `base` or one of the copies `unused` makes of
-/// it (`base.2`, `base.3`…).
-pub fn is_copy_of(name: &str, base: &str) -> bool {
-    name == base
-        || name
-            .strip_prefix(base)
-            .and_then(|rest| rest.strip_prefix('.'))
-            .is_some_and(|k| k.parse::<u32>().is_ok_and(|n| n >= 2))
 }
 
 /// `path` relative to the study directory, with `/`, for the journal.

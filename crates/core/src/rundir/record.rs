@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::requests::LoadSummary;
 use super::RUN_JSON;
 use crate::analysis::saturation::Saturation;
-use crate::ledger::files::{write_atomic, FileError};
-use crate::ledger::Evidence;
+use crate::evidence::Evidence;
+use crate::files::{write_atomic, FileError};
 
 /// The shape of `run.json` this version writes.
 pub const FORMAT_VERSION: u32 = 1;

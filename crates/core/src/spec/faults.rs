@@ -230,23 +230,11 @@ pub fn schedule(name: &str, fault: &Fault) -> Vec<Step> {
     }
 }
 
-/// The co-tenant's stress-ng arguments: enough workers to burn `cores`, capped by the
-/// engine to exactly `cores`, for at most the fault's duration.
-pub fn co_tenant_args(cores: f64, duration: Duration) -> Vec<String> {
-    let workers = cores.ceil().max(1.0) as u32;
-    vec![
-        "--cpu".into(),
-        workers.to_string(),
-        "--timeout".into(),
-        format!("{}s", duration.as_secs().max(1)),
-        "--metrics-brief".into(),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::units::Duration as PlanDuration;
+    use crate::spec::commands::co_tenant_args;
 
     fn fault(inject: Injection) -> Fault {
         Fault {

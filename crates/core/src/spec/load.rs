@@ -22,12 +22,8 @@ pub use script::{segments, Segment, MAX_ID};
 
 use crate::plan::model::{Objective, Profile, Workload};
 use crate::plan::units::{Name, Rate};
-use crate::spec::topology::{FileSpec, LOAD_SCRIPT};
-
-/// Where k6 writes its raw samples inside the load-generator container: its home, the one
-/// directory user k6 (uid 12345) can write. Gzipped (k6 compresses when the name ends in
-/// `.gz`); `requests::convert` reads it.
-pub const K6_OUTPUT: &str = "/home/k6/k6.csv.gz";
+use crate::spec::commands::LOAD_SCRIPT;
+use crate::spec::topology::FileSpec;
 
 /// The VUs added to every Little's-law estimate.
 pub const VU_FLOOR: u32 = 5;
@@ -122,30 +118,6 @@ impl LoadScript {
 /// The scheduled arrival rate (per second) `t_s` seconds after the scenario's start.
 pub fn scheduled_rate_at(load: &LoadScript, t_s: f64) -> f64 {
     load.schedule.rate_at(t_s)
-}
-
-/// The load generator's command: k6 with per-sample output to `K6_OUTPUT`, and no usage
-/// report (k6 would otherwise send one to grafana.com).
-pub fn k6_args() -> Vec<String> {
-    let out = format!("csv={K6_OUTPUT}");
-    [
-        "run",
-        "--quiet",
-        "--no-usage-report",
-        "--out",
-        &out,
-        LOAD_SCRIPT,
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-/// The load generator's environment: nanosecond timestamps in the CSV output.
-pub fn k6_env() -> Vec<(String, String)> {
-    vec![
-        ("K6_CSV_TIME_FORMAT".into(), "unix_nano".into()),
-        ("K6_NO_USAGE_REPORT".into(), "true".into()),
-    ]
 }
 
 /// A rate of the plan in arrivals per second.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::plan::expand::run_slug;
 use crate::plan::expand::{resolve_contenders, ResolvedContender};
 use crate::plan::model::{Cap, Plan, ServiceKind};
 use crate::plan::validate::total_cpus;
@@ -20,8 +21,6 @@ pub const BALANCER_PORT: u16 = 8080;
 pub const STATS_PORT: u16 = 8404;
 /// The fault proxy's API port (Toxiproxy's).
 pub const FAULT_PROXY_API_PORT: u16 = 8474;
-/// Where the load generator's script goes.
-pub const LOAD_SCRIPT: &str = "/feedbench/load.js";
 const HAPROXY_CFG: &str = "/usr/local/etc/haproxy/haproxy.cfg";
 
 #[derive(Debug, thiserror::Error)]
@@ -163,18 +162,6 @@ impl RunTopology {
     pub fn container(&self, role: Role) -> Option<&ContainerSpec> {
         self.containers.iter().find(|c| c.role == role)
     }
-}
-
-/// `feed-rs.indexed/baseline+db-cut/r2` → `feed-rs.indexed_baseline_db-cut_r2`: the run id in
-/// the alphabet container and network names allow.
-pub fn run_slug(run_id: &str) -> String {
-    run_id
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' | '.' => c,
-            _ => '_',
-        })
-        .collect()
 }
 
 /// The prefix every container and the network of a run share.
@@ -353,8 +340,8 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         3,
         Readiness::NotStarted,
     );
-    load.cmd = Some(crate::spec::load::k6_args());
-    load.env = crate::spec::load::k6_env();
+    load.cmd = Some(crate::spec::commands::k6_args());
+    load.env = crate::spec::commands::k6_env();
     containers.push(load);
 
     // A CPU-steal run carries its co-tenant from the start (created, not started), so the
@@ -376,7 +363,7 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
                 4,
                 Readiness::NotStarted,
             );
-            co.cmd = Some(crate::spec::faults::co_tenant_args(
+            co.cmd = Some(crate::spec::commands::co_tenant_args(
                 cores,
                 std::time::Duration::from_millis(f.duration.millis),
             ));
@@ -475,7 +462,7 @@ pub fn haproxy_config(
     let mut env = minijinja::Environment::new();
     env.set_keep_trailing_newline(true);
     let render = |e: minijinja::Error| TopologyError::Render {
-        what: crate::rundir::HAPROXY_CFG.into(),
+        what: "the balancer configuration".into(),
         source: e,
     };
     env.add_template("balancer-config", include_str!("templates/haproxy.cfg.j2"))

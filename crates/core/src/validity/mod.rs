@@ -21,7 +21,7 @@ pub use read::{read_events, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
 pub use window::{fault_spans, subtract, EventRow, Window};
 
-pub use crate::ledger::Evidence;
+pub use crate::evidence::Evidence;
 use crate::plan::model::Guards;
 use crate::rundir::requests::LoadSummary;
 use crate::spec::load::{LoadScript, Schedule};

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::plan::model::{Objective, Profile, Workload};
+use crate::spec::commands::{k6_args, k6_env, LOAD_SCRIPT};
 
 fn profile(v: serde_json::Value) -> Profile {
     serde_json::from_value(v).expect("profile")

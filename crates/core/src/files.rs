@@ -1,5 +1,5 @@
-//! Durable file primitives of the ledger: whole files written atomically, lines appended
-//! and fsync'd, and the sha256 of every file under a directory.
+//! Durable file primitives, for the ledger and the run directory alike: whole files written
+//! atomically, lines appended and fsync'd, and the sha256 of every file under a directory.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -53,13 +53,35 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 pub fn move_dir(from: &Path, to: &Path) -> Result<PathBuf, FileError> {
     let parent = to.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(fail("create", parent))?;
-    let dest = crate::rundir::layout::unused(to);
+    let dest = unused(to);
     std::fs::rename(from, &dest).map_err(fail("move", from))?;
     sync_dir(parent);
     if let Some(p) = from.parent() {
         sync_dir(p);
     }
     Ok(dest)
+}
+
+/// `path` if nothing is there, else the first free `path.2`, `path.3`…: a name that
+/// overwrites nothing.
+pub fn unused(path: &Path) -> PathBuf {
+    let mut dest = path.to_path_buf();
+    let mut n = 1;
+    while dest.exists() {
+        n += 1;
+        dest = PathBuf::from(format!("{}.{n}", path.display()));
+    }
+    dest
+}
+
+/// Whether a directory entry named `name` is `base` or one of the copies `unused` makes of
+/// it (`base.2`, `base.3`…).
+pub fn is_copy_of(name: &str, base: &str) -> bool {
+    name == base
+        || name
+            .strip_prefix(base)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|k| k.parse::<u32>().is_ok_and(|n| n >= 2))
 }
 
 /// One file's digest in a manifest.
