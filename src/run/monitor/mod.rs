@@ -5,7 +5,7 @@
 //! reads are done inline in the sampler task: they are in-memory kernel files that answer
 //! in microseconds (ten containers cost about 0.08% of a core, docs/performance.md).
 //!
-//! ```ignore
+//! ```text
 //! let handle = monitor::start(&rt, targets, Some(stats_addr), &run_dir).await?;
 //! let mut latest = handle.latest();          // watch: the last row per container
 //! // … the run …
