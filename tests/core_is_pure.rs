@@ -76,9 +76,15 @@ const MAY_USE: [(&str, &[&str]); 10] = [
     ("analysis", &["plan"]),
     ("spec", &["plan"]),
     ("rundir", &["plan", "analysis", "evidence", "files"]),
-    ("validity", &["plan", "analysis", "evidence", "spec", "rundir"]),
+    (
+        "validity",
+        &["plan", "analysis", "evidence", "spec", "rundir"],
+    ),
     ("ledger", &["plan", "evidence", "files", "git", "rundir"]),
-    ("audit", &["plan", "ledger", "git", "rundir", "files", "evidence"]),
+    (
+        "audit",
+        &["plan", "ledger", "git", "rundir", "files", "evidence"],
+    ),
 ];
 
 #[test]

@@ -112,7 +112,7 @@ impl Collection {
                     views.push(to_value(existing.view()));
                     continue;
                 }
-                existing.stop().await;
+                existing.close().await;
             }
             let mut proxy = Proxy::new(&new.name, &new.listen, &new.upstream);
             if new.enabled {
@@ -145,7 +145,7 @@ impl Collection {
     pub async fn delete(&self, name: &str) -> Result<(), ApiError> {
         let mut proxies = self.proxies.lock().await;
         let mut proxy = proxies.remove(name).ok_or(ApiError::ProxyNotFound)?;
-        proxy.stop().await;
+        proxy.close().await;
         Ok(())
     }
 

@@ -1,10 +1,17 @@
 //! One proxy: its settings, its listener task and its toxics.
+//!
+//! The proxy's port is held from its first enable until it is deleted or moved: besides the
+//! listening socket, a second socket bound to the same address (SO_REUSEPORT) never listens.
+//! Disabling closes the listening socket, so new connections are refused as Toxiproxy's are,
+//! while the port stays ours; enabling binds a new listening socket beside the held one.
+//! No other process can take the port in between (the kernel hands out no port in use, and a
+//! bind without SO_REUSEPORT fails), so enabling never races for a port number once free.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -28,6 +35,8 @@ pub struct Proxy {
     toxics: ToxicSet,
     toxics_tx: watch::Sender<Arc<ToxicSet>>,
     running: Option<Running>,
+    /// Bound, never listening: holds the port between a disable and the next enable.
+    held: Option<TcpSocket>,
 }
 
 /// The JSON view of a proxy, field for field as Toxiproxy writes it.
@@ -50,6 +59,7 @@ impl Proxy {
             toxics: ToxicSet::default(),
             toxics_tx: watch::Sender::new(Arc::new(ToxicSet::default())),
             running: None,
+            held: None,
         }
     }
 
@@ -73,16 +83,34 @@ impl Proxy {
         if self.running.is_some() {
             return Ok(());
         }
-        let listener =
-            TcpListener::bind(self.listen.as_str())
-                .await
-                .map_err(|e| ApiError::Listen {
-                    addr: self.listen.clone(),
-                    reason: e.to_string(),
-                })?;
-        if let Ok(addr) = listener.local_addr() {
-            self.listen = addr.to_string();
-        }
+        let wanted_text = self.listen.clone();
+        let fail = |e: std::io::Error| ApiError::Listen {
+            addr: wanted_text.clone(),
+            reason: e.to_string(),
+        };
+        let addr = match &self.held {
+            Some(held) => held.local_addr().map_err(fail)?,
+            None => {
+                let wanted = tokio::net::lookup_host(wanted_text.as_str())
+                    .await
+                    .map_err(fail)?
+                    .next()
+                    .ok_or_else(|| {
+                        fail(std::io::Error::new(
+                            std::io::ErrorKind::AddrNotAvailable,
+                            "the address resolves to nothing",
+                        ))
+                    })?;
+                let held = port_socket(wanted).map_err(fail)?;
+                let addr = held.local_addr().map_err(fail)?;
+                self.held = Some(held);
+                self.listen = addr.to_string();
+                addr
+            }
+        };
+        let listener = port_socket(addr)
+            .and_then(|s| s.listen(1024))
+            .map_err(fail)?;
         let (stop, stop_rx) = watch::channel(());
         let ctx = LinkContext {
             proxy: Arc::clone(&self.name),
@@ -99,7 +127,14 @@ impl Proxy {
         Ok(())
     }
 
-    /// Stops listening and drops every connection; a no-op if stopped.
+    /// Releases the port too: for a deleted proxy, or one that moves to another address.
+    pub async fn close(&mut self) {
+        self.stop().await;
+        self.held = None;
+    }
+
+    /// Stops listening (new connections are refused) and drops every connection; the port
+    /// stays held. A no-op if stopped.
     pub async fn stop(&mut self) {
         if let Some(Running { stop, task }) = self.running.take() {
             drop(stop);
@@ -117,7 +152,7 @@ impl Proxy {
         enabled: bool,
     ) -> Result<(), ApiError> {
         if listen != self.listen || upstream != self.upstream {
-            self.stop().await;
+            self.close().await;
             self.listen = listen;
             self.upstream = upstream;
         }
@@ -207,6 +242,18 @@ impl Proxy {
 }
 
 /// Accepts clients until the proxy stops, one task per connection.
+/// A socket bound to `addr` that shares the port with the proxy's other socket.
+fn port_socket(addr: std::net::SocketAddr) -> std::io::Result<TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseport(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
+}
+
 async fn accept_loop(listener: TcpListener, ctx: LinkContext) {
     let mut stop = ctx.stop.clone();
     loop {

@@ -116,6 +116,20 @@ fn disable_drops_and_refuses_then_enable_restores() {
     round_trip(&mut connect(&listen), b"reset");
 }
 
+/// A disabled proxy keeps its port: nobody else can bind it before the proxy is enabled
+/// again, so re-enabling never races for a port number that was let go.
+#[test]
+fn a_disabled_proxy_keeps_its_port() {
+    let fp = FaultProxy::start();
+    let listen = fp.create("echo", &echo_server());
+    let (status, _) = fp.call("POST", "/proxies/echo", Some(r#"{"enabled":false}"#));
+    assert_eq!(status, 200);
+    assert!(
+        std::net::TcpListener::bind(&listen).is_err(),
+        "{listen} was free while the proxy was disabled"
+    );
+}
+
 #[test]
 fn deleting_a_proxy_drops_its_connections() {
     let fp = FaultProxy::start();
