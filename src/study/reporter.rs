@@ -57,8 +57,3 @@ pub enum StudyEvent<'a> {
 pub trait Reporter {
     fn report(&mut self, event: StudyEvent<'_>);
 }
-
-/// A reporter that shows nothing.
-impl Reporter for () {
-    fn report(&mut self, _: StudyEvent<'_>) {}
-}

@@ -107,23 +107,18 @@ impl<'r> Session<'r> {
         })
     }
 
-    /// Opens the journal for appending (creating the study directory). Opening may declare
-    /// a torn last line, so the ledger is folded again from what the journal holds now.
+    /// Opens the journal for appending (creating the study directory), if not yet open.
     pub fn start_writing(&mut self) -> Result<(), StudyError> {
-        std::fs::create_dir_all(&self.dir).map_err(files::fail("create", &self.dir))?;
-        let path = self.dir.join(journal::FILE);
-        let writer = Writer::open(&path)?;
-        self.ledger = Ledger::fold(journal::read(&path)?.events());
-        self.writer = Some(writer);
-        Ok(())
+        self.writer().map(|_| ())
     }
 
-    /// The journal writer, for the settling functions that append their own line.
+    /// The journal writer, for the settling functions that append their own line; opened
+    /// at the first use.
     pub fn writer(&mut self) -> Result<&mut Writer, StudyError> {
-        if self.writer.is_none() {
-            self.start_writing()?;
+        match &mut self.writer {
+            Some(w) => Ok(w),
+            slot @ None => Ok(slot.insert(open_writer(&self.dir, &mut self.ledger)?)),
         }
-        Ok(self.writer.as_mut().expect("opened just above"))
     }
 
     /// Appends `event` to the journal, folds it into the ledger and reports it.
@@ -202,6 +197,16 @@ impl<'r> Session<'r> {
     pub fn relative(&self, path: &Path) -> String {
         layout::relative(&self.dir, path)
     }
+}
+
+/// Opens the journal of the study in `dir` for appending, creating the directory. Opening
+/// may declare a torn last line, so `ledger` is folded again from what the journal holds.
+fn open_writer(dir: &Path, ledger: &mut Ledger) -> Result<Writer, StudyError> {
+    std::fs::create_dir_all(dir).map_err(files::fail("create", dir))?;
+    let path = dir.join(journal::FILE);
+    let writer = Writer::open(&path)?;
+    *ledger = Ledger::fold(journal::read(&path)?.events());
+    Ok(writer)
 }
 
 /// The refusal of a plan change nobody declared: what changed and what it would touch.
