@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use super::{CliError, Format};
 use crate::engine::runtime::Runtime;
 use crate::plan::{expand, load_file, RunSpec};
-use crate::study::{
-    run_study, DockerTestbed, Interrupt, Reporter, Session, StudyError, StudyRequest,
-};
+use crate::study::{run_study, DockerTestbed, Interrupt, Session, StudyError, StudyRequest};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -80,12 +78,11 @@ impl RunArgs {
             amend: self.amend.as_deref(),
             allow_uncommitted: self.allow_uncommitted,
         };
-        let mut reporter: Box<dyn Reporter> = match self.format {
-            Format::Json => Box::new(show::Json),
-            Format::Human => Box::new(show::Human),
+        let mut reporter = show::Show {
+            json: self.format == Format::Json,
         };
         // Opened (and refused, if it must be) before images are built or the engine asked.
-        let mut session = Session::open(&request, reporter.as_mut()).map_err(study_error)?;
+        let mut session = Session::open(&request, &mut reporter).map_err(study_error)?;
         if !self.no_build {
             let recipes = super::images::plan_recipes(&self.plan)?;
             let args = super::images::BuildArgs {

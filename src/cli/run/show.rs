@@ -1,5 +1,5 @@
 //! What `feedbench run` shows while it works: the study runner's events, on stderr for
-//! people (`Human`) or as JSON lines on stdout (`Json`: every run event and journal line).
+//! people or as JSON lines on stdout (every run event and journal line).
 
 use std::io::Write;
 
@@ -8,18 +8,18 @@ use crate::run::events::{RunEvent, Stamp};
 use crate::rundir::record::{Ending, RunRecord};
 use crate::study::{Reporter, StudyEvent};
 
-/// For people, on stderr.
-pub struct Human;
+/// Shows a study for people on stderr, or, with `json`, every run event and journal line
+/// as a JSON line on stdout (the rest, what people read, stays on stderr).
+pub struct Show {
+    pub json: bool,
+}
 
-/// For machines: a JSON line on stdout per run event and per journal line; the rest (what
-/// people read) on stderr.
-pub struct Json;
-
-impl Reporter for Human {
+impl Reporter for Show {
     fn report(&mut self, event: StudyEvent<'_>) {
         match event {
-            StudyEvent::Journal(e) => journal_line(false, e),
-            StudyEvent::Run { run, stamp, event } => print_event(false, run, stamp, event),
+            StudyEvent::Journal(e) => journal_line(self.json, e),
+            StudyEvent::Run { run, stamp, event } => print_event(self.json, run, stamp, event),
+            StudyEvent::StudyProgress { .. } if self.json => {}
             StudyEvent::StudyProgress { elapsed_s, left_s } => {
                 let _ = writeln!(
                     std::io::stderr().lock(),
@@ -34,19 +34,7 @@ impl Reporter for Human {
     }
 }
 
-impl Reporter for Json {
-    fn report(&mut self, event: StudyEvent<'_>) {
-        match event {
-            StudyEvent::Journal(e) => journal_line(true, e),
-            StudyEvent::Run { run, stamp, event } => print_event(true, run, stamp, event),
-            StudyEvent::StudyProgress { .. } => {}
-            StudyEvent::RunEnded(r) => summarise(r),
-            other => people(other),
-        }
-    }
-}
-
-/// The events both reporters show people the same way, on stderr.
+/// The events shown to people the same way in both formats, on stderr.
 fn people(event: StudyEvent<'_>) {
     let mut err = std::io::stderr().lock();
     let _ = match event {
