@@ -18,9 +18,10 @@ use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError
 use crate::engine::fault_proxy::FaultProxy;
 use crate::engine::runtime::{Runtime, RuntimeError};
 use crate::engine::topology::{Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
-use crate::plan::model::{Plan, Profile};
+use crate::plan::model::Plan;
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
+use crate::rundir::frame::{Frame, FrameInputs};
 use crate::rundir::record::{Derived, Ending, Measured, RunRecord, FORMAT_VERSION};
 use crate::rundir::{self, health};
 use crate::validity::{self, Window};
@@ -189,6 +190,7 @@ pub async fn execute(
         saturation: None,
         measured: None,
         validity: Vec::new(),
+        frame: None,
         started_wall_ns: events.clock.start_wall_ns(),
         ended_wall_ns: 0,
     };
@@ -527,8 +529,20 @@ async fn measure(
                             return Ok(Vec::new());
                         }
                     };
-                    record.saturation =
-                        ramp_saturation(plan, run, script, &summary, saturations, &reqs);
+                    record.frame = summary.scenario_start_ns.map(|t0| {
+                        Frame::of(&FrameInputs {
+                            plan,
+                            run,
+                            script,
+                            topology: topo,
+                            saturations,
+                            scenario_start_ns: i128::from(t0),
+                        })
+                    });
+                    record.saturation = record
+                        .frame
+                        .as_ref()
+                        .and_then(|f| ramp_saturation(f, &reqs));
                     record.measured = measured_summary(script, &summary, &reqs);
                     record.load = Some(summary);
                     return Ok(reqs.iter().map(|r| r.start_ns).collect());
@@ -703,47 +717,29 @@ fn read_requests(requests_csv: &Path) -> Result<Vec<saturation::Request>, Execut
         .collect()
 }
 
-/// A step ramp's saturation from its requests, its steps placed on the scenario's clock.
-fn ramp_saturation(
-    plan: &Plan,
-    run: &RunSpec,
-    script: &LoadScript,
-    summary: &LoadSummary,
-    saturations: &IndexMap<Name, f64>,
-    reqs: &[saturation::Request],
-) -> Option<Saturation> {
-    let Profile::StepRamp {
-        start,
-        step,
-        step_duration,
-        max,
-        ..
-    } = &plan.profiles[run.profile.as_str()]
-    else {
+/// A step ramp's saturation from its requests, over the frame's steps (the same steps the
+/// report judges); `None` for other profiles.
+fn ramp_saturation(frame: &Frame, reqs: &[saturation::Request]) -> Option<Saturation> {
+    if frame.steps.is_empty() {
         return None;
-    };
-    let (start, max) = (
-        load::resolve(start, saturations).ok()?,
-        load::resolve(max, saturations).ok()?,
-    );
-    let n = Profile::ramp_steps(start, *step, max);
-    let step_ns = step_duration.millis as i128 * 1_000_000;
-    let measured = Window::measured(script, summary)?.start_ns;
-    let steps: Vec<saturation::Step> = (0..n)
-        .map(|i| saturation::Step {
-            rate: start + *step * i as f64,
-            start_ns: measured + i as i128 * step_ns,
-            end_ns: measured + (i as i128 + 1) * step_ns,
+    }
+    let steps: Vec<saturation::Step> = frame
+        .steps
+        .iter()
+        .map(|s| saturation::Step {
+            rate: s.rate,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
         })
         .collect();
-    let o = &plan.study.objective;
+    let o = &frame.objective;
     Some(saturation::saturation(
         reqs,
         &steps,
         &saturation::Objective {
-            p99_ms: o.p99.millis as f64,
-            error_rate: o.error_rate.fraction(),
-            window_ns: o.window.millis as i128 * 1_000_000,
+            p99_ms: o.p99_ms,
+            error_rate: o.failed_share,
+            window_ns: o.window_ns,
         },
     ))
 }

@@ -14,6 +14,7 @@ pub mod files;
 pub mod git;
 pub mod ledger;
 pub mod plan;
+pub mod report;
 pub mod rundir;
 pub mod spec;
 pub mod validity;

@@ -6,6 +6,7 @@
 //! describes every file.
 
 pub mod events;
+pub mod frame;
 pub mod health;
 pub mod layout;
 pub mod record;

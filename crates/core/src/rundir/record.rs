@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::frame::Frame;
 use super::requests::LoadSummary;
 use super::RUN_JSON;
 use crate::analysis::saturation::Saturation;
@@ -87,6 +88,10 @@ pub struct RunRecord {
     /// are in `warnings`).
     #[serde(rename = "validity_evidence", default)]
     pub validity: Vec<Evidence>,
+    /// The run's definition on the wall clock, for the report (completed runs whose
+    /// scenario start k6 reported).
+    #[serde(default)]
+    pub frame: Option<Frame>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -242,6 +247,7 @@ mod tests {
             saturation: None,
             measured: None,
             validity: vec![],
+            frame: None,
             started_wall_ns: 1,
             ended_wall_ns: 2,
         }

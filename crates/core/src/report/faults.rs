@@ -1,0 +1,257 @@
+//! A fault's figures: when it was seen (the balancer, the first failed request, the first
+//! window breaking the objective), when the service was back within its control (the
+//! seeds' rule), and what the fault cost meanwhile (docs/analysis.md, "Faults").
+
+use super::latency::{quick_p, within, Second, Stats};
+use super::out::Out;
+use super::read::{Event, Health, Req};
+use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECOVERED};
+use crate::analysis::objective::{self, Bounds};
+use crate::rundir::frame::Frame;
+
+/// The fault's instants on the wall clock (unix ns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Instants {
+    pub applied: i128,
+    pub cleared: Option<i128>,
+    /// The replica back in service; `None` when the fault has no replica to bring back or
+    /// none came back.
+    pub restart: Option<i128>,
+    /// The observe window's end, cut at the measured phase's end.
+    pub observe_end: i128,
+}
+
+/// The control: the measured phase before the fault.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Control {
+    pub throughput: f64,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+/// The instants, from events.csv and health.csv; `None` when the fault was never applied.
+pub fn instants(frame: &Frame, events: &[Event], health: &[Health]) -> Option<Instants> {
+    let fault = frame.fault_window.as_ref()?;
+    let applied = events.iter().find(|e| e.event == "fault-applied")?.wall_ns;
+    let cleared = events
+        .iter()
+        .find(|e| e.event == "fault-cleared" && e.wall_ns >= applied)
+        .map(|e| e.wall_ns);
+    let observe_end = cleared
+        .map_or(frame.measured.end_ns, |c| c + fault.observe_ns)
+        .min(frame.measured.end_ns);
+    let restart = match (fault.restarts_a_replica(), cleared) {
+        (true, Some(c)) => health
+            .iter()
+            .find(|h| h.state == "UP" && h.wall_ns >= c && h.wall_ns < observe_end)
+            .map(|h| h.wall_ns),
+        _ => None,
+    };
+    Some(Instants {
+        applied,
+        cleared,
+        restart,
+        observe_end,
+    })
+}
+
+pub fn control(frame: &Frame, reqs: &[Req], applied: i128) -> Control {
+    let a = frame.measured.start_ns;
+    let s = Stats::of(within(reqs, a, applied));
+    let len = (applied - a) as f64 / 1e9;
+    Control {
+        throughput: if len > 0.0 {
+            s.requests as f64 / len
+        } else {
+            0.0
+        },
+        p95: s.p(95.0),
+        p99: s.p(99.0),
+    }
+}
+
+/// The recovery instant after `origin` under the seeds' rule, or `None` (not recovered by
+/// the observe window's end).
+pub fn recovery(
+    frame: &Frame,
+    reqs: &[Req],
+    control: &Control,
+    origin: i128,
+    end: i128,
+) -> Option<i128> {
+    let r = &frame.recovery;
+    if r.step_ns <= 0 || r.window_ns <= 0 {
+        return None;
+    }
+    let hold = (r.hold_ns / r.step_ns) as usize;
+    let (c95, c99) = (control.p95?, control.p99?);
+    let window_s = r.window_ns as f64 / 1e9;
+    let mut scratch = Vec::new();
+    let mut within_control = |u: i128| {
+        let w = within(reqs, u, u + r.window_ns);
+        if w.is_empty() {
+            return false;
+        }
+        let thr = w.len() as f64 / window_s;
+        (thr - control.throughput).abs() <= r.throughput_tolerance * control.throughput
+            && quick_p(w, 95.0, &mut scratch)
+                .is_some_and(|p| p <= (1.0 + r.latency_tolerance) * c95)
+            && quick_p(w, 99.0, &mut scratch)
+                .is_some_and(|p| p <= (1.0 + r.latency_tolerance) * c99)
+    };
+    // Windows on the grid from the origin, while they end by `end`; a run of hold + 1
+    // consecutive windows within control starts at the recovery instant.
+    let mut run = 0usize;
+    let mut g: i128 = 0;
+    loop {
+        let u = origin + g * r.step_ns;
+        if u + r.window_ns > end {
+            return None;
+        }
+        if within_control(u) {
+            run += 1;
+            if run > hold {
+                return Some(u - hold as i128 * r.step_ns);
+            }
+        } else {
+            run = 0;
+        }
+        g += 1;
+    }
+}
+
+/// The first trailing objective window ending on the grid after `applied` that breaks the
+/// objective, as the time since `applied`.
+fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128> {
+    let o = &frame.objective;
+    let step = frame.recovery.step_ns;
+    if step <= 0 {
+        return None;
+    }
+    let bounds = Bounds {
+        p99_ms: o.p99_ms,
+        failed_share: o.failed_share,
+    };
+    let mut scratch = Vec::new();
+    let mut k: i128 = 0;
+    loop {
+        let e = i.applied + k * step;
+        if e > i.observe_end {
+            return None;
+        }
+        let w = within(reqs, e - o.window_ns, e);
+        let breaks = match quick_p(w, 99.0, &mut scratch) {
+            None => true,
+            Some(p99) => {
+                let share = w.iter().filter(|r| r.failed()).count() as f64 / w.len() as f64;
+                !objective::met(bounds, p99, share)
+            }
+        };
+        if breaks {
+            return Some(e - i.applied);
+        }
+        k += 1;
+    }
+}
+
+fn secs(ns: i128) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Every fault row of a run with a fault.
+pub fn rows(
+    out: &mut Out,
+    frame: &Frame,
+    reqs: &[Req],
+    events: &[Event],
+    health: &[Health],
+    seconds: &[Second],
+) {
+    let Some(fault) = frame.fault_window.as_ref() else {
+        return;
+    };
+    let Some(i) = instants(frame, events, health) else {
+        for (m, unit) in [
+            ("detect_balancer_down", "s"),
+            ("detect_failed_request", "s"),
+            ("detect_objective_window", "s"),
+        ] {
+            out.empty(m, unit, NOT_OBSERVED);
+        }
+        for d in ["clear", "restart"] {
+            let mut x = out.under(d);
+            x.empty("time_to_recover", "s", NOT_OBSERVED);
+            out.absorb(x);
+        }
+        return;
+    };
+    let down = health
+        .iter()
+        .find(|h| h.state == "DOWN" && h.wall_ns >= i.applied && h.wall_ns < i.observe_end)
+        .map(|h| secs(h.wall_ns - i.applied));
+    out.or("detect_balancer_down", down, "s", NOT_OBSERVED);
+    let failed = reqs
+        .iter()
+        .filter(|r| r.failed() && r.end_ns >= i.applied && r.end_ns < i.observe_end)
+        .map(|r| r.end_ns)
+        .min()
+        .map(|e| secs(e - i.applied));
+    out.or("detect_failed_request", failed, "s", NOT_OBSERVED);
+    out.or(
+        "detect_objective_window",
+        objective_detection(frame, reqs, &i).map(secs),
+        "s",
+        NOT_OBSERVED,
+    );
+
+    let c = control(frame, reqs, i.applied);
+    for (d, origin, missing) in [
+        ("clear", i.cleared, NOT_OBSERVED),
+        (
+            "restart",
+            i.restart,
+            if fault.restarts_a_replica() {
+                NOT_OBSERVED
+            } else {
+                NOT_APPLICABLE
+            },
+        ),
+    ] {
+        let mut x = out.under(d);
+        match origin {
+            None => x.empty("time_to_recover", "s", missing),
+            Some(o) => x.or(
+                "time_to_recover",
+                recovery(frame, reqs, &c, o, i.observe_end).map(|t| secs(t - o)),
+                "s",
+                NOT_RECOVERED,
+            ),
+        }
+        out.absorb(x);
+    }
+
+    let cleared = i.cleared.unwrap_or(i.observe_end);
+    let failed_in = |a: i128, b: i128| within(reqs, a, b).iter().filter(|r| r.failed()).count();
+    out.count("fault_failed", failed_in(i.applied, cleared));
+    out.count("observe_failed", failed_in(cleared, i.observe_end));
+    let worst = |a: i128, b: i128| {
+        seconds
+            .iter()
+            .filter(|s| s.start_ns >= a && s.start_ns < b)
+            .filter_map(|s| s.p99)
+            .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.max(p))))
+    };
+    out.value("fault_worst_p99", worst(i.applied, cleared), "ms");
+    out.value("observe_worst_p99", worst(cleared, i.observe_end), "ms");
+    for (m, share) in [("seconds_below_50pct", 0.5), ("seconds_below_90pct", 0.9)] {
+        let n = seconds
+            .iter()
+            .filter(|s| s.start_ns >= i.applied && s.start_ns < i.observe_end)
+            .filter(|s| (s.throughput as f64) < share * c.throughput)
+            .count();
+        out.count(m, n);
+    }
+    out.value("control_throughput", Some(c.throughput), "1/s");
+    out.value("control_p95", c.p95, "ms");
+    out.value("control_p99", c.p99, "ms");
+}

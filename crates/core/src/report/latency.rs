@@ -1,0 +1,210 @@
+//! Requests over a span: counts by class, nearest-rank latency percentiles, and the
+//! per-second series (docs/analysis.md, "The measured phase" and "The per-second series").
+
+use super::out::Out;
+use super::read::Req;
+use crate::analysis::saturation::percentile;
+use crate::rundir::frame::Span;
+
+/// The requests that started in `[a, b)`, from requests sorted by start.
+pub fn within(reqs: &[Req], a: i128, b: i128) -> &[Req] {
+    let lo = reqs.partition_point(|r| r.start_ns < a);
+    let hi = reqs.partition_point(|r| r.start_ns < b);
+    &reqs[lo..hi.max(lo)]
+}
+
+/// A span's requests, summarised.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub requests: usize,
+    pub failed: usize,
+    pub no_response: usize,
+    pub status_5xx: usize,
+    pub status_4xx: usize,
+    /// Every duration, sorted ascending.
+    pub sorted_ms: Vec<f64>,
+}
+
+impl Stats {
+    pub fn of(reqs: &[Req]) -> Stats {
+        let mut s = Stats {
+            requests: reqs.len(),
+            sorted_ms: reqs.iter().map(|r| r.duration_ms).collect(),
+            ..Stats::default()
+        };
+        s.sorted_ms.sort_by(f64::total_cmp);
+        for r in reqs {
+            match r.status {
+                0 => s.no_response += 1,
+                400..=499 => s.status_4xx += 1,
+                500..=599 => s.status_5xx += 1,
+                _ => {}
+            }
+            if r.failed() {
+                s.failed += 1;
+            }
+        }
+        s
+    }
+
+    pub fn p(&self, p: f64) -> Option<f64> {
+        percentile(&self.sorted_ms, p)
+    }
+
+    pub fn share(&self, n: usize) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            n as f64 / self.requests as f64
+        }
+    }
+
+    pub fn failed_share(&self) -> f64 {
+        self.share(self.failed)
+    }
+}
+
+/// The nearest-rank percentile of a span's durations without sorting them all.
+pub fn quick_p(reqs: &[Req], p: f64, scratch: &mut Vec<f64>) -> Option<f64> {
+    if reqs.is_empty() {
+        return None;
+    }
+    scratch.clear();
+    scratch.extend(reqs.iter().map(|r| r.duration_ms));
+    let rank = ((p / 100.0) * scratch.len() as f64).ceil().max(1.0) as usize;
+    let k = rank.min(scratch.len()) - 1;
+    let (_, v, _) = scratch.select_nth_unstable_by(k, f64::total_cmp);
+    Some(*v)
+}
+
+/// The measured phase's rows.
+pub fn measured(out: &mut Out, reqs: &[Req], span: &Span, dropped: Option<u64>) {
+    let s = Stats::of(within(reqs, span.start_ns, span.end_ns));
+    let len = span.len_s();
+    out.count("requests", s.requests);
+    out.value("offered_rate", ratio(span.offered_arrivals, len), "1/s");
+    out.value("achieved_rate", ratio(s.requests as f64, len), "1/s");
+    for (metric, p) in [
+        ("latency_p50", 50.0),
+        ("latency_p90", 90.0),
+        ("latency_p95", 95.0),
+        ("latency_p99", 99.0),
+        ("latency_p99_9", 99.9),
+    ] {
+        out.value(metric, s.p(p), "ms");
+    }
+    out.value("latency_max", s.sorted_ms.last().copied(), "ms");
+    out.value("failed_share", Some(s.failed_share()), "ratio");
+    out.value("no_response_share", Some(s.share(s.no_response)), "ratio");
+    out.value("status_5xx_share", Some(s.share(s.status_5xx)), "ratio");
+    out.value("status_4xx_share", Some(s.share(s.status_4xx)), "ratio");
+    match dropped {
+        Some(d) => out.count("dropped_iterations", d as usize),
+        None => out.empty("dropped_iterations", "count", super::rows::NONE),
+    }
+}
+
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// One second of the series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Second {
+    pub start_ns: i128,
+    pub throughput: usize,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub failed: usize,
+}
+
+/// The whole seconds of the measured phase, from its start.
+pub fn series(reqs: &[Req], span: &Span) -> Vec<Second> {
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let mut k = 0i128;
+    while span.start_ns + (k + 1) * 1_000_000_000 <= span.end_ns {
+        let a = span.start_ns + k * 1_000_000_000;
+        let r = within(reqs, a, a + 1_000_000_000);
+        out.push(Second {
+            start_ns: a,
+            throughput: r.len(),
+            p50: quick_p(r, 50.0, &mut scratch),
+            p99: quick_p(r, 99.0, &mut scratch),
+            failed: r.iter().filter(|q| q.failed()).count(),
+        });
+        k += 1;
+    }
+    out
+}
+
+pub fn series_rows(out: &mut Out, seconds: &[Second]) {
+    for (k, s) in seconds.iter().enumerate() {
+        let mut o = out.at_second(k as u64);
+        o.value("second_throughput", Some(s.throughput as f64), "1/s");
+        o.value("second_p50", s.p50, "ms");
+        o.value("second_p99", s.p99, "ms");
+        o.count("second_failed", s.failed);
+        out.absorb(o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(start_ns: i128, duration_ms: f64, status: u16) -> Req {
+        Req {
+            start_ns,
+            end_ns: start_ns + 1,
+            status,
+            duration_ms,
+        }
+    }
+
+    #[test]
+    fn classes_and_percentiles() {
+        let reqs: Vec<Req> = (1..=100)
+            .map(|i| {
+                req(
+                    i,
+                    i as f64,
+                    if i <= 2 {
+                        0
+                    } else if i <= 5 {
+                        503
+                    } else if i == 6 {
+                        404
+                    } else {
+                        200
+                    },
+                )
+            })
+            .collect();
+        let s = Stats::of(&reqs);
+        assert_eq!(
+            (s.no_response, s.status_5xx, s.status_4xx, s.failed),
+            (2, 3, 1, 5)
+        );
+        assert_eq!(s.p(99.0), Some(99.0));
+        assert_eq!(s.p(99.9), Some(100.0));
+        assert_eq!(s.p(50.0), Some(50.0));
+        let mut scratch = Vec::new();
+        assert_eq!(quick_p(&reqs, 99.0, &mut scratch), Some(99.0));
+        assert_eq!(within(&reqs, 10, 20).len(), 10);
+    }
+
+    #[test]
+    fn the_series_covers_whole_seconds_only() {
+        let reqs = vec![req(0, 5.0, 200), req(1_500_000_000, 7.0, 500)];
+        let span = Span {
+            start_ns: 0,
+            end_ns: 2_500_000_000,
+            offered_arrivals: 2.0,
+        };
+        let s = series(&reqs, &span);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].throughput, s[1].failed), (1, 1));
+        assert_eq!(s[1].p99, Some(7.0));
+    }
+}

@@ -1,0 +1,232 @@
+//! `feedbench report`'s figures: which runs stand (from the audit, against the committed
+//! plan), every figure of docs/analysis.md computed from each standing run's raw data
+//! (read once, one run at a time), the summary across repetitions, and what is left out
+//! and why. Rendering (Markdown, HTML, plots) lives with the binary; this is the pure part.
+
+pub mod faults;
+pub mod latency;
+pub mod out;
+pub mod ramp;
+pub mod read;
+pub mod rows;
+pub mod run;
+pub mod summary;
+pub mod usage;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::audit::{self, report::state_detail, AuditError};
+use crate::ledger::journal;
+use crate::ledger::state::{Ledger, RunState};
+use crate::rundir::record::{RecordError, RunRecord};
+use rows::Row;
+use run::RunFigures;
+use summary::SummaryRow;
+
+/// The version of metrics.json.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    #[error("`{dir}` holds no result that stands: {states}. Run the study first (`feedbench run {plan}`)")]
+    NoResults {
+        dir: PathBuf,
+        plan: String,
+        states: String,
+    },
+    #[error("the results in `{dir}` were made under plan hash {found}, and no declared amendment connects it to the plan's hash {plan_hash}: declare the change with `feedbench run {plan} --amend \"why\"`, or report with the plan version the results were made with")]
+    UnconnectedPlanHash {
+        dir: PathBuf,
+        plan: String,
+        found: String,
+        plan_hash: String,
+    },
+    #[error("cannot read the journal of `{dir}`: {message}")]
+    Journal { dir: PathBuf, message: String },
+}
+
+impl ReportError {
+    /// Bad input (exit 2) rather than a failure.
+    pub fn bad_input(&self) -> bool {
+        match self {
+            ReportError::Audit(e) => e.bad_input(),
+            _ => true,
+        }
+    }
+}
+
+/// A planned run that enters no figure, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Left {
+    pub run: String,
+    /// `invalid`, `skipped`, `interrupted`, `superseded`, `not run`, `not analysable`.
+    pub state: String,
+    pub reason: String,
+    pub evidence: Vec<String>,
+}
+
+/// The audit's verdict, as the report's top states it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub passed: bool,
+    pub undeclared: usize,
+    pub declared: usize,
+    pub gaps: usize,
+}
+
+/// Everything the report says.
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyReport {
+    pub format_version: u32,
+    pub study: String,
+    pub plan_file: String,
+    pub plan_hash: String,
+    /// The registration commit (its hash), or `working tree`.
+    pub registration: String,
+    pub audit: Verdict,
+    pub analysed: Vec<String>,
+    /// Runs with results that do not enter the figures, by name, with why.
+    pub excluded: Vec<Left>,
+    /// Planned runs with no result.
+    pub gaps: Vec<Left>,
+    pub metrics: Vec<Row>,
+    pub summary: Vec<SummaryRow>,
+    #[serde(skip)]
+    pub runs: Vec<RunFigures>,
+    /// The standing runs' directories, in plan order (what the twin is given).
+    #[serde(skip)]
+    pub run_dirs: Vec<PathBuf>,
+}
+
+/// What the report is built from.
+pub struct Request<'a> {
+    pub plan: &'a Path,
+    pub registered: Option<&'a str>,
+    pub results: &'a Path,
+}
+
+fn rev_name(v: &audit::report::VersionInfo) -> String {
+    match &v.rev {
+        audit::history::Rev::Commit(c) => c.hash.clone(),
+        audit::history::Rev::WorkingTree => "working tree".into(),
+    }
+}
+
+/// Builds the report; `progress(done, total, run)` is called before each run is read.
+pub fn build(
+    req: &Request<'_>,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<StudyReport, ReportError> {
+    let audited = audit::run(req.plan, req.registered, req.results)?;
+    let dir = req.results.join(&audited.study);
+    let plan_hash = audited.runs_for.plan_hash.clone().unwrap_or_default();
+    let journal = journal::read(&dir.join(journal::FILE)).map_err(|e| ReportError::Journal {
+        dir: dir.clone(),
+        message: e.to_string(),
+    })?;
+    let ledger = Ledger::fold(journal.events());
+    if let Some(found) = ledger.plan_hash.as_ref().filter(|h| **h != plan_hash) {
+        return Err(ReportError::UnconnectedPlanHash {
+            dir,
+            plan: req.plan.display().to_string(),
+            found: found.clone(),
+            plan_hash,
+        });
+    }
+    let standing: Vec<(&str, &str)> = audited
+        .runs
+        .iter()
+        .filter_map(|r| match &r.state {
+            RunState::CompletedValid { dir, .. } => Some((r.run.as_str(), dir.as_str())),
+            _ => None,
+        })
+        .collect();
+    if standing.is_empty() {
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        for r in &audited.runs {
+            *counts.entry(r.label()).or_default() += 1;
+        }
+        let states = counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(ReportError::NoResults {
+            dir,
+            plan: req.plan.display().to_string(),
+            states,
+        });
+    }
+
+    let mut excluded = Vec::new();
+    let mut gaps = Vec::new();
+    for r in &audited.runs {
+        let evidence = match &r.state {
+            RunState::Invalid { evidence, .. } => {
+                evidence.iter().map(|e| format!("{e:?}")).collect()
+            }
+            _ => Vec::new(),
+        };
+        let left = Left {
+            run: r.run.clone(),
+            state: r.label().to_string(),
+            reason: state_detail(r),
+            evidence,
+        };
+        match &r.state {
+            RunState::CompletedValid { .. } => {}
+            RunState::NotRun if r.superseded.is_empty() => gaps.push(left),
+            _ => excluded.push(left),
+        }
+    }
+
+    let mut runs = Vec::new();
+    let mut run_dirs = Vec::new();
+    for (i, (run, rel)) in standing.iter().enumerate() {
+        progress(i, standing.len(), run);
+        let path = dir.join(rel);
+        let analysed = RunRecord::read(&path)
+            .map_err(|e: RecordError| e.to_string())
+            .and_then(|record| run::analyse(&path, &record).map_err(|e| e.to_string()));
+        match analysed {
+            Ok(f) => {
+                runs.push(f);
+                run_dirs.push(path);
+            }
+            Err(reason) => excluded.push(Left {
+                run: run.to_string(),
+                state: "not analysable".into(),
+                reason: format!("`{rel}`: {reason}"),
+                evidence: Vec::new(),
+            }),
+        }
+    }
+    progress(standing.len(), standing.len(), "");
+    let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
+    let summary = summary::summarise(&metrics);
+    let s = &audited.summary;
+    Ok(StudyReport {
+        format_version: FORMAT_VERSION,
+        study: audited.study.clone(),
+        plan_file: audited.plan_file.clone(),
+        plan_hash,
+        registration: rev_name(&audited.registration),
+        audit: Verdict {
+            passed: s.passed,
+            undeclared: s.undeclared,
+            declared: s.declared,
+            gaps: s.gaps,
+        },
+        analysed: runs.iter().map(|r| r.key.run.clone()).collect(),
+        excluded,
+        gaps,
+        metrics,
+        summary,
+        runs,
+        run_dirs,
+    })
+}

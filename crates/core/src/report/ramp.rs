@@ -1,0 +1,162 @@
+//! A step ramp: the per-step table and saturation under five definitions side by side
+//! (docs/analysis.md, "Step ramps").
+
+use super::latency::{quick_p, ratio, within, Stats};
+use super::out::Out;
+use super::read::Req;
+use super::rows::NOT_REACHED;
+use crate::analysis::objective::{self, Bounds};
+use crate::rundir::frame::{FrameObjective, FrameStep};
+
+/// The definitions, in the order they are reported.
+pub const DEFINITIONS: [&str; 5] = [
+    "objective-windows",
+    "every-second",
+    "p99-only",
+    "errors-only",
+    "throughput-knee",
+];
+
+/// What a window is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judge {
+    Both,
+    P99,
+    Errors,
+}
+
+/// Whether every window of `window_ns` in the step meets the rule (the whole step when it
+/// is shorter than one window); a window without requests does not.
+fn windows_meet(
+    reqs: &[Req],
+    step: &FrameStep,
+    window_ns: i128,
+    o: &FrameObjective,
+    judge: Judge,
+) -> bool {
+    let span = step.end_ns - step.start_ns;
+    let n = if window_ns > 0 { span / window_ns } else { 0 };
+    let spans: Vec<(i128, i128)> = if n == 0 {
+        vec![(step.start_ns, step.end_ns)]
+    } else {
+        (0..n)
+            .map(|j| {
+                (
+                    step.start_ns + j * window_ns,
+                    step.start_ns + (j + 1) * window_ns,
+                )
+            })
+            .collect()
+    };
+    let bounds = Bounds {
+        p99_ms: o.p99_ms,
+        failed_share: o.failed_share,
+    };
+    let mut scratch = Vec::new();
+    spans.iter().all(|&(a, b)| {
+        let r = within(reqs, a, b);
+        let Some(p99) = quick_p(r, 99.0, &mut scratch) else {
+            return false;
+        };
+        let share = r.iter().filter(|q| q.failed()).count() as f64 / r.len() as f64;
+        match judge {
+            Judge::Both => objective::met(bounds, p99, share),
+            Judge::P99 => objective::met(bounds, p99, 0.0),
+            Judge::Errors => objective::met(bounds, f64::NEG_INFINITY, share),
+        }
+    })
+}
+
+/// Every step's verdict under one definition.
+pub fn verdicts(
+    reqs: &[Req],
+    steps: &[FrameStep],
+    o: &FrameObjective,
+    definition: &str,
+) -> Vec<bool> {
+    steps
+        .iter()
+        .map(|s| match definition {
+            "objective-windows" => windows_meet(reqs, s, o.window_ns, o, Judge::Both),
+            "every-second" => windows_meet(reqs, s, 1_000_000_000, o, Judge::Both),
+            "p99-only" => windows_meet(reqs, s, o.window_ns, o, Judge::P99),
+            "errors-only" => windows_meet(reqs, s, o.window_ns, o, Judge::Errors),
+            _ => {
+                let span = s.span();
+                let achieved = within(reqs, s.start_ns, s.end_ns).len() as f64 / span.len_s();
+                achieved >= 0.98 * (s.offered_arrivals / span.len_s())
+            }
+        })
+        .collect()
+}
+
+/// The saturation (last step met before the first that was not) and the first breach, as
+/// indexes into the steps.
+pub fn saturation(met: &[bool]) -> (Option<usize>, Option<usize>) {
+    match met.iter().position(|m| !m) {
+        Some(0) => (None, Some(0)),
+        Some(i) => (Some(i - 1), Some(i)),
+        None => (met.len().checked_sub(1), None),
+    }
+}
+
+/// The per-step table and the five definitions' rows; returns the step where the CPU is
+/// looked at (the first breach under `objective-windows`, else the last step).
+pub fn rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep], o: &FrameObjective) -> Option<usize> {
+    for s in steps {
+        let span = s.span();
+        let st = Stats::of(within(reqs, s.start_ns, s.end_ns));
+        let mut x = out.at_step(s.rate);
+        x.count("step_requests", st.requests);
+        x.value(
+            "step_offered_rate",
+            ratio(s.offered_arrivals, span.len_s()),
+            "1/s",
+        );
+        x.value(
+            "step_achieved_rate",
+            ratio(st.requests as f64, span.len_s()),
+            "1/s",
+        );
+        x.value("step_p99", st.p(99.0), "ms");
+        x.value("step_failed_share", Some(st.failed_share()), "ratio");
+        out.absorb(x);
+    }
+    let mut look_at = steps.len().checked_sub(1);
+    for d in DEFINITIONS {
+        let met = verdicts(reqs, steps, o, d);
+        let mut x = out.under(d);
+        for (s, m) in steps.iter().zip(&met) {
+            let mut y = x.at_step(s.rate);
+            y.count("step_met", usize::from(*m));
+            x.absorb(y);
+        }
+        let (sat, breach) = saturation(&met);
+        let rate = |i: Option<usize>| i.map(|i| steps[i].rate);
+        if breach.is_some() {
+            x.value("saturation", rate(sat), "1/s");
+        } else {
+            // No step breached: saturation is at least the last step, not measured.
+            x.noted("saturation", rate(sat), "1/s", NOT_REACHED);
+        }
+        x.or("first_breach", rate(breach), "1/s", NOT_REACHED);
+        if d == "objective-windows" && breach.is_some() {
+            look_at = breach;
+        }
+        out.absorb(x);
+    }
+    look_at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturation_is_the_last_step_met_before_the_first_breach() {
+        assert_eq!(saturation(&[true, true, false, true]), (Some(1), Some(2)));
+        assert_eq!(saturation(&[false, true]), (None, Some(0)));
+        assert_eq!(saturation(&[true, true]), (Some(1), None));
+        assert_eq!(saturation(&[]), (None, None));
+    }
+}

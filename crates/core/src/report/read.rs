@@ -1,0 +1,357 @@
+//! The report's reader: a run directory's CSVs, streamed once, into the few columns the
+//! figures need. Columns are found by name; a missing file makes the run not analysable
+//! (with the file named); a damaged row is an error naming the file, the line and the
+//! column, never a silently skipped row.
+
+use std::path::{Path, PathBuf};
+
+use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, REQUESTS_CSV};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("`{0}` is missing")]
+    Missing(PathBuf),
+    #[error("cannot read `{path}`: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("`{path}` has no `{column}` column (is it feedbench's {file}?)")]
+    NoColumn {
+        path: PathBuf,
+        column: &'static str,
+        file: &'static str,
+    },
+    #[error("`{path}` line {line}, column `{column}`: `{value}` is not {expected}")]
+    Bad {
+        path: PathBuf,
+        line: u64,
+        column: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+}
+
+impl ReadError {
+    /// A file is missing (the run is not analysable), rather than damaged.
+    pub fn is_missing(&self) -> bool {
+        matches!(self, ReadError::Missing(_))
+    }
+}
+
+/// A request, as the figures need it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Req {
+    pub start_ns: i128,
+    pub end_ns: i128,
+    pub status: u16,
+    pub duration_ms: f64,
+}
+
+impl Req {
+    /// No response (status 0), or a 5xx: what the objective counts.
+    pub fn failed(&self) -> bool {
+        self.status == 0 || self.status >= 500
+    }
+}
+
+/// A containers.csv row, as the figures need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub unix_ns: i128,
+    pub tick: u64,
+    pub container: String,
+    pub role: String,
+    pub ok: bool,
+    pub cpu_usage_s: Option<f64>,
+    pub memory_bytes: Option<f64>,
+    pub memory_rss_bytes: Option<f64>,
+}
+
+/// An events.csv row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub wall_ns: i128,
+    pub event: String,
+}
+
+/// A health.csv row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Health {
+    pub wall_ns: i128,
+    pub state: String,
+}
+
+struct Table {
+    path: PathBuf,
+    reader: csv::Reader<std::io::BufReader<std::fs::File>>,
+    header: csv::ByteRecord,
+    file: &'static str,
+}
+
+impl Table {
+    fn open(dir: &Path, file: &'static str) -> Result<Table, ReadError> {
+        let path = dir.join(file);
+        let f = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ReadError::Missing(path))
+            }
+            Err(e) => {
+                return Err(ReadError::Io {
+                    path,
+                    message: e.to_string(),
+                })
+            }
+        };
+        let mut reader = csv::ReaderBuilder::new()
+            .buffer_capacity(1 << 16)
+            .from_reader(std::io::BufReader::with_capacity(1 << 16, f));
+        let header = reader
+            .byte_headers()
+            .map_err(|e| ReadError::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            })?
+            .clone();
+        Ok(Table {
+            path,
+            reader,
+            header,
+            file,
+        })
+    }
+
+    fn column(&self, name: &'static str) -> Result<usize, ReadError> {
+        self.optional(name).ok_or_else(|| ReadError::NoColumn {
+            path: self.path.clone(),
+            column: name,
+            file: self.file,
+        })
+    }
+
+    fn optional(&self, name: &str) -> Option<usize> {
+        self.header.iter().position(|h| h == name.as_bytes())
+    }
+
+    /// Calls `row` for every record, with its line.
+    fn each(
+        &mut self,
+        mut row: impl FnMut(&csv::ByteRecord, &Cell<'_>) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let mut rec = csv::ByteRecord::new();
+        loop {
+            match self.reader.read_byte_record(&mut rec) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => {
+                    return Err(ReadError::Io {
+                        path: self.path.clone(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+            let cell = Cell {
+                path: &self.path,
+                line: rec.position().map_or(0, |p| p.line()),
+            };
+            row(&rec, &cell)?;
+        }
+    }
+}
+
+/// Parses one field, naming the place when it does not.
+struct Cell<'a> {
+    path: &'a Path,
+    line: u64,
+}
+
+impl Cell<'_> {
+    fn text<'r>(&self, rec: &'r csv::ByteRecord, i: usize) -> &'r str {
+        rec.get(i)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+
+    fn bad(&self, column: &'static str, value: &str, expected: &'static str) -> ReadError {
+        ReadError::Bad {
+            path: self.path.to_path_buf(),
+            line: self.line,
+            column,
+            value: value.to_string(),
+            expected,
+        }
+    }
+
+    fn int(
+        &self,
+        rec: &csv::ByteRecord,
+        i: usize,
+        column: &'static str,
+    ) -> Result<i128, ReadError> {
+        let t = self.text(rec, i);
+        t.parse().map_err(|_| self.bad(column, t, "an integer"))
+    }
+
+    fn num(&self, rec: &csv::ByteRecord, i: usize, column: &'static str) -> Result<f64, ReadError> {
+        let t = self.text(rec, i);
+        t.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| self.bad(column, t, "a number"))
+    }
+
+    /// An empty field is `None`.
+    fn opt_num(
+        &self,
+        rec: &csv::ByteRecord,
+        i: Option<usize>,
+        column: &'static str,
+    ) -> Result<Option<f64>, ReadError> {
+        match i {
+            Some(i) if !self.text(rec, i).is_empty() => self.num(rec, i, column).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// requests.csv, sorted by start.
+pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
+    let mut t = Table::open(dir, REQUESTS_CSV)?;
+    let (s, e, st, d) = (
+        t.column("start_ns")?,
+        t.column("end_ns")?,
+        t.column("status")?,
+        t.column("duration_ms")?,
+    );
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        let status = c.text(rec, st);
+        out.push(Req {
+            start_ns: c.int(rec, s, "start_ns")?,
+            end_ns: c.int(rec, e, "end_ns")?,
+            status: status
+                .parse()
+                .map_err(|_| c.bad("status", status, "an HTTP status (0 to 999)"))?,
+            duration_ms: c.num(rec, d, "duration_ms")?,
+        });
+        Ok(())
+    })?;
+    out.sort_by_key(|r| r.start_ns);
+    Ok(out)
+}
+
+/// containers.csv, in file order.
+pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
+    let mut t = Table::open(dir, CONTAINERS_CSV)?;
+    let (u, tick, name, role, status) = (
+        t.column("unix_ns")?,
+        t.column("tick")?,
+        t.column("container")?,
+        t.column("role")?,
+        t.column("status")?,
+    );
+    let (cpu, mem, rss) = (
+        t.optional("cpu_usage_s"),
+        t.optional("memory_bytes"),
+        t.optional("memory_rss_bytes"),
+    );
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        let tick_text = c.text(rec, tick);
+        out.push(Sample {
+            unix_ns: c.int(rec, u, "unix_ns")?,
+            tick: tick_text
+                .parse()
+                .map_err(|_| c.bad("tick", tick_text, "a whole number"))?,
+            container: c.text(rec, name).to_string(),
+            role: c.text(rec, role).to_string(),
+            ok: c.text(rec, status) == "ok",
+            cpu_usage_s: c.opt_num(rec, cpu, "cpu_usage_s")?,
+            memory_bytes: c.opt_num(rec, mem, "memory_bytes")?,
+            memory_rss_bytes: c.opt_num(rec, rss, "memory_rss_bytes")?,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// events.csv, in file order.
+pub fn events(dir: &Path) -> Result<Vec<Event>, ReadError> {
+    let mut t = Table::open(dir, EVENTS_CSV)?;
+    let (w, e) = (t.column("wall_ns")?, t.column("event")?);
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        out.push(Event {
+            wall_ns: c.int(rec, w, "wall_ns")?,
+            event: c.text(rec, e).to_string(),
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// health.csv, in file order.
+pub fn health(dir: &Path) -> Result<Vec<Health>, ReadError> {
+    let mut t = Table::open(dir, HEALTH_CSV)?;
+    let (w, s) = (t.column("wall_ns")?, t.column("state")?);
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        out.push(Health {
+            wall_ns: c.int(rec, w, "wall_ns")?,
+            state: c.text(rec, s).to_string(),
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_read_by_column_name_and_sorted_by_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(REQUESTS_CSV),
+            "end_ns,start_ns,route,method,status,duration_ms,error\n30,20,a,GET,200,1.5,\n15,10,a,GET,0,0,\"1212 dial, refused\"\n",
+        )
+        .unwrap();
+        let r = requests(dir.path()).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].start_ns, r[0].status), (10, 0));
+        assert!(r[0].failed() && !r[1].failed());
+    }
+
+    #[test]
+    fn a_damaged_row_names_file_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(REQUESTS_CSV),
+            "start_ns,end_ns,route,method,status,duration_ms,error\n1,2,a,GET,200,1,\n1,2,a,GET,200,fast,\n",
+        )
+        .unwrap();
+        let e = requests(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("requests.csv") && e.contains("line 3") && e.contains("duration_ms"),
+            "{e}"
+        );
+        let e = samples(dir.path()).unwrap_err();
+        assert!(
+            e.is_missing() && e.to_string().contains("containers.csv"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn samples_without_the_rss_column_read_with_none() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONTAINERS_CSV),
+            "unix_ns,offset_s,tick,container,role,source,status,cpu_usage_s,memory_bytes,detail\n5,0.1,0,c,replica-1,cgroup,ok,1.25,4096,\n6,1.1,1,c,replica-1,cgroup,down,,,exited\n",
+        )
+        .unwrap();
+        let s = samples(dir.path()).unwrap();
+        assert_eq!(s[0].cpu_usage_s, Some(1.25));
+        assert_eq!(s[0].memory_rss_bytes, None);
+        assert!(!s[1].ok && s[1].cpu_usage_s.is_none());
+    }
+}

@@ -1,0 +1,118 @@
+//! One run's figures: its files read once, every row of docs/analysis.md computed from
+//! them, plus the per-second series and the fault's instants the plots draw.
+
+use std::path::Path;
+
+use super::faults::{self, Instants};
+use super::latency::{self, Second};
+use super::out::Out;
+use super::read::{self, ReadError};
+use super::rows::{Row, RunKey};
+use super::{ramp, usage};
+use crate::rundir::frame::Frame;
+use crate::rundir::record::RunRecord;
+
+/// What the report keeps of a run: its rows, and what its plots need.
+#[derive(Debug, Clone)]
+pub struct RunFigures {
+    pub key: RunKey,
+    pub frame: Frame,
+    pub rows: Vec<Row>,
+    pub seconds: Vec<Second>,
+    pub instants: Option<Instants>,
+    /// Per container role, `(second since the measured start, CPU % of cap)`.
+    pub cpu: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Why a standing run could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum NotAnalysable {
+    #[error("its run.json has no frame (written by an older feedbench, or k6 reported no scenario start)")]
+    NoFrame,
+    #[error(transparent)]
+    File(#[from] ReadError),
+}
+
+pub fn key_of(run: &str, frame: &Frame) -> RunKey {
+    RunKey {
+        run: run.to_string(),
+        contender: frame.contender.clone(),
+        variant: frame.variant.clone().unwrap_or_default(),
+        profile: frame.profile.clone(),
+        fault: frame.fault.clone().unwrap_or_default(),
+        repetition: frame.repetition,
+    }
+}
+
+/// Reads the run directory's files (each once) and computes every figure.
+pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysable> {
+    let frame = record.frame.clone().ok_or(NotAnalysable::NoFrame)?;
+    let reqs = read::requests(dir)?;
+    let samples = read::samples(dir)?;
+    let events = read::events(dir)?;
+    let health = if frame.fault_window.is_some() {
+        read::health(dir)?
+    } else {
+        Vec::new()
+    };
+    let key = key_of(&record.run_id, &frame);
+    let mut out = Out::new(key.clone());
+    let m = frame.measured;
+    latency::measured(
+        &mut out,
+        &reqs,
+        &m,
+        record.load.as_ref().map(|l| l.dropped_iterations),
+    );
+    let seconds = latency::series(&reqs, &m);
+    latency::series_rows(&mut out, &seconds);
+
+    let usage = usage::prepare(&samples, &frame.caps);
+    let mut x = out.under("measured");
+    usage::rows(&mut x, &usage, &frame.caps, &reqs, m.start_ns, m.end_ns);
+    out.absorb(x);
+    for (name, cap) in &frame.caps {
+        if matches!(
+            cap.role.as_str(),
+            "load-generator" | "fault-proxy" | "balancer"
+        ) {
+            let mut x = out.for_container(name);
+            x.value(
+                "path_cpu_p95_pct_of_cap",
+                usage[name].cpu_share(m.start_ns, m.end_ns).1,
+                "%",
+            );
+            out.absorb(x);
+        }
+    }
+
+    if !frame.steps.is_empty() {
+        let look = ramp::rows(&mut out, &reqs, &frame.steps, &frame.objective);
+        for s in &frame.steps {
+            let mut x = out.under("step").at_step(s.rate);
+            usage::rows(&mut x, &usage, &frame.caps, &reqs, s.start_ns, s.end_ns);
+            out.absorb(x);
+        }
+        if let Some(i) = look {
+            let s = frame.steps[i];
+            let mut x = out.under("first-breach").at_step(s.rate);
+            usage::rows(&mut x, &usage, &frame.caps, &reqs, s.start_ns, s.end_ns);
+            out.absorb(x);
+        }
+    }
+    faults::rows(&mut out, &frame, &reqs, &events, &health, &seconds);
+    let instants = faults::instants(&frame, &events, &health);
+    let cpu = frame
+        .caps
+        .iter()
+        .map(|(name, cap)| (cap.role.clone(), usage[name].shares_since(m.start_ns)))
+        .collect();
+    Ok(RunFigures {
+        key,
+        frame,
+        rows: out.rows,
+        seconds,
+        instants,
+        cpu,
+    })
+}

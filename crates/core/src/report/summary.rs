@@ -1,0 +1,243 @@
+//! Across repetitions: per figure, the median and (with 3 or more repetitions) a bootstrap
+//! 95 % interval, exactly as docs/analysis.md writes it out so that the twin reproduces
+//! it; and the comparison of two contenders that never names a bare winner.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::rows::{number, Row};
+use crate::analysis::saturation::percentile;
+
+pub const RESAMPLES: usize = 10_000;
+pub const SEED: u64 = 0x5EED_F00D_0000_0013;
+
+/// summary.csv's columns.
+pub const COLUMNS: [&str; 13] = [
+    "contender",
+    "variant",
+    "profile",
+    "fault",
+    "step_rate",
+    "container",
+    "definition",
+    "metric",
+    "unit",
+    "n",
+    "median",
+    "ci_low",
+    "ci_high",
+];
+
+/// SplitMix64, as docs/analysis.md writes it out.
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// The median of values (the mean of the two middle ones when their number is even).
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The percentile-method bootstrap interval of the median; `values` in run-id order.
+pub fn bootstrap(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 3 {
+        return None;
+    }
+    let mut rng = SplitMix64::new(SEED);
+    let mut medians = Vec::with_capacity(RESAMPLES);
+    let mut draw = vec![0.0; n];
+    for _ in 0..RESAMPLES {
+        for d in draw.iter_mut() {
+            *d = values[(rng.next_u64() % n as u64) as usize];
+        }
+        medians.push(median(&draw)?);
+    }
+    medians.sort_by(f64::total_cmp);
+    Some((percentile(&medians, 2.5)?, percentile(&medians, 97.5)?))
+}
+
+/// One line of summary.csv.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryRow {
+    pub contender: String,
+    pub variant: String,
+    pub profile: String,
+    pub fault: String,
+    pub step_rate: Option<f64>,
+    pub container: String,
+    pub definition: String,
+    pub metric: String,
+    pub unit: String,
+    pub n: usize,
+    pub median: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
+type GroupKey = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+);
+
+/// Groups every row without a second by what it measures, across repetitions.
+pub fn summarise(rows: &[Row]) -> Vec<SummaryRow> {
+    let mut groups: BTreeMap<GroupKey, (String, Vec<(String, f64)>)> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.second.is_none()) {
+        let k = &r.key;
+        let key = (
+            k.contender.clone(),
+            k.variant.clone(),
+            k.profile.clone(),
+            k.fault.clone(),
+            r.step_rate.map(number).unwrap_or_default(),
+            r.container.clone(),
+            r.definition.clone(),
+            r.metric.clone(),
+        );
+        let g = groups
+            .entry(key)
+            .or_insert_with(|| (r.unit.clone(), Vec::new()));
+        if let Some(v) = r.value {
+            g.1.push((k.run.clone(), v));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(k, (unit, mut values))| {
+            values.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            let v: Vec<f64> = values.into_iter().map(|x| x.1).collect();
+            let ci = bootstrap(&v);
+            SummaryRow {
+                contender: k.0,
+                variant: k.1,
+                profile: k.2,
+                fault: k.3,
+                step_rate: (!k.4.is_empty()).then(|| k.4.parse().unwrap_or(f64::NAN)),
+                container: k.5,
+                definition: k.6,
+                metric: k.7,
+                unit,
+                n: v.len(),
+                median: median(&v),
+                ci_low: ci.map(|c| c.0),
+                ci_high: ci.map(|c| c.1),
+            }
+        })
+        .collect()
+}
+
+fn opt(out: &mut String, v: Option<f64>) {
+    if let Some(v) = v {
+        out.push_str(&number(v));
+    }
+}
+
+/// The whole of summary.csv.
+pub fn render(rows: &[SummaryRow]) -> String {
+    let mut out = COLUMNS.join(",");
+    out.push('\n');
+    for r in rows {
+        for s in [&r.contender, &r.variant, &r.profile, &r.fault] {
+            out.push_str(s);
+            out.push(',');
+        }
+        opt(&mut out, r.step_rate);
+        let _ = write!(
+            out,
+            ",{},{},{},{},{},",
+            r.container, r.definition, r.metric, r.unit, r.n
+        );
+        opt(&mut out, r.median);
+        out.push(',');
+        opt(&mut out, r.ci_low);
+        out.push(',');
+        opt(&mut out, r.ci_high);
+        out.push('\n');
+    }
+    out
+}
+
+/// Two contenders on one figure, in words: never a bare winner.
+pub fn compare(a_name: &str, a: &SummaryRow, b_name: &str, b: &SummaryRow) -> String {
+    match (a.ci_low, a.ci_high, b.ci_low, b.ci_high) {
+        (Some(al), Some(ah), Some(bl), Some(bh)) => {
+            if al <= bh && bl <= ah {
+                format!(
+                    "not distinguishable: {a_name} [{}, {}] and {b_name} [{}, {}] overlap",
+                    number(al),
+                    number(ah),
+                    number(bl),
+                    number(bh)
+                )
+            } else {
+                let (hi, lo) = if al > bh {
+                    (a_name, b_name)
+                } else {
+                    (b_name, a_name)
+                };
+                format!(
+                    "{hi} higher than {lo}: {a_name} [{}, {}], {b_name} [{}, {}]",
+                    number(al),
+                    number(ah),
+                    number(bl),
+                    number(bh)
+                )
+            }
+        }
+        _ => format!(
+            "not distinguishable: {} and {} repetitions (3 are needed for an interval)",
+            a.n, b.n
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_matches_its_reference_values() {
+        // The reference implementation's first outputs for seed 1234567.
+        let mut r = SplitMix64::new(1234567);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
+    }
+
+    #[test]
+    fn medians_and_intervals() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(bootstrap(&[1.0, 2.0]), None);
+        let (lo, hi) = bootstrap(&[10.0, 11.0, 12.0, 13.0, 14.0]).unwrap();
+        assert!(lo >= 10.0 && hi <= 14.0 && lo < hi, "{lo} {hi}");
+        assert_eq!(bootstrap(&[5.0; 4]), Some((5.0, 5.0)));
+    }
+}

@@ -1,0 +1,256 @@
+//! Where the CPU and the memory were: per container, over a span, from containers.csv's
+//! cumulative counters integrated over the samples' own timestamps (docs/analysis.md,
+//! "CPU and memory per container"), and requests per replica core-second.
+
+use std::collections::BTreeMap;
+
+use super::latency::within;
+use super::out::Out;
+use super::read::{Req, Sample};
+use crate::analysis::saturation::percentile;
+use crate::rundir::frame::Cap;
+
+/// The sum over the replicas, in the `container` column.
+pub const REPLICAS: &str = "replicas";
+
+/// One CPU interval: where it ends and the CPU it used.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Interval {
+    end_ns: i128,
+    cpu_s: f64,
+    share_pct: f64,
+}
+
+/// A container's samples, prepared once for every span.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    intervals: Vec<Interval>,
+    /// `(unix_ns, tick, memory_bytes, memory_rss_bytes)` of its `ok` rows.
+    memory: Vec<(i128, u64, Option<f64>, Option<f64>)>,
+}
+
+pub fn is_replica(role: &str) -> bool {
+    role.starts_with("replica-")
+}
+
+/// Every capped container's usage, by name.
+pub fn prepare(samples: &[Sample], caps: &BTreeMap<String, Cap>) -> BTreeMap<String, Usage> {
+    let mut out: BTreeMap<String, Usage> =
+        caps.keys().map(|k| (k.clone(), Usage::default())).collect();
+    let mut last: BTreeMap<&str, (i128, f64)> = BTreeMap::new();
+    for s in samples {
+        let Some(u) = out.get_mut(&s.container) else {
+            continue;
+        };
+        let cpus = caps[&s.container].cpus;
+        match (s.ok, s.cpu_usage_s) {
+            (true, Some(cpu)) => {
+                if let Some((t, c)) = last.insert(&s.container, (s.unix_ns, cpu)) {
+                    let dt = (s.unix_ns - t) as f64 / 1e9;
+                    if dt > 0.0 {
+                        let used = cpu - c;
+                        u.intervals.push(Interval {
+                            end_ns: s.unix_ns,
+                            cpu_s: used,
+                            share_pct: 100.0 * (used / dt) / cpus,
+                        });
+                    }
+                }
+            }
+            _ => {
+                last.remove(s.container.as_str());
+            }
+        }
+        if s.ok {
+            u.memory
+                .push((s.unix_ns, s.tick, s.memory_bytes, s.memory_rss_bytes));
+        }
+    }
+    out
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn max(v: impl Iterator<Item = f64>) -> Option<f64> {
+    v.fold(None, |m, x| Some(m.map_or(x, |m: f64| m.max(x))))
+}
+
+impl Usage {
+    fn intervals(&self, a: i128, b: i128) -> impl Iterator<Item = &Interval> {
+        self.intervals
+            .iter()
+            .filter(move |i| i.end_ns >= a && i.end_ns < b)
+    }
+
+    /// CPU seconds used in `[a, b)`; `None` without an interval.
+    pub fn cpu_seconds(&self, a: i128, b: i128) -> Option<f64> {
+        let mut n = 0;
+        let total = self.intervals(a, b).fold(0.0, |s, i| {
+            n += 1;
+            s + i.cpu_s
+        });
+        (n > 0).then_some(total)
+    }
+
+    /// The mean and nearest-rank p95 of the CPU as a share of the cap, in %.
+    pub fn cpu_share(&self, a: i128, b: i128) -> (Option<f64>, Option<f64>) {
+        let mut v: Vec<f64> = self.intervals(a, b).map(|i| i.share_pct).collect();
+        let m = mean(&v);
+        v.sort_by(f64::total_cmp);
+        (m, percentile(&v, 95.0))
+    }
+
+    /// Every interval's CPU as % of the cap, by seconds since `t0` (for the plots).
+    pub fn shares_since(&self, t0: i128) -> Vec<(f64, f64)> {
+        self.intervals
+            .iter()
+            .map(|i| ((i.end_ns - t0) as f64 / 1e9, i.share_pct))
+            .collect()
+    }
+
+    fn memory(
+        &self,
+        a: i128,
+        b: i128,
+    ) -> impl Iterator<Item = &(i128, u64, Option<f64>, Option<f64>)> {
+        self.memory.iter().filter(move |m| m.0 >= a && m.0 < b)
+    }
+}
+
+/// Every capped container's rows over `[a, b)`, the replicas' sum, and the efficiency.
+pub fn rows(
+    out: &mut Out,
+    usage: &BTreeMap<String, Usage>,
+    caps: &BTreeMap<String, Cap>,
+    reqs: &[Req],
+    a: i128,
+    b: i128,
+) {
+    for (name, u) in usage {
+        let mut o = out.for_container(name);
+        let (m, p95) = u.cpu_share(a, b);
+        o.value("cpu_mean_pct_of_cap", m, "%");
+        o.value("cpu_p95_pct_of_cap", p95, "%");
+        o.value("cpu_seconds", u.cpu_seconds(a, b), "s");
+        let rss: Vec<f64> = u.memory(a, b).filter_map(|m| m.3).collect();
+        o.value("memory_rss_peak", max(rss.iter().copied()), "bytes");
+        o.value("memory_rss_mean", mean(&rss), "bytes");
+        o.value(
+            "memory_usage_peak",
+            max(u.memory(a, b).filter_map(|m| m.2)),
+            "bytes",
+        );
+        out.absorb(o);
+    }
+    let replicas: Vec<&Usage> = usage
+        .iter()
+        .filter(|(n, _)| is_replica(&caps[*n].role))
+        .map(|(_, u)| u)
+        .collect();
+    let mut o = out.for_container(REPLICAS);
+    let cpu = replicas
+        .iter()
+        .filter_map(|u| u.cpu_seconds(a, b))
+        .fold(None, |s: Option<f64>, c| Some(s.unwrap_or(0.0) + c));
+    o.value("cpu_seconds", cpu, "s");
+    let mut by_tick: BTreeMap<u64, f64> = BTreeMap::new();
+    for u in &replicas {
+        for m in u.memory(a, b) {
+            if let Some(rss) = m.3 {
+                *by_tick.entry(m.1).or_default() += rss;
+            }
+        }
+    }
+    let sums: Vec<f64> = by_tick.into_values().collect();
+    o.value("memory_rss_peak", max(sums.iter().copied()), "bytes");
+    o.value("memory_rss_mean", mean(&sums), "bytes");
+    let served = within(reqs, a, b).iter().filter(|r| !r.failed()).count() as f64;
+    o.value(
+        "requests_per_core_second",
+        cpu.filter(|c| *c > 0.0).map(|c| served / c),
+        "1/core·s",
+    );
+    out.absorb(o);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::rows::RunKey;
+
+    fn sample(name: &str, role: &str, t_s: i128, cpu: Option<f64>, rss: f64) -> Sample {
+        Sample {
+            unix_ns: t_s * 1_000_000_000,
+            tick: t_s as u64,
+            container: name.into(),
+            role: role.into(),
+            ok: cpu.is_some(),
+            cpu_usage_s: cpu,
+            memory_bytes: Some(rss * 2.0),
+            memory_rss_bytes: Some(rss),
+        }
+    }
+
+    #[test]
+    fn cpu_is_integrated_over_the_samples_own_times_and_gaps_break_the_chain() {
+        let caps: BTreeMap<String, Cap> = [("r1", "replica-1"), ("r2", "replica-2")]
+            .iter()
+            .map(|(n, r)| {
+                (
+                    n.to_string(),
+                    Cap {
+                        role: r.to_string(),
+                        cpus: 0.5,
+                    },
+                )
+            })
+            .collect();
+        let samples = vec![
+            sample("r1", "replica-1", 0, Some(0.0), 100.0),
+            sample("r2", "replica-2", 0, Some(0.0), 10.0),
+            // 0.25 cores over 2 s: 50 % of a 0.5 cap.
+            sample("r1", "replica-1", 2, Some(0.5), 300.0),
+            sample("r2", "replica-2", 2, None, 0.0),
+            sample("r2", "replica-2", 3, Some(5.0), 20.0),
+            sample("r2", "replica-2", 4, Some(5.5), 30.0),
+        ];
+        let usage = prepare(&samples, &caps);
+        let u = &usage["r1"];
+        assert_eq!(u.cpu_share(0, 10_000_000_000), (Some(50.0), Some(50.0)));
+        // The down row broke r2's chain: only 3 → 4 counts.
+        assert_eq!(usage["r2"].cpu_seconds(0, 10_000_000_000), Some(0.5));
+        let reqs: Vec<Req> = (0..10)
+            .map(|i| Req {
+                start_ns: i * 100_000_000,
+                end_ns: i * 100_000_000 + 1,
+                status: if i == 0 { 500 } else { 200 },
+                duration_ms: 1.0,
+            })
+            .collect();
+        let key = RunKey {
+            run: "r".into(),
+            contender: "c".into(),
+            variant: String::new(),
+            profile: "p".into(),
+            fault: String::new(),
+            repetition: 1,
+        };
+        let mut out = Out::new(key);
+        rows(&mut out, &usage, &caps, &reqs, 0, 10_000_000_000);
+        let get = |c: &str, m: &str| {
+            out.rows
+                .iter()
+                .find(|r| r.container == c && r.metric == m)
+                .and_then(|r| r.value)
+        };
+        assert_eq!(get(REPLICAS, "cpu_seconds"), Some(1.0));
+        // 9 served over 1 core-second.
+        assert_eq!(get(REPLICAS, "requests_per_core_second"), Some(9.0));
+        // Ticks 0, 2, 3, 4: 110, 300, 20, 30.
+        assert_eq!(get(REPLICAS, "memory_rss_peak"), Some(300.0));
+        assert_eq!(get(REPLICAS, "memory_rss_mean"), Some(115.0));
+        assert_eq!(get("r1", "memory_usage_peak"), Some(600.0));
+    }
+}
