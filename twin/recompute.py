@@ -1,0 +1,1027 @@
+#!/usr/bin/env python3
+"""The twin: an independent recomputation of `feedbench report`'s figures.
+
+Written from docs/analysis.md and docs/results.md alone; it imports nothing of feedbench.
+
+    python3 twin/recompute.py --out DIR RUNDIR [RUNDIR...]
+
+reads each run directory (run.json, requests.csv, containers.csv and, for a run with a
+fault, events.csv and health.csv) and writes DIR/metrics.csv and DIR/summary.csv.
+A damaged input is reported on stderr as `FILE:LINE: what` and the exit code is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+NS = 1_000_000_000
+
+METRICS_COLUMNS = [
+    "run", "contender", "variant", "profile", "fault", "repetition", "step_rate", "second",
+    "container", "definition", "metric", "value", "unit", "note",
+]
+SUMMARY_COLUMNS = [
+    "contender", "variant", "profile", "fault", "step_rate", "container", "definition",
+    "metric", "unit", "n", "median", "ci_low", "ci_high",
+]
+
+NONE = "none"
+NOT_REACHED = "not reached"
+NOT_OBSERVED = "not observed"
+NOT_RECOVERED = "not recovered"
+NOT_APPLICABLE = "not applicable"
+
+PATH_ROLES = ("load-generator", "fault-proxy", "balancer")
+SATURATION_DEFINITIONS = (
+    "objective-windows", "every-second", "p99-only", "errors-only", "throughput-knee",
+)
+# Faults that kill or stop a replica, and so have a `container-restarted` origin.
+RESTARTING_INJECTIONS = ("kill-replica", "stop-replica")
+
+BOOTSTRAP_SEED = 0x5EED_F00D_0000_0013
+BOOTSTRAP_RESAMPLES = 10_000
+SPLITMIX_GAMMA = 0x9E3779B97F4A7C15
+SPLITMIX_M1 = 0xBF58476D1CE4E5B9
+SPLITMIX_M2 = 0x94D049BB133111EB
+
+
+class InputError(Exception):
+    """A damaged or missing input: reported as `file:line: message`, exit 2."""
+
+    def __init__(self, path, line, message):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.message = message
+
+    def __str__(self):
+        where = str(self.path)
+        if self.line is not None:
+            where += f":{self.line}"
+        return f"{where}: {self.message}"
+
+
+# ---------------------------------------------------------------------------------------
+# Numbers
+
+
+def fmt(v) -> str:
+    """Up to 9 decimals, trailing zeros removed; None is the empty value."""
+    if v is None:
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return "1" if v else "0"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    v = float(v)
+    if not np.isfinite(v):
+        raise ValueError(f"non-finite figure {v!r}")
+    s = f"{v:.9f}".rstrip("0").rstrip(".")
+    if s in ("-0", "", "-"):
+        s = "0"
+    return s
+
+
+def rank(p: Fraction, n):
+    """Nearest rank, 1-based: max(1, ceil(p/100 × n)), in exact arithmetic (n may be an array)."""
+    num, den = p.numerator, p.denominator * 100
+    r = -((-num * n) // den)
+    return np.maximum(1, r) if isinstance(r, np.ndarray) else max(1, r)
+
+
+P50, P90, P95, P99, P999 = (Fraction(x) for x in ("50", "90", "95", "99", "99.9"))
+P2_5, P97_5 = Fraction("2.5"), Fraction("97.5")
+
+
+def percentile(values: np.ndarray, p: Fraction):
+    n = len(values)
+    if n == 0:
+        return None
+    r = rank(p, n)
+    return float(np.partition(values, r - 1)[r - 1])
+
+
+def percentiles(values: np.ndarray, ps):
+    n = len(values)
+    if n == 0:
+        return [None] * len(ps)
+    ranks = [rank(p, n) - 1 for p in ps]
+    part = np.partition(values, sorted(set(ranks)))
+    return [float(part[r]) for r in ranks]
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    if n == 0:
+        return None
+    if n % 2:
+        return v[n // 2]
+    return (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+# ---------------------------------------------------------------------------------------
+# Reading the files
+
+
+def _record_lines(path: Path, data: bytes, text: str, ncols: int):
+    """Check that every record has the header's number of fields.
+
+    Returns each record's line number (its last line, for a quoted field spanning lines)
+    and, for a file without quotes, every field's byte span (starts, ends), each of shape
+    (records, ncols); None for a file with quotes."""
+    if b'"' not in data:
+        # No quoting: a record is a line, its fields its commas plus one.
+        arr = np.frombuffer(data, dtype=np.uint8)
+        nl = np.flatnonzero(arr == 10)
+        ends = nl if data.endswith(b"\n") else np.append(nl, len(arr))
+        starts = np.concatenate(([0], nl + 1))[: len(ends)]
+        comma = arr == 44
+        cpos = np.flatnonzero(comma)
+        fields = np.searchsorted(cpos, ends) - np.searchsorted(cpos, starts) + 1
+        length = ends - starts
+        blank = (length == 0) | ((length == 1) & (arr[np.minimum(starts, len(arr) - 1)] == 13))
+        bad = (fields != ncols) | blank
+        bad[0] = False  # the header
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "an empty line" if blank[i] else f"{int(fields[i])} fields"
+            raise InputError(path, i + 1, f"unparsable row: {what}, the header has {ncols}")
+        seps = np.flatnonzero(comma | (arr == 10))
+        if not data.endswith(b"\n"):
+            seps = np.append(seps, len(arr))
+        f_end = seps.reshape(-1, ncols)
+        f_start = np.concatenate(([0], seps[:-1] + 1)).reshape(-1, ncols)
+        plain = _INT_BYTES[arr]
+        not_int = np.concatenate(([0], np.cumsum(~plain, dtype=np.int32)))
+        return np.arange(2, len(ends) + 1, dtype=np.int64), (not_int, f_start[1:], f_end[1:])
+    lines = []
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        next(reader)
+        for row in reader:
+            if len(row) != ncols:
+                what = "an empty line" if not row else f"{len(row)} fields"
+                raise InputError(path, reader.line_num,
+                                 f"unparsable row: {what}, the header has {ncols}")
+            lines.append(reader.line_num)
+    except csv.Error as e:
+        raise InputError(path, reader.line_num + 1, f"unparsable row: {e}") from None
+    return np.asarray(lines, dtype=np.int64), None
+
+
+_INT_BYTES = np.zeros(256, dtype=bool)
+_INT_BYTES[[ord(c) for c in "0123456789-+\r"]] = True
+
+
+def _int_fields_plain(spans, col: int) -> bool:
+    """Whether every field of column `col` is a non-empty run of digits (and sign)."""
+    bad, f_start, f_end = spans
+    if len(f_start) == 0:
+        return True
+    s, e = f_start[:, col], f_end[:, col]
+    return bool(((bad[e] - bad[s]) == 0).all() and (e > s).all())
+
+
+def read_table(path: Path, spec: dict, optional_columns=()):
+    """Read a tidy CSV by column name.
+
+    spec: column -> (kind, required) with kind `int`, `float` or `str`; `required` means
+    every row must have a value (an `int` column is always required). Columns in
+    optional_columns may be absent from the header (they are then all missing). Returns a
+    DataFrame with exactly the spec's columns and `_line`, each row's line in the file.
+    """
+    if not path.is_file():
+        raise InputError(path, None, "missing file")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, data[: e.start].count(b"\n") + 1, "not UTF-8 text") from None
+    first = text.split("\n", 1)[0].rstrip("\r")
+    try:
+        header_row = next(csv.reader([first]), None)
+    except csv.Error as e:
+        raise InputError(path, 1, f"unparsable header: {e}") from None
+    if not header_row or header_row == [""]:
+        raise InputError(path, 1, "no header line")
+    if len(set(header_row)) != len(header_row):
+        raise InputError(path, 1, "a column name appears twice in the header")
+    missing = [c for c in spec if c not in header_row and c not in optional_columns]
+    if missing:
+        raise InputError(path, 1, f"no column {', '.join(missing)} in the header")
+    lines, spans = _record_lines(path, data, text, len(header_row))
+    present = [c for c in spec if c in header_row]
+    n = len(lines)
+
+    # The fast reading: typed by the C parser, for a file without quotes whose integer
+    # fields are plain digits (the parser would take `1.8e18` as an integer). Anything it
+    # does not take as it is goes to the strict reading, which names the line.
+    df = None
+    if spans is not None and all(_int_fields_plain(spans, header_row.index(c))
+                                 for c in present if spec[c][0] == "int"):
+        try:
+            dtype = {c: {"int": "int64", "float": "float64", "str": str}[spec[c][0]]
+                     for c in present}
+            na = {c: [""] for c in present if spec[c][0] == "float"}
+            df = pd.read_csv(io.BytesIO(data), usecols=present, dtype=dtype,
+                             keep_default_na=False, na_values=na, encoding="utf-8")
+            for c in present:
+                kind, required = spec[c]
+                if kind == "float":
+                    v = df[c].to_numpy()
+                    if np.isinf(v).any() or (required and np.isnan(v).any()):
+                        df = None
+                        break
+                elif kind == "str" and required and (df[c] == "").any():
+                    df = None
+                    break
+            if df is not None and len(df) != n:
+                df = None
+        except (ValueError, OverflowError, TypeError, pd.errors.ParserError):
+            df = None
+    if df is None:
+        df = _read_strict(path, data, present, spec, lines)
+    out = {}
+    for column, (kind, _) in spec.items():
+        if column in df.columns:
+            out[column] = df[column].to_numpy()
+        else:
+            out[column] = np.full(n, "", dtype=object) if kind == "str" else np.full(n, np.nan)
+    out = pd.DataFrame(out)
+    out["_line"] = lines
+    return out
+
+
+def _read_strict(path: Path, data: bytes, present, spec, lines):
+    """The slow reading, as text, value by value: names the first bad value and its line."""
+    try:
+        raw = pd.read_csv(io.BytesIO(data), usecols=present, dtype=str, keep_default_na=False,
+                          na_filter=False, encoding="utf-8")
+    except (pd.errors.ParserError, ValueError) as e:
+        raise InputError(path, None, f"unparsable: {e}") from None
+    if len(raw) != len(lines):
+        raise InputError(path, None, "unparsable: the rows do not read back consistently")
+
+    def fail(mask, column, why):
+        i = int(np.flatnonzero(mask)[0])
+        value = raw[column].iloc[i]
+        raise InputError(path, int(lines[i]), f"unparsable row: {column} {value!r} {why}")
+
+    out = {}
+    for column in present:
+        kind, required = spec[column]
+        s = raw[column].astype(object)
+        empty = (s == "").to_numpy()
+        if (required or kind == "int") and empty.any():
+            fail(empty, column, "is empty")
+        if kind == "str":
+            out[column] = s.to_numpy()
+        elif kind == "int":
+            ok = s.str.fullmatch(r"\s*[-+]?[0-9]+\s*").to_numpy(dtype=bool)
+            if not ok.all():
+                fail(~ok, column, "is not an integer")
+            big = s.map(lambda x: not (-2**63 <= int(x) < 2**63)).to_numpy(dtype=bool)
+            if big.any():
+                fail(big, column, "is out of range")
+            out[column] = np.array([int(x) for x in s], dtype=np.int64)
+        elif kind == "float":
+            vals = pd.to_numeric(s.where(~empty, None), errors="coerce").to_numpy(dtype=float)
+            bad = ~np.isfinite(vals) & ~empty
+            if bad.any():
+                fail(bad, column, "is not a finite number")
+            out[column] = vals
+    return pd.DataFrame(out)
+
+
+def _json_error(path, why, line=None):
+    return InputError(path, line, why)
+
+
+def _ns(path, obj, key, ctx):
+    v = _get(path, obj, key, ctx)
+    if isinstance(v, bool):
+        raise _json_error(path, f"{ctx}.{key} is not an integer of nanoseconds")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.lstrip("-").isdigit():
+        return int(v)
+    raise _json_error(path, f"{ctx}.{key} is not an integer of nanoseconds: {v!r}")
+
+
+def _num(path, obj, key, ctx):
+    v = _get(path, obj, key, ctx)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, str):
+            try:
+                return float(v)
+            except ValueError:
+                pass
+        raise _json_error(path, f"{ctx}.{key} is not a number: {v!r}")
+    return v
+
+
+def _get(path, obj, key, ctx):
+    if not isinstance(obj, dict):
+        raise _json_error(path, f"{ctx} is not an object")
+    if key not in obj:
+        raise _json_error(path, f"no field {ctx}.{key}")
+    return obj[key]
+
+
+def _text(path, obj, key, ctx, nullable=False):
+    v = _get(path, obj, key, ctx)
+    if v is None and nullable:
+        return ""
+    if not isinstance(v, str):
+        raise _json_error(path, f"{ctx}.{key} is not a string: {v!r}")
+    return v
+
+
+def read_run_json(path: Path):
+    if not path.is_file():
+        raise InputError(path, None, "missing file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, None, f"not UTF-8 text: {e}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"{e.lineno}:{e.colno}", f"does not parse: {e.msg}") from None
+    if not isinstance(doc, dict):
+        raise _json_error(path, "is not a JSON object")
+    run_id = _text(path, doc, "run_id", "run")
+    frame = _get(path, doc, "frame", "run")
+    if frame is None:
+        raise _json_error(path, "run.frame is null (a run without a frame cannot be analysed)")
+    f = {}
+    variant = _text(path, frame, "variant", "frame", nullable=True)
+    contender = _text(path, frame, "contender", "frame")
+    if variant and contender.endswith("." + variant):
+        contender = contender[: -len(variant) - 1]
+    f["contender"], f["variant"] = contender, variant
+    f["profile"] = _text(path, frame, "profile", "frame")
+    f["fault"] = _text(path, frame, "fault", "frame", nullable=True)
+    rep = _get(path, frame, "repetition", "frame")
+    if isinstance(rep, bool) or not isinstance(rep, (int, str)):
+        raise _json_error(path, f"frame.repetition is not an integer: {rep!r}")
+    f["repetition"] = str(rep)
+    m = _get(path, frame, "measured", "frame")
+    f["start"] = _ns(path, m, "start_ns", "frame.measured")
+    f["end"] = _ns(path, m, "end_ns", "frame.measured")
+    f["offered"] = _num(path, m, "offered_arrivals", "frame.measured")
+    steps = _get(path, frame, "steps", "frame")
+    if steps is None:
+        steps = []
+    if not isinstance(steps, list):
+        raise _json_error(path, "frame.steps is not a list")
+    f["steps"] = []
+    for i, s in enumerate(steps):
+        ctx = f"frame.steps[{i}]"
+        f["steps"].append({
+            "rate": _num(path, s, "rate", ctx),
+            "start": _ns(path, s, "start_ns", ctx),
+            "end": _ns(path, s, "end_ns", ctx),
+            "offered": _num(path, s, "offered_arrivals", ctx),
+        })
+    o = _get(path, frame, "objective", "frame")
+    f["p99_ms"] = _num(path, o, "p99_ms", "frame.objective")
+    f["failed_bound"] = _num(path, o, "failed_share", "frame.objective")
+    f["W"] = _ns(path, o, "window_ns", "frame.objective")
+    if f["W"] <= 0:
+        raise _json_error(path, "frame.objective.window_ns is not positive")
+    fw = frame.get("fault_window") if isinstance(frame, dict) else None
+    if fw is not None:
+        f["fault_window"] = {
+            "name": _text(path, fw, "name", "frame.fault_window"),
+            "injection": _text(path, fw, "injection", "frame.fault_window"),
+            "observe": _ns(path, fw, "observe_ns", "frame.fault_window"),
+        }
+        if not f["fault"]:
+            f["fault"] = f["fault_window"]["name"]
+    else:
+        f["fault_window"] = None
+    caps = _get(path, frame, "caps", "frame")
+    if not isinstance(caps, dict):
+        raise _json_error(path, "frame.caps is not an object")
+    f["caps"] = {}
+    for name, c in caps.items():
+        ctx = f"frame.caps[{name!r}]"
+        f["caps"][name] = {"role": _text(path, c, "role", ctx), "cpus": _num(path, c, "cpus", ctx)}
+    r = _get(path, frame, "recovery", "frame")
+    f["recovery"] = {
+        "window": _ns(path, r, "window_ns", "frame.recovery"),
+        "step": _ns(path, r, "step_ns", "frame.recovery"),
+        "hold": _ns(path, r, "hold_ns", "frame.recovery"),
+        "thr_tol": _num(path, r, "throughput_tolerance", "frame.recovery"),
+        "lat_tol": _num(path, r, "latency_tolerance", "frame.recovery"),
+    }
+    if f["recovery"]["step"] <= 0 or f["recovery"]["window"] <= 0:
+        raise _json_error(path, "frame.recovery.step_ns and window_ns must be positive")
+    load = doc.get("load")
+    dropped = None
+    if isinstance(load, dict) and load.get("dropped_iterations") is not None:
+        dropped = _num(path, load, "dropped_iterations", "load")
+    elif load is not None and not isinstance(load, dict):
+        raise _json_error(path, "load is not an object")
+    f["dropped"] = dropped
+    return run_id, f
+
+
+def is_replica_role(role: str) -> bool:
+    return role == "replica" or (role.startswith("replica-") and role[8:].isdigit())
+
+
+# ---------------------------------------------------------------------------------------
+# Requests
+
+
+class Requests:
+    """requests.csv sorted by start_ns, with cumulative counts for span queries."""
+
+    def __init__(self, df: pd.DataFrame):
+        order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
+        self.start = df["start_ns"].to_numpy()[order]
+        self.end = df["end_ns"].to_numpy()[order]
+        status = df["status"].to_numpy()[order]
+        self.dur = df["duration_ms"].to_numpy()[order]
+        self.failed = (status == 0) | (status >= 500)
+        self.no_response = status == 0
+        self.s5xx = (status >= 500) & (status <= 599)
+        self.s4xx = (status >= 400) & (status <= 499)
+        self.cum_failed = np.concatenate(([0], np.cumsum(self.failed)))
+
+    def span(self, a, b):
+        lo = int(np.searchsorted(self.start, a, "left"))
+        hi = int(np.searchsorted(self.start, b, "left"))
+        return lo, max(lo, hi)
+
+    def spans(self, a: np.ndarray, b: np.ndarray):
+        lo = np.searchsorted(self.start, a, "left")
+        hi = np.maximum(lo, np.searchsorted(self.start, b, "left"))
+        return lo, hi
+
+    def failed_in(self, lo, hi):
+        return self.cum_failed[hi] - self.cum_failed[lo]
+
+
+def read_requests(path: Path) -> Requests:
+    df = read_table(path, {
+        "start_ns": ("int", True), "end_ns": ("int", True),
+        "status": ("int", True), "duration_ms": ("float", True),
+    })
+    return Requests(df)
+
+
+# ---------------------------------------------------------------------------------------
+# Containers
+
+
+class Containers:
+    def __init__(self, df: pd.DataFrame, caps: dict):
+        self.caps = caps
+        self.by_name = {}
+        names = df["container"].to_numpy()
+        for name in pd.unique(names):
+            sub = df[names == name]
+            unix = sub["unix_ns"].to_numpy()
+            ok = (sub["status"].to_numpy() == "ok")
+            cpu = sub["cpu_usage_s"].to_numpy()
+            have = ok & ~np.isnan(cpu)
+            pair = have[1:] & have[:-1]
+            dcpu = cpu[1:] - cpu[:-1]
+            dt = unix[1:] - unix[:-1]
+            # A decrease is a counter reset (a restart), not a negative rate; a pair
+            # without elapsed time has no rate.
+            pair &= (dcpu >= 0) & (dt > 0)
+            idx = np.flatnonzero(pair)
+            rate = dcpu[idx] / (dt[idx] / 1e9)
+            self.by_name[name] = {
+                "iv_end": unix[1:][idx], "iv_dcpu": dcpu[idx], "iv_rate": rate,
+                "unix": unix, "ok": ok, "tick": sub["tick"].to_numpy(),
+                "mem": sub["memory_bytes"].to_numpy(),
+                "rss": sub["memory_rss_bytes"].to_numpy(),
+            }
+        self.replicas = sorted(n for n, c in caps.items() if is_replica_role(c["role"]))
+
+    def cpu(self, name, a, b):
+        """(shares of cap in %, cpu seconds) of the container's intervals ending in [a, b)."""
+        c = self.by_name.get(name)
+        if c is None:
+            return np.empty(0), np.empty(0)
+        m = (c["iv_end"] >= a) & (c["iv_end"] < b)
+        cpus = self.caps[name]["cpus"] if name in self.caps else None
+        if cpus is None or cpus <= 0:
+            share = np.full(int(m.sum()), np.nan)
+        else:
+            share = 100.0 * c["iv_rate"][m] / cpus
+        return share, c["iv_dcpu"][m]
+
+    def rows_in(self, name, column, a, b):
+        c = self.by_name.get(name)
+        if c is None:
+            return np.empty(0)
+        v = c[column]
+        m = c["ok"] & (c["unix"] >= a) & (c["unix"] < b) & ~np.isnan(v)
+        return v[m]
+
+    def replica_rss_ticks(self, a, b):
+        ticks, vals = [], []
+        for name in self.replicas:
+            c = self.by_name.get(name)
+            if c is None:
+                continue
+            m = c["ok"] & (c["unix"] >= a) & (c["unix"] < b) & ~np.isnan(c["rss"])
+            ticks.append(c["tick"][m])
+            vals.append(c["rss"][m])
+        if not ticks:
+            return np.empty(0)
+        t = np.concatenate(ticks)
+        v = np.concatenate(vals)
+        if len(t) == 0:
+            return np.empty(0)
+        return pd.Series(v).groupby(t).sum().to_numpy()
+
+
+def read_containers(path: Path, caps: dict) -> Containers:
+    df = read_table(path, {
+        "unix_ns": ("int", True), "tick": ("int", True), "container": ("str", True),
+        "status": ("str", True), "cpu_usage_s": ("float", False),
+        "memory_bytes": ("float", False), "memory_rss_bytes": ("float", False),
+    }, optional_columns=("memory_rss_bytes",))
+    return Containers(df, caps)
+
+
+# ---------------------------------------------------------------------------------------
+# The figures of one run
+
+
+class RunRows:
+    def __init__(self, run_id, frame):
+        self.run_id = run_id
+        self.frame = frame
+        self.rows = []  # (step_rate, second, container, definition, metric, value, unit, note)
+
+    def add(self, metric, value, unit, note="", *, step_rate=None, second=None,
+            container="", definition=""):
+        if value is None and not note:
+            note = NONE
+        if value is not None:
+            value = float(value) if not isinstance(value, (int, np.integer)) else int(value)
+        self.rows.append((step_rate, second, container, definition, metric, value, unit, note))
+
+
+def cpu_memory_rows(out: RunRows, cont: Containers, a, b, definition, step_rate, efficiency_ok=None):
+    """CPU and memory rows of every capped container and of `replicas` over [a, b)."""
+    kw = dict(step_rate=step_rate, definition=definition)
+    for name in sorted(cont.caps):
+        share, dcpu = cont.cpu(name, a, b)
+        if len(dcpu):
+            mean = float(np.mean(share)) if not np.isnan(share).any() else None
+            p95 = percentile(share, P95) if not np.isnan(share).any() else None
+            secs = float(np.sum(dcpu))
+        else:
+            mean = p95 = secs = None
+        out.add("cpu_mean_pct_of_cap", mean, "%", container=name, **kw)
+        out.add("cpu_p95_pct_of_cap", p95, "%", container=name, **kw)
+        out.add("cpu_seconds", secs, "s", container=name, **kw)
+        rss = cont.rows_in(name, "rss", a, b)
+        out.add("memory_rss_peak", float(rss.max()) if len(rss) else None, "bytes",
+                container=name, **kw)
+        out.add("memory_rss_mean", float(rss.mean()) if len(rss) else None, "bytes",
+                container=name, **kw)
+        mem = cont.rows_in(name, "mem", a, b)
+        out.add("memory_usage_peak", float(mem.max()) if len(mem) else None, "bytes",
+                container=name, **kw)
+    dcpus = [cont.cpu(n, a, b)[1] for n in cont.replicas]
+    n_iv = sum(len(d) for d in dcpus)
+    rep_secs = float(sum(float(np.sum(d)) for d in dcpus)) if n_iv else None
+    out.add("cpu_seconds", rep_secs, "s", container="replicas", **kw)
+    ticks = cont.replica_rss_ticks(a, b)
+    out.add("memory_rss_peak", float(ticks.max()) if len(ticks) else None, "bytes",
+            container="replicas", **kw)
+    out.add("memory_rss_mean", float(ticks.mean()) if len(ticks) else None, "bytes",
+            container="replicas", **kw)
+    if efficiency_ok is not None:
+        eff = efficiency_ok / rep_secs if rep_secs else None
+        out.add("requests_per_core_second", eff, "1/core·s", container="replicas", **kw)
+
+
+def window_bounds(a, b, W):
+    """The full windows [a + jW, a + (j+1)W) of [a, b), or [a, b) when shorter than W."""
+    if b - a < W:
+        return np.array([a], dtype=np.int64), np.array([b], dtype=np.int64)
+    k = (b - a) // W
+    starts = a + np.arange(k, dtype=np.int64) * W
+    return starts, starts + W
+
+
+def windows_met(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
+    ws, we = window_bounds(a, b, W)
+    lo, hi = req.spans(ws, we)
+    cnt = hi - lo
+    if (cnt == 0).any():
+        return False
+    if judge_failed:
+        share = req.failed_in(lo, hi) / cnt
+        if (share > failed_bound).any():
+            return False
+    if judge_p99:
+        for l, h in zip(lo, hi):
+            if percentile(req.dur[l:h], P99) > p99_ms:
+                return False
+    return True
+
+
+def compute_run(run_dir: Path):
+    run_id, f = read_run_json(run_dir / "run.json")
+    req = read_requests(run_dir / "requests.csv")
+    cont = read_containers(run_dir / "containers.csv", f["caps"])
+    out = RunRows(run_id, f)
+    ms, me = f["start"], f["end"]
+
+    # --- the measured phase
+    lo, hi = req.span(ms, me)
+    n = hi - lo
+    L = (me - ms) / 1e9
+    out.add("requests", n, "count")
+    out.add("offered_rate", f["offered"] / L if L > 0 else None, "1/s")
+    out.add("achieved_rate", n / L if L > 0 else None, "1/s")
+    dur = req.dur[lo:hi]
+    ps = percentiles(dur, [P50, P90, P95, P99, P999])
+    for name, v in zip(("latency_p50", "latency_p90", "latency_p95", "latency_p99",
+                        "latency_p99_9"), ps):
+        out.add(name, v, "ms")
+    out.add("latency_max", float(dur.max()) if n else None, "ms")
+    failed_n = int(req.failed_in(lo, hi))
+    out.add("failed_share", failed_n / n if n else 0, "ratio")
+    for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
+                       ("status_4xx_share", req.s4xx)):
+        out.add(name, int(mask[lo:hi].sum()) / n if n else 0, "ratio")
+    out.add("dropped_iterations", f["dropped"], "count")
+
+    # --- the per-second series
+    K = max(0, (me - ms) // NS)
+    sec_thr = np.zeros(K, dtype=np.int64)
+    sec_p50 = np.full(K, np.nan)
+    sec_p99 = np.full(K, np.nan)
+    sec_failed = np.zeros(K, dtype=np.int64)
+    if K:
+        slo, shi = req.span(ms, ms + K * NS)
+        k = (req.start[slo:shi] - ms) // NS
+        d = req.dur[slo:shi]
+        sec_thr = np.bincount(k, minlength=K)
+        sec_failed = np.bincount(k, weights=req.failed[slo:shi], minlength=K).astype(np.int64)
+        order = np.lexsort((d, k))
+        ds = d[order]
+        first = np.concatenate(([0], np.cumsum(sec_thr)[:-1]))
+        has = sec_thr > 0
+        for p, arr in ((P50, sec_p50), (P99, sec_p99)):
+            r = rank(p, sec_thr[has])
+            arr[has] = ds[first[has] + r - 1]
+    for k in range(K):
+        out.add("second_throughput", int(sec_thr[k]), "1/s", second=k)
+        out.add("second_p50", None if np.isnan(sec_p50[k]) else sec_p50[k], "ms", second=k)
+        out.add("second_p99", None if np.isnan(sec_p99[k]) else sec_p99[k], "ms", second=k)
+        out.add("second_failed", int(sec_failed[k]), "count", second=k)
+
+    # --- CPU and memory, efficiency, the measurement path
+    cpu_memory_rows(out, cont, ms, me, "measured", None, efficiency_ok=n - failed_n)
+    for role in PATH_ROLES:
+        for name in sorted(c for c, v in f["caps"].items() if v["role"] == role):
+            share, _ = cont.cpu(name, ms, me)
+            p95 = percentile(share, P95) if len(share) and not np.isnan(share).any() else None
+            out.add("path_cpu_p95_pct_of_cap", p95, "%", container=name, definition="measured")
+
+    # --- step ramps
+    steps = f["steps"]
+    if steps:
+        verdicts = {d: [] for d in SATURATION_DEFINITIONS}
+        for s in steps:
+            a, b, rate = s["start"], s["end"], s["rate"]
+            S = (b - a) / 1e9
+            slo, shi = req.span(a, b)
+            sn = shi - slo
+            offered = s["offered"] / S if S > 0 else None
+            achieved = sn / S if S > 0 else None
+            sfailed = int(req.failed_in(slo, shi))
+            out.add("step_requests", sn, "count", step_rate=rate)
+            out.add("step_offered_rate", offered, "1/s", step_rate=rate)
+            out.add("step_achieved_rate", achieved, "1/s", step_rate=rate)
+            out.add("step_p99", percentile(req.dur[slo:shi], P99), "ms", step_rate=rate)
+            out.add("step_failed_share", sfailed / sn if sn else 0, "ratio", step_rate=rate)
+            cpu_memory_rows(out, cont, a, b, "step", rate, efficiency_ok=sn - sfailed)
+            W, p99b, fb = f["W"], f["p99_ms"], f["failed_bound"]
+            verdicts["objective-windows"].append(windows_met(req, a, b, W, p99b, fb, True, True))
+            verdicts["every-second"].append(windows_met(req, a, b, NS, p99b, fb, True, True))
+            verdicts["p99-only"].append(windows_met(req, a, b, W, p99b, fb, True, False))
+            verdicts["errors-only"].append(windows_met(req, a, b, W, p99b, fb, False, True))
+            verdicts["throughput-knee"].append(
+                achieved is not None and offered is not None and achieved >= 0.98 * offered)
+        for d in SATURATION_DEFINITIONS:
+            met = verdicts[d]
+            for s, v in zip(steps, met):
+                out.add("step_met", 1 if v else 0, "", step_rate=s["rate"], definition=d)
+            first = next((i for i, v in enumerate(met) if not v), None)
+            if first is None:
+                out.add("saturation", steps[-1]["rate"], "1/s", NOT_REACHED, definition=d)
+                out.add("first_breach", None, "1/s", NOT_REACHED, definition=d)
+            else:
+                sat = steps[first - 1]["rate"] if first > 0 else None
+                out.add("saturation", sat, "1/s", definition=d)
+                out.add("first_breach", steps[first]["rate"], "1/s", definition=d)
+        met = verdicts["objective-windows"]
+        first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)
+        s = steps[first]
+        cpu_memory_rows(out, cont, s["start"], s["end"], "first-breach", s["rate"])
+
+    # --- faults
+    if f["fault_window"] is not None:
+        fault_rows(out, run_dir, f, req, sec_thr, sec_p99)
+    return out
+
+
+FAULT_METRICS = (
+    ("detect_balancer_down", "s", ""), ("detect_failed_request", "s", ""),
+    ("detect_objective_window", "s", ""), ("time_to_recover", "s", "clear"),
+    ("time_to_recover", "s", "restart"), ("fault_failed", "count", ""),
+    ("observe_failed", "count", ""), ("fault_worst_p99", "ms", ""),
+    ("observe_worst_p99", "ms", ""), ("seconds_below_50pct", "count", ""),
+    ("seconds_below_90pct", "count", ""), ("control_throughput", "1/s", ""),
+    ("control_p95", "ms", ""), ("control_p99", "ms", ""),
+)
+
+
+def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
+    ev = read_table(run_dir / "events.csv", {"wall_ns": ("int", True), "event": ("str", True)})
+    health = read_table(run_dir / "health.csv", {"wall_ns": ("int", True), "state": ("str", True)})
+    ms, me = f["start"], f["end"]
+    fw, rec = f["fault_window"], f["recovery"]
+    wall = ev["wall_ns"].to_numpy()
+    kind = ev["event"].to_numpy()
+    order = np.argsort(wall, kind="stable")
+    wall, kind = wall[order], kind[order]
+
+    applied_at = wall[kind == "fault-applied"]
+    if len(applied_at) == 0:
+        for metric, unit, definition in FAULT_METRICS:
+            out.add(metric, None, unit, NOT_OBSERVED, definition=definition)
+        return
+    applied = int(applied_at[0])
+    cleared_at = wall[(kind == "fault-cleared") & (wall >= applied)]
+    restart_at = wall[(kind == "container-restarted") & (wall >= applied)]
+    cleared = int(cleared_at[0]) if len(cleared_at) else None
+    restart = int(restart_at[0]) if len(restart_at) else None
+    # Without a `fault-cleared`, the fault lasts to the measured phase's end and the
+    # observe window is empty.
+    clear_o = cleared if cleared is not None else max(me, applied)
+    obs_a = clear_o
+    obs_b = max(obs_a, min(clear_o + fw["observe"], me))
+
+    def secs(x):
+        return (x - applied) / 1e9
+
+    # detection
+    hw = health["wall_ns"].to_numpy()
+    down = np.sort(hw[(health["state"].to_numpy() == "DOWN") & (hw >= applied)])
+    v = secs(int(down[0])) if len(down) and down[0] < obs_b else None
+    out.add("detect_balancer_down", v, "s", "" if v is not None else NOT_OBSERVED)
+    fe = req.end[req.failed & (req.end >= applied)]
+    first_fail = int(fe.min()) if len(fe) else None
+    v = secs(first_fail) if first_fail is not None and first_fail < obs_b else None
+    out.add("detect_failed_request", v, "s", "" if v is not None else NOT_OBSERVED)
+    W = f["W"]
+    step = rec["step"]
+    v = None
+    if obs_b >= applied:
+        e = applied + np.arange((obs_b - applied) // step + 1, dtype=np.int64) * step
+        lo, hi = req.spans(e - W, e)
+        cnt = hi - lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bad = (cnt == 0) | (req.failed_in(lo, hi) / np.maximum(cnt, 1) > f["failed_bound"])
+        limit = int(np.flatnonzero(bad)[0]) if bad.any() else len(e)
+        hit = limit if limit < len(e) else None
+        for i in range(limit):
+            if percentile(req.dur[lo[i]:hi[i]], P99) > f["p99_ms"]:
+                hit = i
+                break
+        if hit is not None:
+            v = secs(int(e[hit]))
+    out.add("detect_objective_window", v, "s", "" if v is not None else NOT_OBSERVED)
+
+    # the control
+    clo, chi = req.span(ms, applied)
+    cn = chi - clo
+    clen = (applied - ms) / 1e9
+    c_thr = cn / clen if clen > 0 else None
+    c_p95, c_p99 = percentiles(req.dur[clo:chi], [P95, P99])
+    control_ok = c_thr is not None and c_p95 is not None
+
+    # recovery
+    for definition, origin in (("clear", cleared), ("restart", restart)):
+        if origin is None:
+            if definition == "restart" and fw["injection"] not in RESTARTING_INJECTIONS:
+                out.add("time_to_recover", None, "s", NOT_APPLICABLE, definition=definition)
+            else:
+                out.add("time_to_recover", None, "s", NOT_OBSERVED, definition=definition)
+            continue
+        if not control_ok:
+            out.add("time_to_recover", None, "s", NONE, definition=definition)
+            continue
+        t = recovery_instant(req, origin, obs_b, rec, c_thr, c_p95, c_p99)
+        if t is None:
+            out.add("time_to_recover", None, "s", NOT_RECOVERED, definition=definition)
+        else:
+            out.add("time_to_recover", (t - origin) / 1e9, "s", definition=definition)
+
+    # failures and the worst seconds
+    flo, fhi = req.span(applied, clear_o)
+    out.add("fault_failed", int(req.failed_in(flo, fhi)), "count")
+    olo, ohi = req.span(obs_a, obs_b)
+    out.add("observe_failed", int(req.failed_in(olo, ohi)), "count")
+    K = len(sec_thr)
+    sec_start = ms + np.arange(K, dtype=np.int64) * NS
+    for metric, a, b in (("fault_worst_p99", applied, clear_o), ("observe_worst_p99", obs_a, obs_b)):
+        sel = (sec_start >= a) & (sec_start < b) & ~np.isnan(sec_p99)
+        out.add(metric, float(sec_p99[sel].max()) if sel.any() else None, "ms")
+    sel = (sec_start >= applied) & (sec_start < obs_b)
+    for metric, frac in (("seconds_below_50pct", 0.5), ("seconds_below_90pct", 0.9)):
+        v = int((sec_thr[sel] < frac * c_thr).sum()) if c_thr is not None else None
+        out.add(metric, v, "count")
+    out.add("control_throughput", c_thr, "1/s")
+    out.add("control_p95", c_p95, "ms")
+    out.add("control_p99", c_p99, "ms")
+
+
+def recovery_instant(req: Requests, o, obs_end, rec, c_thr, c_p95, c_p99):
+    """The seeds' rule: the first t = o + k·step whose hold's windows are all within control."""
+    step, window = rec["step"], rec["window"]
+    H = rec["hold"] // step
+    if o + window > obs_end:
+        return None
+    M = (obs_end - window - o) // step + 1  # windows u = o + m·step ending by obs_end
+    if M < H + 1:
+        return None
+    u = o + np.arange(M, dtype=np.int64) * step
+    lo, hi = req.spans(u, u + window)
+    cnt = hi - lo
+    thr = cnt / (window / 1e9)
+    pre = (cnt > 0) & (np.abs(thr - c_thr) <= rec["thr_tol"] * c_thr)
+    lim95 = (1 + rec["lat_tol"]) * c_p95
+    lim99 = (1 + rec["lat_tol"]) * c_p99
+    run = 0
+    for m in range(M):
+        ok = bool(pre[m])
+        if ok:
+            p95, p99 = percentiles(req.dur[lo[m]:hi[m]], [P95, P99])
+            ok = p95 <= lim95 and p99 <= lim99
+        if ok:
+            run += 1
+            if run == H + 1:
+                return int(u[m - H])
+        else:
+            run = 0
+            if M - (m + 1) < H + 1:
+                return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# The summary
+
+
+def splitmix_indices(n: int, resamples: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """The bootstrap's draws for a group of n values: shape (resamples, n)."""
+    i = np.arange(1, resamples * n + 1, dtype=np.uint64)
+    z = np.uint64(BOOTSTRAP_SEED) + i * np.uint64(SPLITMIX_GAMMA)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(SPLITMIX_M1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(SPLITMIX_M2)
+    z = z ^ (z >> np.uint64(31))
+    return (z % np.uint64(n)).astype(np.int64).reshape(resamples, n)
+
+
+def bootstrap_many(values: np.ndarray, index_cache: dict):
+    """values: (G, n) groups of n values each. Returns (ci_low, ci_high) arrays of length G."""
+    G, n = values.shape
+    idx = index_cache.get(n)
+    if idx is None:
+        idx = index_cache[n] = splitmix_indices(n)
+    R = idx.shape[0]
+    lo_r, hi_r = rank(P2_5, R) - 1, rank(P97_5, R) - 1
+    lows, highs = np.empty(G), np.empty(G)
+    chunk = max(1, 4_000_000 // (R * n))
+    for g0 in range(0, G, chunk):
+        v = values[g0:g0 + chunk]
+        drawn = np.sort(v[:, idx], axis=2)  # (g, R, n)
+        if n % 2:
+            med = drawn[:, :, n // 2]
+        else:
+            med = (drawn[:, :, n // 2 - 1] + drawn[:, :, n // 2]) / 2
+        med = np.sort(med, axis=1)
+        lows[g0:g0 + chunk] = med[:, lo_r]
+        highs[g0:g0 + chunk] = med[:, hi_r]
+    return lows, highs
+
+
+def summary_rows(groups: dict):
+    """groups: key -> {"unit": str, "values": [(run_id, value or None)]}."""
+    results = {}
+    by_n = {}
+    for key, g in groups.items():
+        vals = [v for _, v in sorted(g["values"], key=lambda rv: rv[0].encode("utf-8"))
+                if v is not None]
+        results[key] = [len(vals), median(vals), None, None]
+        if len(vals) >= 3:
+            by_n.setdefault(len(vals), []).append((key, vals))
+    cache = {}
+    for n, items in by_n.items():
+        arr = np.array([v for _, v in items], dtype=float)
+        lows, highs = bootstrap_many(arr, cache)
+        for (key, _), lo, hi in zip(items, lows, highs):
+            results[key][2], results[key][3] = float(lo), float(hi)
+    for key, g in groups.items():
+        n, med, lo, hi = results[key]
+        yield list(key) + [g["unit"], str(n), fmt(med), fmt(lo), fmt(hi)]
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="recompute.py",
+        description="Recompute feedbench report's metrics.csv and summary.csv from run directories.")
+    ap.add_argument("--out", required=True, type=Path, help="directory to write the CSVs to")
+    ap.add_argument("runs", nargs="+", type=Path, metavar="RUNDIR")
+    args = ap.parse_args(argv)
+
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"recompute.py: {args.out}: cannot create: {e.strerror}", file=sys.stderr)
+        return 2
+    metrics_path = args.out / "metrics.csv"
+    summary_path = args.out / "summary.csv"
+    tmp_metrics = args.out / ".metrics.csv.tmp"
+    tmp_summary = args.out / ".summary.csv.tmp"
+    groups = {}
+    try:
+        with open(tmp_metrics, "w", newline="", encoding="utf-8") as mf:
+            w = csv.writer(mf, lineterminator="\n")
+            w.writerow(METRICS_COLUMNS)
+            seen = set()
+            for run_dir in args.runs:
+                if not run_dir.is_dir():
+                    raise InputError(run_dir, None, "not a run directory")
+                out = compute_run(run_dir)
+                if out.run_id in seen:
+                    raise InputError(run_dir / "run.json", None,
+                                     f"run {out.run_id} is given twice")
+                seen.add(out.run_id)
+                f = out.frame
+                head = [out.run_id, f["contender"], f["variant"], f["profile"], f["fault"],
+                        f["repetition"]]
+                for step_rate, second, container, definition, metric, value, unit, note in out.rows:
+                    sr = fmt(step_rate)
+                    w.writerow(head + [sr, "" if second is None else str(second), container,
+                                       definition, metric, fmt(value), unit, note])
+                    if second is None:
+                        key = (f["contender"], f["variant"], f["profile"], f["fault"], sr,
+                               container, definition, metric)
+                        g = groups.setdefault(key, {"unit": unit, "values": []})
+                        g["values"].append((out.run_id, value))
+                del out
+        with open(tmp_summary, "w", newline="", encoding="utf-8") as sf:
+            w = csv.writer(sf, lineterminator="\n")
+            w.writerow(SUMMARY_COLUMNS)
+            for row in summary_rows(groups):
+                w.writerow(row)
+        os.replace(tmp_metrics, metrics_path)
+        os.replace(tmp_summary, summary_path)
+    except InputError as e:
+        print(f"recompute.py: error: {e}", file=sys.stderr)
+        for p in (tmp_metrics, tmp_summary):
+            p.unlink(missing_ok=True)
+        return 2
+    except OSError as e:
+        print(f"recompute.py: error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+        for p in (tmp_metrics, tmp_summary):
+            p.unlink(missing_ok=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

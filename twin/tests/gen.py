@@ -1,0 +1,358 @@
+"""Hand-made run directories with known answers, for the twin's tests and benchmark.
+
+Every scenario writes the raw files of a run directory as docs/results.md describes them
+(run.json with its frame, requests.csv, containers.csv, events.csv, health.csv). Times are
+integer nanoseconds from T0, a unix time in 2027.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+NS = 1_000_000_000
+MS = 1_000_000
+T0 = 1_800_000_000 * NS
+
+REQUEST_COLUMNS = ["start_ns", "end_ns", "route", "method", "status", "duration_ms", "error"]
+CONTAINER_COLUMNS = [
+    "unix_ns", "offset_s", "tick", "container", "role", "source", "status", "cpu_usage_s",
+    "cpu_user_s", "cpu_system_s", "cpu_periods", "cpu_throttled_periods", "cpu_throttled_s",
+    "memory_bytes", "memory_rss_bytes", "memory_limit_bytes", "oom_kills", "net_rx_bytes",
+    "net_tx_bytes", "detail",
+]
+
+DEFAULT_CAPS = {
+    "feedbench-replica-1": {"role": "replica-1", "cpus": 0.25},
+    "feedbench-replica-2": {"role": "replica-2", "cpus": 0.25},
+    "feedbench-database": {"role": "database", "cpus": 0.5},
+    "feedbench-fault-proxy": {"role": "fault-proxy", "cpus": 0.25},
+    "feedbench-balancer": {"role": "balancer", "cpus": 0.2},
+    "feedbench-load-generator": {"role": "load-generator", "cpus": 0.5},
+}
+
+
+def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=None,
+          repetition=1, start, end, offered, steps=(), p99_ms=500, failed_share=0.01,
+          window_ns=60 * NS, fault_window=None, caps=None, recovery=None):
+    return {
+        "contender": contender, "variant": variant, "profile": profile, "fault": fault,
+        "repetition": repetition,
+        "measured": {"start_ns": start, "end_ns": end, "offered_arrivals": offered},
+        "steps": list(steps),
+        "objective": {"p99_ms": p99_ms, "failed_share": failed_share, "window_ns": window_ns},
+        "fault_window": fault_window,
+        "caps": caps if caps is not None else DEFAULT_CAPS,
+        "recovery": recovery or {"window_ns": 10 * NS, "step_ns": 100 * MS, "hold_ns": 10 * NS,
+                                 "throughput_tolerance": 0.05, "latency_tolerance": 0.1},
+    }
+
+
+def run_id_of(f):
+    c = f["contender"] + (f".{f['variant']}" if f["variant"] else "")
+    p = f["profile"] + (f"+{f['fault']}" if f["fault"] else "")
+    return f"{c}/{p}/r{f['repetition']}"
+
+
+def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFrame,
+              events=(), health=(), dropped=0, rss_column=True) -> Path:
+    run_id = run_id_of(f)
+    d = Path(root) / run_id.replace("/", "_").replace("+", "_")
+    d.mkdir(parents=True, exist_ok=True)
+    record = {
+        "format_version": 1, "run_id": run_id, "run_hash": "0" * 64, "plan_hash": "0" * 64,
+        "execution": {"execution": "completed"}, "cleanup_ok": True, "derived": [],
+        "warnings": [], "load": {"requests": len(requests), "errors": 0,
+                                 "dropped_iterations": dropped},
+        "frame": f,
+    }
+    (d / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+    req = requests.copy()
+    for c in REQUEST_COLUMNS:
+        if c not in req:
+            req[c] = {"route": "feed", "method": "GET", "error": ""}[c]
+    req[REQUEST_COLUMNS].to_csv(d / "requests.csv", index=False)
+    cont = containers.copy()
+    for c in CONTAINER_COLUMNS:
+        if c not in cont:
+            cont[c] = "" if c in ("detail", "source") else np.nan
+    cols = CONTAINER_COLUMNS if rss_column else [c for c in CONTAINER_COLUMNS
+                                                 if c != "memory_rss_bytes"]
+    # the ints stay ints (NaN would make them floats)
+    out = cont[cols].astype(object).where(cont[cols].notna(), "")
+    out.to_csv(d / "containers.csv", index=False)
+    ev = pd.DataFrame(list(events), columns=["wall_ns", "t_s", "event", "subject", "detail"])
+    ev.to_csv(d / "events.csv", index=False)
+    h = pd.DataFrame(list(health), columns=["wall_ns", "server", "state"])
+    h.to_csv(d / "health.csv", index=False)
+    return d
+
+
+def requests_frame(start, dur_ms, status=None, blocked_ns=None):
+    start = np.asarray(start, dtype=np.int64)
+    dur_ms = np.asarray(dur_ms, dtype=float)
+    if status is None:
+        status = np.full(len(start), 200, dtype=np.int64)
+    blocked = np.zeros(len(start), dtype=np.int64) if blocked_ns is None else blocked_ns
+    end = start + blocked + np.round(dur_ms * MS).astype(np.int64)
+    df = pd.DataFrame({"start_ns": start, "end_ns": end, "status": status,
+                       "duration_ms": dur_ms})
+    # k6 writes rows roughly by end time, not by start
+    return df.sort_values("end_ns", kind="stable").reset_index(drop=True)
+
+
+def container_rows(name, role, ticks, unix, cpu, mem, rss, status=None):
+    n = len(ticks)
+    return pd.DataFrame({
+        "unix_ns": np.asarray(unix, dtype=np.int64),
+        "offset_s": [(u - T0) / 1e9 for u in unix],
+        "tick": ticks, "container": name, "role": role, "source": "cgroup",
+        "status": status if status is not None else ["ok"] * n,
+        "cpu_usage_s": cpu, "memory_bytes": mem, "memory_rss_bytes": rss,
+    })
+
+
+def simple_containers(a, b, caps=None, cpu_per_s=None):
+    """One ok row per second per capped container over [a - 1 s, b + 1 s], steady CPU."""
+    caps = caps if caps is not None else DEFAULT_CAPS
+    cpu_per_s = cpu_per_s or {}
+    ticks = np.arange(0, (b - a) // NS + 3)
+    unix = a - NS + ticks * NS + 5 * MS
+    parts = []
+    for i, (name, c) in enumerate(sorted(caps.items())):
+        rate = cpu_per_s.get(name, 0.1)
+        parts.append(container_rows(name, c["role"], ticks, unix, rate * ticks + 3.0,
+                                    [100_000_000 + i] * len(ticks),
+                                    [50_000_000 + i] * len(ticks)))
+    return interleave(parts)
+
+
+def interleave(parts):
+    """Rows of each tick together, as the monitors write them."""
+    df = pd.concat(parts, ignore_index=True)
+    return df.sort_values(["tick", "container"], kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Scenarios
+
+
+def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True):
+    """A constant 10/s run: 20 s measured after 5 s of warm-up.
+
+    In measured second k, request j (j = 0..9) starts at k s + j·100 ms and takes
+    (j + 1)·(k + 1) ms + shift_ms. Statuses in the measured phase: 2 × 0, 3 × 503, 4 × 404.
+    """
+    ms = T0 + 5 * NS
+    me = ms + 20 * NS
+    starts, durs = [], []
+    for k in range(-5, 22):  # warm-up, measured, and 2 s after
+        for j in range(10):
+            starts.append(ms + k * NS + j * 100 * MS)
+            durs.append((j + 1) * (abs(k) + 1) + shift_ms if 0 <= k < 20 else 1000.0)
+    starts = np.array(starts)
+    status = np.full(len(starts), 200)
+    m0 = 5 * 10  # index of the first measured request
+    status[m0 + 3] = 0
+    status[m0 + 17] = 0
+    status[[m0 + 20, m0 + 21, m0 + 150]] = 503
+    status[[m0 + 30, m0 + 31, m0 + 32, m0 + 199]] = 404
+    req = requests_frame(starts, durs, status)
+    f = frame(repetition=repetition, start=ms, end=me, offered=202)
+
+    # containers: rows every second, unix a little late, over [ms - 2 s, me + 1 s]
+    ticks = np.arange(0, 24)
+    unix = ms - 2 * NS + ticks * NS + 10 * MS
+    parts = []
+    # replica-1: 0.125 cores steadily = 50 % of its 0.25 cap
+    parts.append(container_rows("feedbench-replica-1", "replica-1", ticks, unix,
+                                1.0 + 0.125 * ticks, [200_000_000] * 24,
+                                [100_000_000 + 1_000_000 * t for t in ticks]))
+    # replica-2: 0.05 cores (20 % of its cap); down at tick 10 (breaks the chain); a
+    # counter reset without a down row at tick 15 (restarted between two reads)
+    cpu2 = [2.0 + 0.05 * t for t in ticks]
+    status2 = ["ok"] * 24
+    status2[10] = "down"
+    cpu2[10] = np.nan
+    for t in range(15, 24):
+        cpu2[t] = 0.05 * (t - 15)
+    rss2 = [80_000_000] * 24
+    rss2[10] = np.nan
+    parts.append(container_rows("feedbench-replica-2", "replica-2", ticks, unix, cpu2,
+                                [150_000_000] * 24, rss2, status2))
+    for name, c in DEFAULT_CAPS.items():
+        if c["role"].startswith("replica"):
+            continue
+        parts.append(container_rows(name, c["role"], ticks, unix, 0.02 * ticks,
+                                    [30_000_000] * 24, [20_000_000] * 24))
+    cont = interleave(parts)
+    return write_run(root, f, req, cont, dropped=3, rss_column=rss_column)
+
+
+RAMP_RATES = (10, 20, 30, 40, 50)
+
+
+def ramp_run(root, repetition=1):
+    """Steps of 10 s at 10, 20, 30, 40, 50/s with a 5 s objective window (p99 ≤ 500 ms, 1 %).
+
+    - step 20: one second holds 1 slow request of its 20 (every-second breaks, the 5 s
+      windows of 100 requests do not);
+    - step 40: 30 % of the second window's requests take 800 ms (p99 breaks);
+    - step 50: only 90 % of the arrivals were sent (the throughput knee), all fast, no error.
+    Saturation: objective-windows and p99-only 30 (breach 40), every-second 10 (breach 20),
+    errors-only 50 not reached, throughput-knee 40 (breach 50).
+    """
+    ms = T0 + 5 * NS
+    starts, durs = [], []
+    steps = []
+    t = ms
+    for rate in RAMP_RATES:
+        a, b = t, t + 10 * NS
+        steps.append({"rate": rate, "start_ns": a, "end_ns": b, "offered_arrivals": rate * 10})
+        gap = NS // rate
+        for i in range(rate * 10):
+            if rate == 50 and i % 10 == 9:
+                continue  # not sent
+            s = a + i * gap
+            d = 10.0 + (i % 7)
+            if rate == 20 and i == 45:
+                d = 900.0
+            if rate == 40 and i >= 200 and i % 10 < 3:
+                d = 800.0
+            starts.append(s)
+            durs.append(d)
+        t = b
+    me = t
+    req = requests_frame(starts, durs)
+    f = frame(profile="ramp", repetition=repetition, start=ms, end=me, offered=1500,
+              steps=steps, window_ns=5 * NS)
+    # replicas busier with each step: 0.02 cores per 10/s of rate
+    def cpu_at(u):
+        total, tt = 0.0, ms
+        for rate in RAMP_RATES:
+            span = min(max(u - tt, 0), 10 * NS)
+            total += span / 1e9 * 0.002 * rate
+            tt += 10 * NS
+        return total
+
+    ticks = np.arange(0, 53)
+    unix = ms - NS + ticks * NS
+    parts = []
+    for name, c in DEFAULT_CAPS.items():
+        cpu = [cpu_at(u) * (1.0 if c["role"].startswith("replica") else 0.5) for u in unix]
+        parts.append(container_rows(name, c["role"], ticks, unix, cpu, [10_000_000] * 53,
+                                    [5_000_000] * 53))
+    return write_run(root, f, req, interleave(parts))
+
+
+def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restart=True,
+              fault="replica-kill"):
+    """100/s with a kill at 60 s into the measured phase, cleared 5 s later.
+
+    Request i (on a 10 ms grid from the warm-up's start) takes 1 + (i mod 100) ms, so every
+    10 s window (1000 requests) has p95 95 and p99 99, as the control does. During the fault
+    every request takes 1000 ms and seconds 2–3 of the fault hold 40 requests, second 4
+    holds 85. 5 requests fail (502) at applied + 0.5 s. 100 extra requests (50 ms) start at
+    cleared + 11.99 s: every recovery window holding that instant is above the control's
+    throughput, so recovery from `cleared` is exactly 12.0 s; the restart (applied + 3 s)
+    makes it 14.0 s from `restart`.
+    """
+    warm = 10 * NS
+    ms = T0 + warm
+    applied = ms + 60 * NS
+    cleared = applied + 5 * NS
+    restart_at = applied + 3 * NS
+    me = cleared + 60 * NS
+    n = (me - T0) // (10 * MS) + 200
+    i = np.arange(n)
+    starts = T0 + i * 10 * MS
+    durs = 1.0 + (i % 100)
+    status = np.full(n, 200)
+    keep = np.ones(n, dtype=bool)
+    in_fault = (starts >= applied) & (starts < cleared)
+    durs = np.where(in_fault, 1000.0, durs)
+    sec = (starts - applied) // NS
+    off = (starts - applied) % NS
+    keep &= ~(((sec == 2) | (sec == 3)) & (off >= 400 * MS))  # 40 of 100 kept
+    keep &= ~((sec == 4) & (off >= 850 * MS))  # 85 kept
+    fail = np.flatnonzero(starts >= applied + 500 * MS)[:5]
+    status[fail] = 502
+    obs_fail = np.flatnonzero(starts >= cleared + 30 * NS)[:3]
+    status[obs_fail] = 0
+    starts, durs, status = starts[keep], durs[keep], status[keep]
+    burst = np.full(100, cleared + 11_990 * MS)
+    starts = np.concatenate([starts, burst])
+    durs = np.concatenate([durs, np.full(100, 50.0)])
+    status = np.concatenate([status, np.full(100, 200)])
+    req = requests_frame(starts, durs, status)
+    fw = {"name": fault, "injection": injection, "observe_ns": observe_s * NS}
+    f = frame(fault=fault, repetition=repetition, start=ms, end=me, offered=12500,
+              window_ns=10 * NS, fault_window=fw)
+    events = [
+        (T0 - NS, -1.0, "phase", "measure", ""),
+        (T0 - NS // 2, -0.5, "container-restarted", "feedbench-replica-1", "before the fault"),
+        (applied, 70.0, "fault-applied", fault, f"{injection} replica-1"),
+    ]
+    if restart:
+        events.append((restart_at, 73.0, "container-restarted", "feedbench-replica-1", ""))
+    events.append((cleared, 75.0, "fault-cleared", fault, "replica-1"))
+    events.append((cleared + 70 * NS, 145.0, "fault-applied", fault, "a second one, ignored"))
+    health = [
+        (applied - 20 * NS, "feed/replica-2", "DOWN"),
+        (applied - 19 * NS, "feed/replica-2", "UP"),
+        (applied + 2_500 * MS, "feed/replica-1", "DOWN"),
+        (restart_at + 2 * NS, "feed/replica-1", "UP"),
+    ]
+    cont = simple_containers(ms, me)
+    return write_run(root, f, req, cont, events=events, health=health)
+
+
+def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0):
+    """A run of n_requests at 300/s with random latencies, for the benchmark."""
+    rng = np.random.default_rng(seed + repetition)
+    rate = 300
+    warm = 30 * NS
+    total = n_requests * NS // rate
+    ms = T0 + warm
+    me = T0 + total
+    starts = T0 + np.sort(rng.integers(0, total, n_requests))
+    durs = np.round(rng.lognormal(3.0, 0.6, n_requests), 3)
+    status = np.where(rng.random(n_requests) < 0.002, 503, 200)
+    req = requests_frame(starts, durs, status)
+    fw = None
+    events, health = [], []
+    fname = None
+    if fault:
+        applied = ms + (me - ms) // 3
+        cleared = applied + 15 * NS
+        fname = "replica-kill"
+        fw = {"name": fname, "injection": "kill-replica", "observe_ns": 175 * NS}
+        events = [(applied, 1.0, "fault-applied", fname, ""),
+                  (applied + 5 * NS, 2.0, "container-restarted", "feedbench-replica-1", ""),
+                  (cleared, 3.0, "fault-cleared", fname, "")]
+        health = [(applied + 2 * NS, "feed/replica-1", "DOWN")]
+    f = frame(fault=fname, repetition=repetition, start=ms, end=me,
+              offered=(me - ms) * rate // NS, window_ns=60 * NS, fault_window=fw)
+    cont = simple_containers(ms, me)
+    return write_run(root, f, req, cont, events=events, health=health)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="write the test scenarios, or big runs")
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--big", type=int, default=0, help="write this many big runs instead")
+    ap.add_argument("--requests", type=int, default=100_000)
+    a = ap.parse_args()
+    if a.big:
+        for r in range(a.big):
+            print(big_run(a.root, a.requests, repetition=r + 1, fault=r % 2 == 0))
+    else:
+        for r in (1, 2, 3):
+            print(constant_run(a.root, repetition=r, shift_ms=0.5 * (r - 1)))
+        print(ramp_run(a.root))
+        print(fault_run(a.root))

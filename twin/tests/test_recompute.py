@@ -1,0 +1,512 @@
+"""Tests of the twin on generated run directories with known answers.
+
+    python3 -m unittest discover twin/tests     (with the venv's python3, see twin/README.md)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import unittest
+from fractions import Fraction
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import gen  # noqa: E402
+import recompute  # noqa: E402
+
+SCRIPT = HERE.parent / "recompute.py"
+NS = gen.NS
+
+
+def run_twin(out, *dirs):
+    return subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), *map(str, dirs)],
+                          capture_output=True, text=True)
+
+
+def read_metrics(path):
+    rows = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        r = csv.DictReader(f)
+        assert r.fieldnames == recompute.METRICS_COLUMNS, r.fieldnames
+        for row in r:
+            key = (row["run"], row["step_rate"], row["second"], row["container"],
+                   row["definition"], row["metric"])
+            assert key not in rows, f"duplicate key {key}"
+            rows[key] = row
+    return rows
+
+
+def read_summary(path):
+    rows = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        r = csv.DictReader(f)
+        assert r.fieldnames == recompute.SUMMARY_COLUMNS, r.fieldnames
+        for row in r:
+            key = tuple(row[c] for c in recompute.SUMMARY_COLUMNS[:8])
+            assert key not in rows
+            rows[key] = row
+    return rows
+
+
+# A plain reference, straight from docs/analysis.md, for what the twin vectorises.
+
+def nearest_rank(values, p):
+    v = sorted(values)
+    if not v:
+        return None
+    r = max(1, math.ceil(Fraction(str(p)) * len(v) / 100))
+    return v[r - 1]
+
+
+def splitmix64(seed):
+    mask = (1 << 64) - 1
+    state = seed
+
+    def nxt():
+        nonlocal state
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+    return nxt
+
+
+def plain_bootstrap(values):
+    n = len(values)
+    nxt = splitmix64(0x5EEDF00D00000013)
+    meds = []
+    for _ in range(10_000):
+        drawn = sorted(values[nxt() % n] for _ in range(n))
+        meds.append(drawn[n // 2] if n % 2 else (drawn[n // 2 - 1] + drawn[n // 2]) / 2)
+    return nearest_rank(meds, 2.5), nearest_rank(meds, 97.5)
+
+
+def read_requests(d):
+    with open(Path(d) / "requests.csv", newline="") as f:
+        return [(int(r["start_ns"]), int(r["end_ns"]), int(r["status"]), float(r["duration_ms"]))
+                for r in csv.DictReader(f)]
+
+
+class Numbers(unittest.TestCase):
+    def test_format(self):
+        f = recompute.fmt
+        self.assertEqual(f(12.0), "12")
+        self.assertEqual(f(0.25), "0.25")
+        self.assertEqual(f(math.pi), "3.141592654")
+        self.assertEqual(f(-0.0), "0")
+        self.assertEqual(f(-1e-12), "0")
+        self.assertEqual(f(2.5e-10), "0")
+        self.assertEqual(f(7e-9), "0.000000007")
+        self.assertEqual(f(123456789012), "123456789012")
+        self.assertEqual(f(None), "")
+        self.assertEqual(f(-3.5), "-3.5")
+
+    def test_nearest_rank_is_exact(self):
+        # 99.9/100 × 1000 is 999.0000000000001 in binary floating point: the rank is 999
+        self.assertEqual(recompute.rank(Fraction("99.9"), 1000), 999)
+        self.assertEqual(recompute.rank(Fraction("99"), 100), 99)
+        self.assertEqual(recompute.rank(Fraction("50"), 1), 1)
+        self.assertEqual(recompute.rank(Fraction("2.5"), 10_000), 250)
+        self.assertEqual(recompute.rank(Fraction("97.5"), 10_000), 9750)
+        self.assertEqual(recompute.rank(Fraction("95"), 21), 20)
+
+    def test_splitmix_matches_a_plain_implementation(self):
+        nxt = splitmix64(0x5EEDF00D00000013)
+        plain = [nxt() for _ in range(7 * 5)]
+        idx = recompute.splitmix_indices(7, resamples=5)
+        self.assertEqual(idx.reshape(-1).tolist(), [z % 7 for z in plain])
+        # the reference value of SplitMix64 seeded with 0 (as in its published code)
+        self.assertEqual(splitmix64(0)(), 0xE220A8397B1DCDAF)
+
+    def test_median(self):
+        self.assertEqual(recompute.median([3, 1, 2]), 2)
+        self.assertEqual(recompute.median([4, 1, 3, 2]), 2.5)
+        self.assertIsNone(recompute.median([]))
+
+
+class Scenarios(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        root = Path(cls.tmp.name)
+        runs = root / "runs"
+        cls.constant = [gen.constant_run(runs, repetition=r, shift_ms=0.5 * (r - 1))
+                        for r in (1, 2, 3)]
+        cls.ramp = gen.ramp_run(runs)
+        cls.fault = gen.fault_run(runs)
+        cls.out = root / "out"
+        p = run_twin(cls.out, *cls.constant, cls.ramp, cls.fault)
+        if p.returncode != 0:
+            raise AssertionError(p.stderr)
+        cls.m = read_metrics(cls.out / "metrics.csv")
+        cls.s = read_summary(cls.out / "summary.csv")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def get(self, run, metric, step_rate="", second="", container="", definition=""):
+        return self.m[(run, step_rate, second, container, definition, metric)]
+
+    def val(self, *a, **kw):
+        return self.get(*a, **kw)["value"]
+
+    def assertEmpty(self, row, note):
+        self.assertEqual((row["value"], row["note"]), ("", note))
+
+    # --- the measured phase
+
+    def test_measured_phase(self):
+        run = "feed-rs.indexed/baseline/r1"
+        row = self.get(run, "requests")
+        self.assertEqual(
+            [row[c] for c in ("contender", "variant", "profile", "fault", "repetition")],
+            ["feed-rs", "indexed", "baseline", "", "1"])
+        self.assertEqual((row["value"], row["unit"]), ("200", "count"))
+        self.assertEqual(self.val(run, "offered_rate"), "10.1")
+        self.assertEqual(self.val(run, "achieved_rate"), "10")
+        self.assertEqual(self.val(run, "failed_share"), "0.025")
+        self.assertEqual(self.val(run, "no_response_share"), "0.01")
+        self.assertEqual(self.val(run, "status_5xx_share"), "0.015")
+        self.assertEqual(self.val(run, "status_4xx_share"), "0.02")
+        self.assertEqual(self.val(run, "dropped_iterations"), "3")
+        self.assertEqual(self.val(run, "latency_max"), "200")
+        self.assertEqual(self.get(run, "latency_p99")["unit"], "ms")
+        # against the plain reference
+        f = json.loads((self.constant[0] / "run.json").read_text())["frame"]
+        a, b = f["measured"]["start_ns"], f["measured"]["end_ns"]
+        durs = [d for s, _, _, d in read_requests(self.constant[0]) if a <= s < b]
+        for metric, p in (("latency_p50", 50), ("latency_p90", 90), ("latency_p95", 95),
+                          ("latency_p99", 99), ("latency_p99_9", 99.9)):
+            self.assertEqual(float(self.val(run, metric)), nearest_rank(durs, p), metric)
+
+    def test_per_second_series(self):
+        run = "feed-rs.indexed/baseline/r1"
+        seconds = sorted({int(k[2]) for k in self.m if k[0] == run and k[2] != ""})
+        self.assertEqual(seconds, list(range(20)))
+        for k in range(20):
+            self.assertEqual(self.val(run, "second_throughput", second=str(k)), "10")
+            # second k: (j + 1)(k + 1) ms for j = 0..9: p50 is the 5th, p99 the 10th
+            self.assertEqual(self.val(run, "second_p50", second=str(k)), recompute.fmt(5 * (k + 1)))
+            self.assertEqual(self.val(run, "second_p99", second=str(k)), recompute.fmt(10 * (k + 1)))
+        self.assertEqual(self.val(run, "second_failed", second="0"), "1")
+        self.assertEqual(self.val(run, "second_failed", second="2"), "2")
+        self.assertEqual(self.val(run, "second_failed", second="3"), "0")
+        self.assertEqual(self.get(run, "second_failed", second="3")["unit"], "count")
+        self.assertEqual(self.get(run, "second_throughput", second="3")["unit"], "1/s")
+
+    def test_cpu_and_memory(self):
+        run = "feed-rs.indexed/baseline/r1"
+        r1, r2 = "feedbench-replica-1", "feedbench-replica-2"
+        kw = dict(definition="measured")
+        self.assertEqual(self.val(run, "cpu_mean_pct_of_cap", container=r1, **kw), "50")
+        self.assertEqual(self.val(run, "cpu_p95_pct_of_cap", container=r1, **kw), "50")
+        self.assertEqual(self.val(run, "cpu_seconds", container=r1, **kw), "2.5")
+        self.assertEqual(self.val(run, "memory_rss_peak", container=r1, **kw), "121000000")
+        self.assertEqual(self.val(run, "memory_rss_mean", container=r1, **kw), "111500000")
+        self.assertEqual(self.val(run, "memory_usage_peak", container=r1, **kw), "200000000")
+        # replica-2: the down row at tick 10 breaks two intervals, the reset at 15 one
+        self.assertEqual(self.val(run, "cpu_seconds", container=r2, **kw), "0.85")
+        self.assertEqual(self.val(run, "cpu_mean_pct_of_cap", container=r2, **kw), "20")
+        self.assertEqual(self.val(run, "cpu_seconds", container="replicas", **kw), "3.35")
+        self.assertEqual(self.val(run, "memory_rss_peak", container="replicas", **kw), "201000000")
+        self.assertEqual(self.val(run, "memory_rss_mean", container="replicas", **kw), "187500000")
+        row = self.get(run, "requests_per_core_second", container="replicas", **kw)
+        self.assertEqual(row["unit"], "1/core·s")
+        self.assertAlmostEqual(float(row["value"]), 195 / 3.35, places=9)
+        for container in ("feedbench-load-generator", "feedbench-fault-proxy", "feedbench-balancer"):
+            self.assertEqual(
+                self.val(run, "path_cpu_p95_pct_of_cap", container=container, **kw),
+                self.val(run, "cpu_p95_pct_of_cap", container=container, **kw))
+        self.assertEqual(self.val(run, "path_cpu_p95_pct_of_cap",
+                                  container="feedbench-load-generator", **kw), "4")
+
+    # --- step ramps
+
+    def test_ramp_saturation(self):
+        run = "feed-rs.indexed/ramp/r1"
+        expect = {  # definition: (saturation, note, first_breach, note, verdicts)
+            "objective-windows": ("30", "", "40", "", [1, 1, 1, 0, 1]),
+            "p99-only": ("30", "", "40", "", [1, 1, 1, 0, 1]),
+            "every-second": ("10", "", "20", "", [1, 0, 1, 0, 1]),
+            "errors-only": ("50", "not reached", "", "not reached", [1, 1, 1, 1, 1]),
+            "throughput-knee": ("40", "", "50", "", [1, 1, 1, 1, 0]),
+        }
+        for d, (sat, sat_note, fb, fb_note, met) in expect.items():
+            row = self.get(run, "saturation", definition=d)
+            self.assertEqual((row["value"], row["note"], row["unit"]), (sat, sat_note, "1/s"), d)
+            row = self.get(run, "first_breach", definition=d)
+            self.assertEqual((row["value"], row["note"]), (fb, fb_note), d)
+            got = [int(self.val(run, "step_met", step_rate=str(r), definition=d))
+                   for r in gen.RAMP_RATES]
+            self.assertEqual(got, met, d)
+
+    def test_ramp_steps(self):
+        run = "feed-rs.indexed/ramp/r1"
+        self.assertEqual(self.val(run, "step_requests", step_rate="50"), "450")
+        self.assertEqual(self.val(run, "step_offered_rate", step_rate="50"), "50")
+        self.assertEqual(self.val(run, "step_achieved_rate", step_rate="50"), "45")
+        self.assertEqual(self.val(run, "step_p99", step_rate="40"), "800")
+        self.assertEqual(self.val(run, "step_failed_share", step_rate="40"), "0")
+        # the step's CPU: intervals ending in [start, end): 9 of the ramp's, 1 before it
+        self.assertEqual(self.val(run, "cpu_seconds", step_rate="10", container="replicas",
+                                  definition="step"), "0.36")
+        # where the CPU was: the first breach under objective-windows (40/s)
+        breach = {k for k in self.m if k[0] == run and k[4] == "first-breach"}
+        self.assertTrue(breach)
+        self.assertEqual({k[1] for k in breach}, {"40"})
+        self.assertEqual(self.val(run, "cpu_seconds", step_rate="40", container="replicas",
+                                  definition="first-breach"),
+                         self.val(run, "cpu_seconds", step_rate="40", container="replicas",
+                                  definition="step"))
+        self.assertNotIn((run, "40", "", "replicas", "first-breach", "requests_per_core_second"),
+                         self.m)
+
+    # --- faults
+
+    def test_fault(self):
+        run = "feed-rs.indexed/baseline+replica-kill/r1"
+        self.assertEqual(self.get(run, "requests")["fault"], "replica-kill")
+        expect = {
+            "detect_balancer_down": "2.5", "detect_failed_request": "1.5",
+            "detect_objective_window": "0.2", "fault_failed": "5", "observe_failed": "3",
+            "fault_worst_p99": "1000", "observe_worst_p99": "99", "seconds_below_50pct": "2",
+            "seconds_below_90pct": "3", "control_throughput": "100", "control_p95": "95",
+            "control_p99": "99",
+        }
+        for metric, v in expect.items():
+            self.assertEqual(self.val(run, metric), v, metric)
+        self.assertEqual(self.val(run, "time_to_recover", definition="clear"), "12")
+        self.assertEqual(self.val(run, "time_to_recover", definition="restart"), "14")
+        self.assertEqual(self.get(run, "time_to_recover", definition="clear")["unit"], "s")
+
+    def test_fault_variants(self):
+        with tempfile.TemporaryDirectory() as t:
+            runs = Path(t) / "runs"
+            lat = gen.fault_run(runs, injection="link-latency", restart=False, fault="db-latency")
+            kill = gen.fault_run(runs, repetition=2, restart=False)
+            short = gen.fault_run(runs, repetition=3, observe_s=21)
+            p = run_twin(Path(t) / "out", lat, kill, short)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+
+            def row(run, metric, definition=""):
+                return m[(run, "", "", "", definition, metric)]
+            self.assertEmpty(row("feed-rs.indexed/baseline+db-latency/r1", "time_to_recover",
+                                 "restart"), "not applicable")
+            self.assertEqual(row("feed-rs.indexed/baseline+db-latency/r1", "time_to_recover",
+                                 "clear")["value"], "12")
+            self.assertEmpty(row("feed-rs.indexed/baseline+replica-kill/r2", "time_to_recover",
+                                 "restart"), "not observed")
+            # 12 s + a 10 s hold + a 10 s window end at 32 s: a 21 s observe window is short
+            short_id = "feed-rs.indexed/baseline+replica-kill/r3"
+            self.assertEmpty(row(short_id, "time_to_recover", "clear"), "not recovered")
+            self.assertEmpty(row(short_id, "time_to_recover", "restart"), "not recovered")
+
+    def test_recovery_just_fits(self):
+        # recovery at 12 s needs windows up to 12 + 10 + 10 = 32 s after the clear
+        with tempfile.TemporaryDirectory() as t:
+            fits = gen.fault_run(Path(t) / "runs", observe_s=32)
+            short = gen.fault_run(Path(t) / "runs", repetition=2, observe_s=31)
+            p = run_twin(Path(t) / "out", fits, short)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+            key = ("", "", "", "clear", "time_to_recover")
+            self.assertEqual(m[("feed-rs.indexed/baseline+replica-kill/r1",) + key]["value"], "12")
+            self.assertEqual(m[("feed-rs.indexed/baseline+replica-kill/r2",) + key]["note"],
+                             "not recovered")
+
+    # --- the summary
+
+    def test_summary(self):
+        key = ("feed-rs", "indexed", "baseline", "", "", "", "", "latency_p50")
+        row = self.s[key]
+        runs = ["feed-rs.indexed/baseline/r1", "feed-rs.indexed/baseline/r2",
+                "feed-rs.indexed/baseline/r3"]
+        vals = [float(self.val(r, "latency_p50")) for r in runs]
+        self.assertEqual(row["n"], "3")
+        self.assertEqual(row["unit"], "ms")
+        self.assertEqual(float(row["median"]), sorted(vals)[1])
+        lo, hi = plain_bootstrap(vals)
+        self.assertEqual((float(row["ci_low"]), float(row["ci_high"])), (lo, hi))
+        self.assertLess(lo, hi)
+        # no per-second row in the summary
+        self.assertFalse([k for k in self.s if k[7].startswith("second_")])
+        # a single run: n 1, no interval
+        row = self.s[("feed-rs", "indexed", "ramp", "", "", "", "objective-windows", "saturation")]
+        self.assertEqual((row["n"], row["median"], row["ci_low"], row["ci_high"]),
+                         ("1", "30", "", ""))
+        row = self.s[("feed-rs", "indexed", "ramp", "", "", "", "errors-only", "first_breach")]
+        self.assertEqual((row["n"], row["median"]), ("0", ""))
+        row = self.s[("feed-rs", "indexed", "ramp", "", "40", "", "every-second", "step_met")]
+        self.assertEqual((row["n"], row["median"]), ("1", "0"))
+
+    def test_summary_bootstrap_orders_by_run_id(self):
+        with tempfile.TemporaryDirectory() as t:
+            runs = Path(t) / "runs"
+            dirs = [gen.constant_run(runs, repetition=r, shift_ms=s)
+                    for r, s in ((10, 3.0), (9, 0.0), (2, 7.0), (1, 1.0))]
+            p = run_twin(Path(t) / "out", *dirs)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            s = read_summary(Path(t) / "out" / "summary.csv")
+            row = s[("feed-rs", "indexed", "baseline", "", "", "", "", "latency_p90")]
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+            ids = sorted((k[0] for k in m if k[5] == "latency_p90"), key=str.encode)
+            self.assertEqual(ids[0], "feed-rs.indexed/baseline/r1")
+            self.assertEqual(ids[1], "feed-rs.indexed/baseline/r10")  # bytes, not numbers
+            vals = [float(m[(r, "", "", "", "", "latency_p90")]["value"]) for r in ids]
+            self.assertEqual(row["n"], "4")
+            self.assertEqual(float(row["median"]), (sorted(vals)[1] + sorted(vals)[2]) / 2)
+            lo, hi = plain_bootstrap(vals)
+            self.assertAlmostEqual(float(row["ci_low"]), lo, places=9)
+            self.assertAlmostEqual(float(row["ci_high"]), hi, places=9)
+
+
+class Reading(unittest.TestCase):
+    def test_rss_rows_empty_without_the_column(self):
+        with tempfile.TemporaryDirectory() as t:
+            d = gen.constant_run(Path(t) / "runs", rss_column=False)
+            header = (d / "containers.csv").read_text().splitlines()[0]
+            self.assertNotIn("memory_rss_bytes", header)
+            p = run_twin(Path(t) / "out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+            run = "feed-rs.indexed/baseline/r1"
+            for container in ("feedbench-replica-1", "replicas"):
+                for metric in ("memory_rss_peak", "memory_rss_mean"):
+                    row = m[(run, "", "", container, "measured", metric)]
+                    self.assertEqual((row["value"], row["note"]), ("", "none"))
+            row = m[(run, "", "", "feedbench-replica-1", "measured", "memory_usage_peak")]
+            self.assertEqual(row["value"], "200000000")
+
+    def test_columns_are_read_by_name(self):
+        with tempfile.TemporaryDirectory() as t:
+            d = gen.constant_run(Path(t) / "runs")
+            p = run_twin(Path(t) / "a", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for name in ("containers.csv", "requests.csv"):
+                with open(d / name, newline="") as f:
+                    rows = list(csv.reader(f))
+                rows = [list(reversed(r)) for r in rows]
+                with open(d / name, "w", newline="") as f:
+                    csv.writer(f).writerows(rows)
+            p = run_twin(Path(t) / "b", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for name in ("metrics.csv", "summary.csv"):
+                self.assertEqual((Path(t) / "a" / name).read_text(),
+                                 (Path(t) / "b" / name).read_text())
+
+
+    def test_quoted_fields_read_as_unquoted_ones(self):
+        with tempfile.TemporaryDirectory() as t:
+            d = gen.fault_run(Path(t) / "runs")
+            p = run_twin(Path(t) / "a", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            path = d / "requests.csv"
+            with open(path, newline="") as f:
+                rows = list(csv.reader(f))
+            for r in rows[1:40]:
+                r[-1] = '1212 dial: "connection refused", retrying\nonce'
+            with open(path, "w", newline="") as f:
+                csv.writer(f).writerows(rows)
+            self.assertIn('"', path.read_text())
+            p = run_twin(Path(t) / "b", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for name in ("metrics.csv", "summary.csv"):
+                self.assertEqual((Path(t) / "a" / name).read_text(),
+                                 (Path(t) / "b" / name).read_text())
+            # a bad value after the quoted multi-line fields: its line, not its row
+            rows[60][4] = "2x0"
+            with open(path, "w", newline="") as f:
+                csv.writer(f).writerows(rows)
+            p = run_twin(Path(t) / "c", d)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(f"requests.csv:{61 + 39}: unparsable row: status '2x0'", p.stderr)
+
+
+class DamagedInput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = gen.fault_run(Path(self.tmp.name) / "runs")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def fails(self, needle):
+        p = run_twin(Path(self.tmp.name) / "out", self.dir)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(needle, p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+        self.assertFalse((Path(self.tmp.name) / "out" / "metrics.csv").exists())
+        return p.stderr
+
+    def edit_line(self, name, lineno, fn):
+        path = self.dir / name
+        lines = path.read_text().splitlines(keepends=True)
+        lines[lineno - 1] = fn(lines[lineno - 1])
+        path.write_text("".join(lines))
+
+    def test_missing_file(self):
+        for name in ("requests.csv", "containers.csv", "events.csv", "health.csv", "run.json"):
+            with self.subTest(name=name):
+                path = self.dir / name
+                data = path.read_bytes()
+                path.unlink()
+                self.fails(f"{name}: missing file")
+                path.write_bytes(data)
+
+    def test_unparsable_status(self):
+        self.edit_line("requests.csv", 5, lambda l: l.replace(",200,", ",2x0,"))
+        err = self.fails("requests.csv:5:")
+        self.assertIn("status", err)
+
+    def test_short_row(self):
+        self.edit_line("requests.csv", 7, lambda l: l.rsplit(",", 2)[0] + "\n")
+        self.fails("requests.csv:7:")
+
+    def test_blank_line(self):
+        self.edit_line("containers.csv", 4, lambda l: "\n" + l)
+        self.fails("containers.csv:4:")
+
+    def test_empty_start(self):
+        self.edit_line("requests.csv", 9, lambda l: "," + l.split(",", 1)[1])
+        self.fails("requests.csv:9:")
+
+    def test_float_time(self):
+        self.edit_line("events.csv", 3, lambda l: l.replace(l.split(",")[0], "1.8e18", 1))
+        self.fails("events.csv:3:")
+
+    def test_missing_column(self):
+        self.edit_line("containers.csv", 1, lambda l: l.replace("cpu_usage_s", "cpu_usage"))
+        self.fails("containers.csv:1: no column cpu_usage_s")
+
+    def test_bad_json(self):
+        path = self.dir / "run.json"
+        path.write_text(path.read_text().replace('"frame": {', '"frame": {,', 1))
+        err = self.fails("run.json:")
+        self.assertRegex(err, r"run\.json:\d+:\d+: does not parse")
+
+    def test_missing_frame_field(self):
+        path = self.dir / "run.json"
+        doc = json.loads(path.read_text())
+        del doc["frame"]["measured"]["end_ns"]
+        path.write_text(json.dumps(doc))
+        self.fails("no field frame.measured.end_ns")
+
+    def test_not_a_directory(self):
+        p = run_twin(Path(self.tmp.name) / "out", Path(self.tmp.name) / "nope")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("not a run directory", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
