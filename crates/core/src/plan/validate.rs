@@ -830,6 +830,27 @@ fn analysis(plan: &Plan, f: &mut Findings) {
             .hint(format!("0% asks for {zero}"));
         }
     }
+    // Only windows that end by the observe window's end count, so the first candidate, the
+    // clearing itself, already needs `window + hold` of it.
+    if r.window.millis == 0 {
+        return;
+    }
+    let needs = r.window.millis.saturating_add(r.hold.millis);
+    for (name, fault) in &plan.faults {
+        if fault.observe.millis < needs {
+            let needs = Duration { millis: needs };
+            f.warn(
+                p(&["faults", name.as_str(), "observe"]),
+                format!(
+                    "the recovery rule needs {needs} after the fault clears (analysis.recovery window + hold), but the observe window is {}: no run of this fault can be found recovered from its clearing",
+                    fault.observe
+                ),
+            )
+            .hint(format!(
+                "make `observe` at least {needs}, or shorten `analysis.recovery.window` or `hold`"
+            ));
+        }
+    }
 }
 
 fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
@@ -1170,7 +1191,7 @@ mod tests {
             ["t.yaml:53:11: analysis.recovery.step: the step must be longer than 0s\n  hint: candidate instants and windows lie on a grid of this step, e.g. `100ms`"]
         );
         assert_eq!(
-            at("analysis:\n  recovery:\n    step: 11s\n    hold: 11s\n"),
+            at("analysis:\n  recovery:\n    step: 11s\n    hold: 0s\n"),
             ["t.yaml:53:11: analysis.recovery.step: the step (11s) is longer than the window (10s), so the windows would leave gaps between them\n  hint: make the step at most 10s"]
         );
         assert_eq!(
@@ -1194,6 +1215,24 @@ mod tests {
             unknown[0].starts_with("t.yaml:53:5: analysis.recovery.hold-for: unknown field `hold-for`\n  hint: did you mean `hold`?"),
             "{unknown:?}"
         );
+    }
+
+    #[test]
+    fn an_observe_window_shorter_than_window_plus_hold_is_warned_about() {
+        // The minimal plan's fault observes for 20s, exactly the default window + hold.
+        assert!(MINIMAL.contains("    observe: 20s\n"));
+        assert!(load(MINIMAL).warnings.is_empty());
+        let short = load(&MINIMAL.replace("    observe: 20s\n", "    observe: 19.9s\n"));
+        let w: Vec<String> = short.warnings.iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            w,
+            ["t.yaml:49:14: faults.db-cut.observe: the recovery rule needs 20s after the fault clears (analysis.recovery window + hold), but the observe window is 19900ms: no run of this fault can be found recovered from its clearing\n  hint: make `observe` at least 20s, or shorten `analysis.recovery.window` or `hold`"]
+        );
+        let shorter_rule = load(
+            &with_analysis("analysis:\n  recovery: {hold: 9.9s}\n")
+                .replace("    observe: 20s\n", "    observe: 19.9s\n"),
+        );
+        assert!(shorter_rule.warnings.is_empty());
     }
 
     #[test]
