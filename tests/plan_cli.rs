@@ -361,6 +361,39 @@ fn a_gates_change_changes_the_plan_hash_and_no_run_hash() {
 }
 
 #[test]
+fn the_analysis_settings_change_the_plan_hash_and_no_run_hash() {
+    // They are pre-registered with the plan; they judge what a run recorded, they do not
+    // change what a run does.
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["analysis"] = serde_yaml::from_str("{recovery: {hold: 20s}}").unwrap();
+    });
+    assert!(plan_changed);
+    assert!(changed.is_empty(), "{changed:?}");
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["analysis"] =
+            serde_yaml::from_str("{recovery: {throughput-tolerance: 2%, latency-tolerance: 0%}}")
+                .unwrap();
+    });
+    assert!(plan_changed);
+    assert!(changed.is_empty(), "{changed:?}");
+}
+
+#[test]
+fn a_plan_without_an_analysis_section_keeps_the_hash_it_was_registered_with() {
+    // The hash is of the document as written, so a section it does not write adds nothing
+    // to it: the registered study hashes as it did before the section existed.
+    let path = repo().join("experiments/study.yaml");
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(doc.get("analysis").is_none());
+    assert_eq!(
+        plan_json(&path)["plan_hash"],
+        "6b6c08c6ce4f81a31d22ab036c070e66c077c1d37b09efb2a23d4d389163cac2",
+        "experiments/study.yaml is registered: its plan hash must not change"
+    );
+}
+
+#[test]
 fn a_ramps_change_reaches_the_runs_that_depend_on_it() {
     let (_, changed, _) = edit_study(|doc| {
         doc["profiles"]["ramp"]["step-ramp"]["max"] = 120.into();

@@ -96,6 +96,7 @@ pub fn validate(plan: &Plan, ctx: &Context) -> Vec<Finding> {
     profiles(plan, &mut f);
     faults(plan, &mut f);
     guards(plan, &mut f);
+    analysis(plan, &mut f);
     matrix(plan, ctx, &mut f);
     let mut all = f.0;
     all.sort_by_key(|x| x.severity != Severity::Error);
@@ -770,6 +771,88 @@ fn guards(plan: &Plan, f: &mut Findings) {
     }
 }
 
+fn analysis(plan: &Plan, f: &mut Findings) {
+    let r = &plan.analysis.recovery;
+    let base = "analysis.recovery";
+    if r.window.millis == 0 {
+        f.error(
+            format!("{base}.window"),
+            "the window must be longer than 0s",
+        )
+        .hint("the rule judges windows of this length after a fault, e.g. `10s`");
+    }
+    if r.step.millis == 0 {
+        f.error(format!("{base}.step"), "the step must be longer than 0s")
+            .hint("candidate instants and windows lie on a grid of this step, e.g. `100ms`");
+    } else if r.window.millis > 0 && r.step > r.window {
+        f.error(
+            format!("{base}.step"),
+            format!(
+                "the step ({}) is longer than the window ({}), so the windows would leave gaps between them",
+                r.step, r.window
+            ),
+        )
+        .hint(format!("make the step at most {}", r.window));
+    }
+    if r.step.millis > 0 && r.hold.millis % r.step.millis != 0 {
+        let below = Duration {
+            millis: r.hold.millis - r.hold.millis % r.step.millis,
+        };
+        let above = Duration {
+            millis: below.millis + r.step.millis,
+        };
+        f.error(
+            format!("{base}.hold"),
+            format!(
+                "the hold ({}) is not a whole multiple of the step ({}): the rule checks the windows at t + j·step for j = 0 … hold/step",
+                r.hold, r.step
+            ),
+        )
+        .hint(format!("write {below} or {above}, or change the step"));
+    }
+    for (field, v, zero) in [
+        (
+            "throughput-tolerance",
+            r.throughput_tolerance,
+            "the control's throughput exactly",
+        ),
+        (
+            "latency-tolerance",
+            r.latency_tolerance,
+            "a p95 and p99 at most the control's",
+        ),
+    ] {
+        if !(0.0..=100.0).contains(&v.percent) {
+            f.error(
+                format!("{base}.{field}"),
+                format!("expected a tolerance from 0% to 100%, found {v}"),
+            )
+            .hint(format!("0% asks for {zero}"));
+        }
+    }
+    // Only windows that end by the observe window's end count, so the first candidate, the
+    // clearing itself, already needs `window + hold` of it.
+    if r.window.millis == 0 {
+        return;
+    }
+    let needs = r.window.millis.saturating_add(r.hold.millis);
+    for (name, fault) in &plan.faults {
+        if fault.observe.millis < needs {
+            let needs = Duration { millis: needs };
+            f.warn(
+                p(&["faults", name.as_str(), "observe"]),
+                format!(
+                    "the recovery rule needs {needs} after the fault clears (analysis.recovery window + hold), but the observe window is {}: no run of this fault can be found recovered from its clearing",
+                    fault.observe
+                ),
+            )
+            .hint(format!(
+                "make `observe` at least {needs}, or shorten `analysis.recovery.window` or `hold`"
+            ));
+        }
+    }
+}
+
 fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
     let m = &plan.matrix;
     if m.repetitions == 0 {
@@ -999,6 +1082,157 @@ mod tests {
             .replace("  links:\n", "  links: {}\n");
         assert!(!text.contains("database"), "{text}");
         assert_eq!(errors(&text), Vec::<String>::new());
+    }
+
+    /// The minimal plan with `block` (an `analysis:` section) before its matrix.
+    fn with_analysis(block: &str) -> String {
+        assert!(MINIMAL.contains("\nmatrix:\n"));
+        MINIMAL.replacen("\nmatrix:\n", &format!("\n{block}matrix:\n"), 1)
+    }
+
+    fn load(text: &str) -> crate::plan::LoadedPlan {
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        crate::plan::load_str("t.yaml", text, &ctx).unwrap_or_else(|e| match e {
+            crate::plan::LoadError::Invalid { diagnostics, .. } => {
+                panic!("{diagnostics:?}")
+            }
+            e => panic!("{e}"),
+        })
+    }
+
+    #[test]
+    fn analysis_defaults_when_the_section_or_a_field_is_absent() {
+        use crate::plan::model::{Analysis, Recovery};
+        assert!(!MINIMAL.contains("analysis"));
+        assert_eq!(load(MINIMAL).plan.analysis, Analysis::default());
+        assert_eq!(
+            load(&with_analysis("analysis: {}\n")).plan.analysis,
+            Analysis::default()
+        );
+        let r = load(&with_analysis("analysis:\n  recovery: {hold: 5s}\n"))
+            .plan
+            .analysis
+            .recovery;
+        assert_eq!(
+            r,
+            Recovery {
+                hold: crate::plan::units::Duration::from_secs(5),
+                ..Recovery::default()
+            }
+        );
+    }
+
+    #[test]
+    fn analysis_values_are_parsed() {
+        let text = with_analysis(
+            "analysis:\n  recovery:\n    window: 1m30s\n    step: 250ms\n    hold: 1.5s\n    throughput-tolerance: 2.5%\n    latency-tolerance: 0%\n",
+        );
+        let r = load(&text).plan.analysis.recovery;
+        assert_eq!(r.window_ns(), 90_000_000_000);
+        assert_eq!(r.step_ns(), 250_000_000);
+        assert_eq!(r.hold_ns(), 1_500_000_000);
+        assert_eq!(r.throughput_fraction(), 0.025);
+        assert_eq!(r.latency_fraction(), 0.0);
+        // A hold of 0s asks for the one window at t; 100% is the widest tolerance.
+        let r = load(&with_analysis(
+            "analysis:\n  recovery: {hold: 0s, throughput-tolerance: 100%, latency-tolerance: 100%}\n",
+        ))
+        .plan
+        .analysis
+        .recovery;
+        assert_eq!((r.hold_ns(), r.throughput_fraction()), (0, 1.0));
+        // The step may equal the window.
+        load(&with_analysis(
+            "analysis:\n  recovery: {window: 2s, step: 2s, hold: 4s}\n",
+        ));
+    }
+
+    #[test]
+    fn analysis_enters_the_plan_hash_as_written_and_no_run_hash() {
+        let run_hashes = |l: &crate::plan::LoadedPlan| -> Vec<(String, String)> {
+            crate::plan::expand(&l.plan)
+                .into_iter()
+                .map(|r| (r.id, r.run_hash))
+                .collect()
+        };
+        let absent = load(MINIMAL);
+        assert_eq!(
+            absent.plan_hash,
+            crate::plan::hash::plan_hash(&crate::plan::yaml::parse(MINIMAL).unwrap()).unwrap(),
+            "the plan hash is the document's, whatever feedbench defaults"
+        );
+        let changed = load(&with_analysis(
+            "analysis:\n  recovery: {window: 5s, throughput-tolerance: 1%}\n",
+        ));
+        assert_ne!(absent.plan_hash, changed.plan_hash);
+        assert_eq!(run_hashes(&absent), run_hashes(&changed));
+        assert!(!run_hashes(&absent).is_empty());
+        // The defaults written out are the same settings, and a different document.
+        let written = load(&with_analysis(
+            "analysis:\n  recovery: {window: 10s, step: 100ms, hold: 10s, throughput-tolerance: 5%, latency-tolerance: 10%}\n",
+        ));
+        assert_eq!(written.plan.analysis, absent.plan.analysis);
+        assert_ne!(written.plan_hash, absent.plan_hash);
+        assert_eq!(run_hashes(&written), run_hashes(&absent));
+    }
+
+    #[test]
+    fn analysis_errors_name_the_line_the_field_and_the_fix() {
+        let at = |block: &str| errors(&with_analysis(block));
+        assert_eq!(
+            at("analysis:\n  recovery:\n    window: 0s\n"),
+            ["t.yaml:53:13: analysis.recovery.window: the window must be longer than 0s\n  hint: the rule judges windows of this length after a fault, e.g. `10s`"]
+        );
+        assert_eq!(
+            at("analysis:\n  recovery:\n    step: 0s\n"),
+            ["t.yaml:53:11: analysis.recovery.step: the step must be longer than 0s\n  hint: candidate instants and windows lie on a grid of this step, e.g. `100ms`"]
+        );
+        assert_eq!(
+            at("analysis:\n  recovery:\n    step: 11s\n    hold: 0s\n"),
+            ["t.yaml:53:11: analysis.recovery.step: the step (11s) is longer than the window (10s), so the windows would leave gaps between them\n  hint: make the step at most 10s"]
+        );
+        assert_eq!(
+            at("analysis:\n  recovery:\n    step: 3s\n"),
+            ["t.yaml:53:5: analysis.recovery.hold: the hold (10s) is not a whole multiple of the step (3s): the rule checks the windows at t + j·step for j = 0 … hold/step\n  hint: write 9s or 12s, or change the step"],
+            "a defaulted hold points at the mapping that leaves it out"
+        );
+        let both = at(
+            "analysis:\n  recovery:\n    throughput-tolerance: 101%\n    latency-tolerance: 200%\n",
+        );
+        assert_eq!(
+            both,
+            [
+                "t.yaml:53:27: analysis.recovery.throughput-tolerance: expected a tolerance from 0% to 100%, found 101%\n  hint: 0% asks for the control's throughput exactly",
+                "t.yaml:54:24: analysis.recovery.latency-tolerance: expected a tolerance from 0% to 100%, found 200%\n  hint: 0% asks for a p95 and p99 at most the control's",
+            ]
+        );
+        let unknown = at("analysis:\n  recovery:\n    hold-for: 5s\n");
+        assert_eq!(unknown.len(), 1);
+        assert!(
+            unknown[0].starts_with("t.yaml:53:5: analysis.recovery.hold-for: unknown field `hold-for`\n  hint: did you mean `hold`?"),
+            "{unknown:?}"
+        );
+    }
+
+    #[test]
+    fn an_observe_window_shorter_than_window_plus_hold_is_warned_about() {
+        // The minimal plan's fault observes for 20s, exactly the default window + hold.
+        assert!(MINIMAL.contains("    observe: 20s\n"));
+        assert!(load(MINIMAL).warnings.is_empty());
+        let short = load(&MINIMAL.replace("    observe: 20s\n", "    observe: 19.9s\n"));
+        let w: Vec<String> = short.warnings.iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            w,
+            ["t.yaml:49:14: faults.db-cut.observe: the recovery rule needs 20s after the fault clears (analysis.recovery window + hold), but the observe window is 19900ms: no run of this fault can be found recovered from its clearing\n  hint: make `observe` at least 20s, or shorten `analysis.recovery.window` or `hold`"]
+        );
+        let shorter_rule = load(
+            &with_analysis("analysis:\n  recovery: {hold: 9.9s}\n")
+                .replace("    observe: 20s\n", "    observe: 19.9s\n"),
+        );
+        assert!(shorter_rule.warnings.is_empty());
     }
 
     #[test]

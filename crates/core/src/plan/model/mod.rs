@@ -1,6 +1,7 @@
 //! The typed plan: everything a study pre-registers. Field names are the plan's YAML keys;
 //! the doc comments become the JSON Schema's descriptions.
 
+mod analysis;
 mod contender;
 mod fault;
 mod matrix;
@@ -8,6 +9,7 @@ mod profile;
 mod study;
 mod topology;
 
+pub use analysis::{Analysis, Recovery};
 pub use contender::{
     BuildRecipe, CargoBinary, Contender, Gate, PypiBinary, ServiceOverride, Variant,
 };
@@ -49,6 +51,9 @@ pub struct Plan {
     /// Conditions that abort or invalidate a run.
     #[serde(default)]
     pub guards: Guards,
+    /// How the report analyses the runs (recovery after a fault); every setting defaults.
+    #[serde(default)]
+    pub analysis: Analysis,
     /// Which (profile, fault) pairs each contender runs, how often, in what order.
     pub matrix: Matrix,
 }
