@@ -144,6 +144,7 @@ impl Testbed for Fake {
             load: None,
             scheduled_arrivals: Some(100.0),
             monitors: None,
+            frame: None,
             saturation: ramp.then(|| Saturation {
                 rate: Some(100.0),
                 first_breach: Some(150.0),
