@@ -45,7 +45,8 @@ PATH_ROLES = ("load-generator", "fault-proxy", "balancer")
 SATURATION_DEFINITIONS = (
     "objective-windows", "every-second", "p99-only", "errors-only", "throughput-knee",
 )
-# Faults that kill or stop a replica, and so have a `container-restarted` origin.
+# Faults that kill or stop a replica, and so have a `restart` origin (the replica back in
+# service: health.csv's first UP after the fault's clearing).
 RESTARTING_INJECTIONS = ("kill-replica", "stop-replica")
 
 BOOTSTRAP_SEED = 0x5EED_F00D_0000_0013
@@ -458,7 +459,7 @@ class Requests:
         self.dur = df["duration_ms"].to_numpy()[order]
         self.failed = (status == 0) | (status >= 500)
         self.no_response = status == 0
-        self.s5xx = (status >= 500) & (status <= 599)
+        self.s5xx = status >= 500
         self.s4xx = (status >= 400) & (status <= 499)
         self.cum_failed = np.concatenate(([0], np.cumsum(self.failed)))
 
@@ -732,7 +733,7 @@ def compute_run(run_dir: Path):
         for d in SATURATION_DEFINITIONS:
             met = verdicts[d]
             for s, v in zip(steps, met):
-                out.add("step_met", 1 if v else 0, "", step_rate=s["rate"], definition=d)
+                out.add("step_met", 1 if v else 0, "count", step_rate=s["rate"], definition=d)
             first = next((i for i, v in enumerate(met) if not v), None)
             if first is None:
                 out.add("saturation", steps[-1]["rate"], "1/s", NOT_REACHED, definition=d)
@@ -744,7 +745,10 @@ def compute_run(run_dir: Path):
         met = verdicts["objective-windows"]
         first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)
         s = steps[first]
-        cpu_memory_rows(out, cont, s["start"], s["end"], "first-breach", s["rate"])
+        slo, shi = req.span(s["start"], s["end"])
+        served = (shi - slo) - int(req.failed_in(slo, shi))
+        cpu_memory_rows(out, cont, s["start"], s["end"], "first-breach", s["rate"],
+                        efficiency_ok=served)
 
     # --- faults
     if f["fault_window"] is not None:
@@ -780,14 +784,17 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
         return
     applied = int(applied_at[0])
     cleared_at = wall[(kind == "fault-cleared") & (wall >= applied)]
-    restart_at = wall[(kind == "container-restarted") & (wall >= applied)]
     cleared = int(cleared_at[0]) if len(cleared_at) else None
-    restart = int(restart_at[0]) if len(restart_at) else None
     # Without a `fault-cleared`, the fault lasts to the measured phase's end and the
     # observe window is empty.
     clear_o = cleared if cleared is not None else max(me, applied)
     obs_a = clear_o
     obs_b = max(obs_a, min(clear_o + fw["observe"], me))
+    restart = None
+    if cleared is not None:
+        hw0 = health["wall_ns"].to_numpy()
+        up = np.sort(hw0[(health["state"].to_numpy() == "UP") & (hw0 >= cleared) & (hw0 < obs_b)])
+        restart = int(up[0]) if len(up) else None
 
     def secs(x):
         return (x - applied) / 1e9

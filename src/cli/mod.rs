@@ -7,6 +7,7 @@ mod decide;
 mod deploy;
 pub mod images;
 mod plan;
+mod report;
 mod run;
 mod schema;
 mod status;
@@ -51,6 +52,8 @@ pub enum Command {
     Images(images::ImagesArgs),
     /// Check a study's results against its committed, pre-registered plan.
     Audit(audit::AuditArgs),
+    /// The study's answers from its raw data: report.md, index.html, metrics.csv, summary.csv.
+    Report(report::ReportArgs),
 }
 
 impl Cli {
@@ -68,6 +71,7 @@ impl Cli {
             Command::Topology(a) => a.exec(&mut out),
             Command::Images(a) => a.exec(),
             Command::Audit(a) => a.exec(&mut out),
+            Command::Report(a) => a.exec(&mut out),
         }
     }
 }

@@ -74,13 +74,21 @@ pub struct Saturation {
     pub steps: Vec<StepVerdict>,
 }
 
+/// The 1-based nearest rank of the `p`-th percentile among `n` values:
+/// `max(1, ceil(p × n / 100))`, computed exactly with `p` in thousandths (in floating point,
+/// 99.9 / 100 × 1000 is 999.0000000000001 and would round up to 1000).
+pub fn rank(p: f64, n: usize) -> usize {
+    let milli = (p * 1000.0).round().max(0.0) as u128;
+    let r = (milli * n as u128).div_ceil(100_000) as usize;
+    r.clamp(1, n.max(1))
+}
+
 /// Nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    Some(sorted[rank.min(sorted.len()) - 1])
+    Some(sorted[rank(p, sorted.len()) - 1])
 }
 
 fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, bool) {
@@ -164,6 +172,16 @@ pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranks_are_exact() {
+        assert_eq!(rank(99.9, 1000), 999);
+        assert_eq!(rank(99.0, 100), 99);
+        assert_eq!(rank(50.0, 3), 2);
+        assert_eq!(rank(2.5, 10_000), 250);
+        assert_eq!(rank(97.5, 10_000), 9750);
+        assert_eq!(rank(0.0, 5), 1);
+    }
 
     const S: i128 = 1_000_000_000;
 

@@ -113,6 +113,31 @@ impl Fixture {
     /// Runs `run` to its end: `run-started`, a directory with raw files, its sealed
     /// manifest, `run-finished`. Returns the directory, relative to the study directory.
     pub fn complete(&mut self, run: &RunSpec) -> Result<String, FixtureError> {
+        let replica_log = format!("{}/{}", rundir::LOGS_DIR, rundir::log_file("replica-1"));
+        let files: Vec<(String, Vec<u8>)> = [
+            (
+                rundir::REQUESTS_CSV.to_string(),
+                "start_ns,end_ns,route,status\n1000,2000,feed,200\n3000,4500,feed,200\n",
+            ),
+            (
+                rundir::EVENTS_CSV.to_string(),
+                "wall_ns,t_s,event,subject,detail\n1,0,phase,measure,\n",
+            ),
+            (replica_log, "2026-12-01T00:00:00Z ready\n"),
+        ]
+        .into_iter()
+        .map(|(n, t)| (n, t.as_bytes().to_vec()))
+        .collect();
+        self.complete_with(run, &files)
+    }
+
+    /// Like `complete`, with the run directory's files given (path relative to the run
+    /// directory, contents): e.g. the raw data of a synthetic run, for the report's tests.
+    pub fn complete_with(
+        &mut self,
+        run: &RunSpec,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<String, FixtureError> {
         let attempt = {
             let n = self.attempts.entry(run.id.clone()).or_default();
             *n += 1;
@@ -128,19 +153,9 @@ impl Fixture {
         })?;
         let io = |p: &Path| crate::ledger::files::fail("write", p);
         std::fs::create_dir_all(path.join(rundir::LOGS_DIR)).map_err(io(&path))?;
-        let replica_log = format!("{}/{}", rundir::LOGS_DIR, rundir::log_file("replica-1"));
-        for (name, text) in [
-            (
-                rundir::REQUESTS_CSV,
-                "start_ns,end_ns,route,status\n1000,2000,feed,200\n3000,4500,feed,200\n",
-            ),
-            (
-                rundir::EVENTS_CSV,
-                "wall_ns,t_s,event,subject,detail\n1,0,phase,measure,\n",
-            ),
-            (replica_log.as_str(), "2026-12-01T00:00:00Z ready\n"),
-        ] {
-            std::fs::write(path.join(name), text).map_err(io(&path.join(name)))?;
+        for (name, bytes) in files {
+            let p = path.join(name);
+            std::fs::write(&p, bytes).map_err(io(&p))?;
         }
         Manifest {
             format_version: manifest::FORMAT_VERSION,

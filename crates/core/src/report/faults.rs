@@ -32,6 +32,8 @@ pub struct Control {
 /// The instants, from events.csv and health.csv; `None` when the fault was never applied.
 pub fn instants(frame: &Frame, events: &[Event], health: &[Health]) -> Option<Instants> {
     let fault = frame.fault_window.as_ref()?;
+    let mut events: Vec<&Event> = events.iter().collect();
+    events.sort_by_key(|e| e.wall_ns);
     let applied = events.iter().find(|e| e.event == "fault-applied")?.wall_ns;
     let cleared = events
         .iter()
@@ -205,6 +207,8 @@ pub fn rows(
     );
 
     let c = control(frame, reqs, i.applied);
+    // Without a request before the fault there is nothing to recover to.
+    let no_control = c.p95.is_none();
     for (d, origin, missing) in [
         ("clear", i.cleared, NOT_OBSERVED),
         (
@@ -219,6 +223,7 @@ pub fn rows(
     ] {
         let mut x = out.under(d);
         match origin {
+            _ if no_control => x.empty("time_to_recover", "s", super::rows::NONE),
             None => x.empty("time_to_recover", "s", missing),
             Some(o) => x.or(
                 "time_to_recover",
@@ -244,6 +249,10 @@ pub fn rows(
     out.value("fault_worst_p99", worst(i.applied, cleared), "ms");
     out.value("observe_worst_p99", worst(cleared, i.observe_end), "ms");
     for (m, share) in [("seconds_below_50pct", 0.5), ("seconds_below_90pct", 0.9)] {
+        if no_control {
+            out.empty(m, "count", super::rows::NONE);
+            continue;
+        }
         let n = seconds
             .iter()
             .filter(|s| s.start_ns >= i.applied && s.start_ns < i.observe_end)
@@ -251,7 +260,11 @@ pub fn rows(
             .count();
         out.count(m, n);
     }
-    out.value("control_throughput", Some(c.throughput), "1/s");
+    out.value(
+        "control_throughput",
+        (!no_control).then_some(c.throughput),
+        "1/s",
+    );
     out.value("control_p95", c.p95, "ms");
     out.value("control_p99", c.p99, "ms");
 }

@@ -37,7 +37,7 @@ impl Stats {
             match r.status {
                 0 => s.no_response += 1,
                 400..=499 => s.status_4xx += 1,
-                500..=599 => s.status_5xx += 1,
+                500.. => s.status_5xx += 1,
                 _ => {}
             }
             if r.failed() {
@@ -71,8 +71,7 @@ pub fn quick_p(reqs: &[Req], p: f64, scratch: &mut Vec<f64>) -> Option<f64> {
     }
     scratch.clear();
     scratch.extend(reqs.iter().map(|r| r.duration_ms));
-    let rank = ((p / 100.0) * scratch.len() as f64).ceil().max(1.0) as usize;
-    let k = rank.min(scratch.len()) - 1;
+    let k = crate::analysis::saturation::rank(p, scratch.len()) - 1;
     let (_, v, _) = scratch.select_nth_unstable_by(k, f64::total_cmp);
     Some(*v)
 }

@@ -76,7 +76,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
             cap.role.as_str(),
             "load-generator" | "fault-proxy" | "balancer"
         ) {
-            let mut x = out.for_container(name);
+            let mut x = out.under("measured").for_container(name);
             x.value(
                 "path_cpu_p95_pct_of_cap",
                 usage[name].cpu_share(m.start_ns, m.end_ns).1,

@@ -47,8 +47,10 @@ pub fn prepare(samples: &[Sample], caps: &BTreeMap<String, Cap>) -> BTreeMap<Str
             (true, Some(cpu)) => {
                 if let Some((t, c)) = last.insert(&s.container, (s.unix_ns, cpu)) {
                     let dt = (s.unix_ns - t) as f64 / 1e9;
-                    if dt > 0.0 {
-                        let used = cpu - c;
+                    let used = cpu - c;
+                    // A counter that went back (a reset) or a clock that did not advance
+                    // makes no interval; the chain goes on from this row.
+                    if dt > 0.0 && used >= 0.0 {
                         u.intervals.push(Interval {
                             end_ns: s.unix_ns,
                             cpu_s: used,

@@ -190,6 +190,7 @@ impl Frame {
             })
             .collect();
         let (contender, variant) = split_variant(&i.run.contender);
+        let r = &plan.analysis.recovery;
         Frame {
             contender,
             variant,
@@ -210,12 +211,12 @@ impl Frame {
             fault_window,
             caps,
             recovery: RecoveryRule {
-                window_ns: 10_000_000_000,
-                step_ns: 100_000_000,
-                hold_ns: 10_000_000_000,
-                throughput_tolerance: 0.05,
-                latency_tolerance: 0.10,
-            }, // PLAN-ANALYSIS: from plan.analysis.recovery once merged
+                window_ns: r.window_ns(),
+                step_ns: r.step_ns(),
+                hold_ns: r.hold_ns(),
+                throughput_tolerance: r.throughput_fraction(),
+                latency_tolerance: r.latency_fraction(),
+            },
         }
     }
 }

@@ -36,8 +36,17 @@ pub const K6_CSV_GZ: &str = "k6.csv.gz";
 /// Every container's output, one file per role.
 pub const LOGS_DIR: &str = "logs";
 
+/// The report's directory in the study directory (`feedbench report`, docs/analysis.md).
+pub const REPORT_DIR: &str = "report";
+/// The report's files.
+pub const INDEX_HTML: &str = "index.html";
+pub const REPORT_MD: &str = "report.md";
+pub const METRICS_CSV: &str = "metrics.csv";
+pub const SUMMARY_CSV: &str = "summary.csv";
+pub const METRICS_JSON: &str = "metrics.json";
+
 /// Every file name above, for checks that no other module spells one.
-pub const FILE_NAMES: [&str; 11] = [
+pub const FILE_NAMES: [&str; 16] = [
     RUN_JSON,
     MANIFEST_JSON,
     EVENTS_CSV,
@@ -49,6 +58,11 @@ pub const FILE_NAMES: [&str; 11] = [
     LOAD_JS,
     K6_CSV_GZ,
     layout::JOURNAL,
+    INDEX_HTML,
+    REPORT_MD,
+    METRICS_CSV,
+    SUMMARY_CSV,
+    METRICS_JSON,
 ];
 
 /// A container's log file under `logs/`, by its role's key.

@@ -1,0 +1,504 @@
+//! report.md: the study's answers as Markdown tables, from the report's rows (the same
+//! text, rendered, is the body of index.html).
+
+use std::fmt::Write as _;
+
+use feedbench_core::report::ramp::DEFINITIONS;
+use feedbench_core::report::rows::{number, Row};
+use feedbench_core::report::run::RunFigures;
+use feedbench_core::report::summary::{self, SummaryRow};
+use feedbench_core::report::usage::REPLICAS;
+use feedbench_core::report::StudyReport;
+
+/// A lookup over one run's rows.
+struct Rows<'a>(&'a [Row]);
+
+impl<'a> Rows<'a> {
+    fn find(
+        &self,
+        metric: &str,
+        definition: &str,
+        container: &str,
+        step: Option<f64>,
+    ) -> Option<&'a Row> {
+        self.0.iter().find(|r| {
+            r.metric == metric
+                && r.definition == definition
+                && r.container == container
+                && r.step_rate == step
+                && r.second.is_none()
+        })
+    }
+
+    /// The value with its unit scaled for reading, or the note.
+    fn show(&self, metric: &str, definition: &str, container: &str, step: Option<f64>) -> String {
+        show(self.find(metric, definition, container, step))
+    }
+}
+
+fn round(v: f64) -> String {
+    let digits = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 1.0 {
+        2
+    } else {
+        4
+    };
+    number((v * 10f64.powi(digits)).round() / 10f64.powi(digits))
+}
+
+fn show(row: Option<&Row>) -> String {
+    let Some(r) = row else {
+        return "–".into();
+    };
+    match r.value {
+        None => format!("({})", r.note),
+        Some(v) => {
+            let text = match r.unit.as_str() {
+                "ratio" => format!("{} %", round(v * 100.0)),
+                "bytes" => format!("{} MiB", round(v / 1_048_576.0)),
+                "count" => number(v),
+                u => format!("{} {u}", round(v)),
+            };
+            if r.note.is_empty() {
+                text
+            } else {
+                format!("{text} ({})", r.note)
+            }
+        }
+    }
+}
+
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}|", vec!["---"; header.len()].join("|"));
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn run_name(r: &RunFigures) -> String {
+    format!("`{}`", r.key.run)
+}
+
+/// The whole report.md.
+pub fn render(report: &StudyReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Report: study `{}`\n", report.study);
+    let verdict = if report.audit.undeclared == 0 {
+        "clean (no undeclared departure)".to_string()
+    } else {
+        format!(
+            "{} undeclared departures (see `feedbench audit`)",
+            report.audit.undeclared
+        )
+    };
+    let _ = writeln!(
+        out,
+        "Plan `{}`, plan hash `{}`, registered in commit `{}`. Audit: {verdict}; {} declared departures, {} gaps.\n",
+        report.plan_file, report.plan_hash, report.registration, report.audit.declared, report.audit.gaps
+    );
+    let _ = writeln!(
+        out,
+        "{} runs analysed, {} left out, {} gaps. Every figure is defined in docs/analysis.md and recomputed from the raw CSVs by `feedbench report --verify`. Latency is requests.csv's `duration_ms` throughout; the objective counts no-response and 5xx answers as failed.\n",
+        report.runs.len(),
+        report.excluded.len(),
+        report.gaps.len()
+    );
+    ramps(&mut out, report);
+    runs(&mut out, report);
+    faults(&mut out, report);
+    path(&mut out, report);
+    repetitions(&mut out, report);
+    left_out(&mut out, report);
+    out
+}
+
+fn ramps(out: &mut String, report: &StudyReport) {
+    let ramps: Vec<&RunFigures> = report
+        .runs
+        .iter()
+        .filter(|r| !r.frame.steps.is_empty())
+        .collect();
+    if ramps.is_empty() {
+        return;
+    }
+    out.push_str("## Saturation\n\nUnder five definitions side by side (docs/analysis.md, \"Step ramps\"): the last step rate that met each before the first that did not.\n\n");
+    let mut rows = Vec::new();
+    for r in &ramps {
+        let x = Rows(&r.rows);
+        for d in DEFINITIONS {
+            rows.push(vec![
+                run_name(r),
+                d.to_string(),
+                x.show("saturation", d, "", None),
+                x.show("first_breach", d, "", None),
+            ]);
+        }
+    }
+    table(
+        out,
+        &["run", "definition", "saturation", "first breach"],
+        &rows,
+    );
+    for r in &ramps {
+        let x = Rows(&r.rows);
+        let _ = writeln!(out, "### Steps of {}\n", run_name(r));
+        let mut header = vec!["step rate", "offered", "achieved", "p99", "failed"];
+        header.extend(DEFINITIONS);
+        let rows: Vec<Vec<String>> = r
+            .frame
+            .steps
+            .iter()
+            .map(|s| {
+                let st = Some(s.rate);
+                let mut row = vec![
+                    format!("{}/s", number(s.rate)),
+                    x.show("step_offered_rate", "", "", st),
+                    x.show("step_achieved_rate", "", "", st),
+                    x.show("step_p99", "", "", st),
+                    x.show("step_failed_share", "", "", st),
+                ];
+                for d in DEFINITIONS {
+                    let met = x.find("step_met", d, "", st).and_then(|r| r.value);
+                    row.push(match met {
+                        Some(v) if v > 0.0 => "met".into(),
+                        Some(_) => "**not met**".into(),
+                        None => "–".into(),
+                    });
+                }
+                row
+            })
+            .collect();
+        table(out, &header, &rows);
+        if let Some(step) = r
+            .rows
+            .iter()
+            .find(|row| row.definition == "first-breach")
+            .and_then(|row| row.step_rate)
+        {
+            let _ = writeln!(out, "Where the CPU was at {}/s (the first breaching step under `objective-windows`, or the last step):\n", number(step));
+            usage_table(out, r, "first-breach", Some(step));
+        }
+    }
+}
+
+fn usage_table(out: &mut String, r: &RunFigures, definition: &str, step: Option<f64>) {
+    let x = Rows(&r.rows);
+    let mut rows: Vec<Vec<String>> = r
+        .frame
+        .caps
+        .iter()
+        .map(|(name, cap)| {
+            vec![
+                format!("`{name}`"),
+                cap.role.clone(),
+                format!("{}", number(cap.cpus)),
+                x.show("cpu_mean_pct_of_cap", definition, name, step),
+                x.show("cpu_p95_pct_of_cap", definition, name, step),
+                x.show("memory_rss_mean", definition, name, step),
+                x.show("memory_rss_peak", definition, name, step),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        format!("`{REPLICAS}`"),
+        "sum".into(),
+        "".into(),
+        "".into(),
+        "".into(),
+        x.show("memory_rss_mean", definition, REPLICAS, step),
+        x.show("memory_rss_peak", definition, REPLICAS, step),
+    ]);
+    table(
+        out,
+        &[
+            "container",
+            "role",
+            "cap (cores)",
+            "CPU mean, % of cap",
+            "CPU p95, % of cap",
+            "RSS mean",
+            "RSS peak",
+        ],
+        &rows,
+    );
+}
+
+fn runs(out: &mut String, report: &StudyReport) {
+    out.push_str("## Every run's measured phase\n\n");
+    let rows: Vec<Vec<String>> = report
+        .runs
+        .iter()
+        .map(|r| {
+            let x = Rows(&r.rows);
+            let mut row = vec![run_name(r)];
+            for m in [
+                "offered_rate",
+                "achieved_rate",
+                "latency_p50",
+                "latency_p90",
+                "latency_p95",
+                "latency_p99",
+                "latency_p99_9",
+                "latency_max",
+                "failed_share",
+                "no_response_share",
+                "status_5xx_share",
+                "status_4xx_share",
+            ] {
+                row.push(x.show(m, "", "", None));
+            }
+            row.push(x.show("requests_per_core_second", "measured", REPLICAS, None));
+            row.push(x.show("memory_rss_peak", "measured", REPLICAS, None));
+            row
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "run",
+            "offered",
+            "achieved",
+            "p50",
+            "p90",
+            "p95",
+            "p99",
+            "p99.9",
+            "max",
+            "failed",
+            "no response",
+            "5xx",
+            "4xx",
+            "requests per replica core-second",
+            "replicas' RSS peak",
+        ],
+        &rows,
+    );
+    for r in &report.runs {
+        let _ = writeln!(
+            out,
+            "CPU and memory of {} over its measured phase:\n",
+            run_name(r)
+        );
+        usage_table(out, r, "measured", None);
+    }
+}
+
+fn faults(out: &mut String, report: &StudyReport) {
+    let with: Vec<&RunFigures> = report
+        .runs
+        .iter()
+        .filter(|r| r.frame.fault_window.is_some())
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`).\n\n");
+    let rows: Vec<Vec<String>> = with
+        .iter()
+        .map(|r| {
+            let x = Rows(&r.rows);
+            vec![
+                run_name(r),
+                r.frame
+                    .fault_window
+                    .as_ref()
+                    .map(|f| format!("{} ({})", f.name, f.injection))
+                    .unwrap_or_default(),
+                x.show("detect_balancer_down", "", "", None),
+                x.show("detect_failed_request", "", "", None),
+                x.show("detect_objective_window", "", "", None),
+                x.show("time_to_recover", "clear", "", None),
+                x.show("time_to_recover", "restart", "", None),
+                x.show("fault_failed", "", "", None),
+                x.show("observe_failed", "", "", None),
+                x.show("fault_worst_p99", "", "", None),
+                x.show("observe_worst_p99", "", "", None),
+                x.show("seconds_below_50pct", "", "", None),
+                x.show("seconds_below_90pct", "", "", None),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "run",
+            "fault",
+            "detect: balancer DOWN",
+            "detect: failed request",
+            "detect: objective window",
+            "time to recover (clear)",
+            "time to recover (restart)",
+            "failed during",
+            "failed after",
+            "worst p99 during",
+            "worst p99 after",
+            "s below 50 %",
+            "s below 90 %",
+        ],
+        &rows,
+    );
+}
+
+fn path(out: &mut String, report: &StudyReport) {
+    out.push_str("## The measurement path\n\nThe load generator, fault proxy and balancer of every analysed run: nothing in the path should have bound.\n\n");
+    let rows: Vec<Vec<String>> = report
+        .runs
+        .iter()
+        .map(|r| {
+            let x = Rows(&r.rows);
+            let by_role = |role: &str| {
+                r.frame
+                    .caps
+                    .iter()
+                    .find(|(_, c)| c.role == role)
+                    .map(|(n, _)| x.show("path_cpu_p95_pct_of_cap", "measured", n, None))
+                    .unwrap_or_else(|| "–".into())
+            };
+            vec![
+                run_name(r),
+                by_role("load-generator"),
+                by_role("fault-proxy"),
+                by_role("balancer"),
+                x.show("dropped_iterations", "", "", None),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "run",
+            "load generator CPU p95, % of cap",
+            "fault proxy",
+            "balancer",
+            "dropped iterations",
+        ],
+        &rows,
+    );
+}
+
+const HEADLINE: [(&str, &str, &str); 6] = [
+    ("saturation", "objective-windows", ""),
+    ("latency_p99", "", ""),
+    ("failed_share", "", ""),
+    ("requests_per_core_second", "measured", REPLICAS),
+    ("memory_rss_peak", "measured", REPLICAS),
+    ("time_to_recover", "clear", ""),
+];
+
+fn headline(s: &SummaryRow) -> bool {
+    s.step_rate.is_none()
+        && HEADLINE
+            .iter()
+            .any(|(m, d, c)| s.metric == *m && s.definition == *d && s.container == *c)
+}
+
+fn fmt_summary(s: &SummaryRow) -> String {
+    let unit = |v: f64| match s.unit.as_str() {
+        "ratio" => format!("{} %", round(v * 100.0)),
+        "bytes" => format!("{} MiB", round(v / 1_048_576.0)),
+        u => format!("{} {u}", round(v)),
+    };
+    match (s.median, s.ci_low, s.ci_high) {
+        (Some(m), Some(l), Some(h)) => format!("{} [{} – {}]", unit(m), unit(l), unit(h)),
+        (Some(m), _, _) => format!("{} (n = {}, no interval)", unit(m), s.n),
+        _ => "(none)".into(),
+    }
+}
+
+fn repetitions(out: &mut String, report: &StudyReport) {
+    out.push_str("## Across repetitions\n\nMedian and, with 3 or more repetitions, a bootstrap 95 % interval (docs/analysis.md); every figure is in summary.csv.\n\n");
+    let key = |s: &SummaryRow| {
+        let c = if s.variant.is_empty() {
+            s.contender.clone()
+        } else {
+            format!("{}.{}", s.contender, s.variant)
+        };
+        (c, s.profile.clone(), s.fault.clone())
+    };
+    let rows: Vec<Vec<String>> = report
+        .summary
+        .iter()
+        .filter(|s| headline(s))
+        .map(|s| {
+            let (c, p, f) = key(s);
+            let what = if s.definition.is_empty() {
+                s.metric.clone()
+            } else {
+                format!("{} ({})", s.metric, s.definition)
+            };
+            vec![c, p, f, what, fmt_summary(s)]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "contender",
+            "profile",
+            "fault",
+            "figure",
+            "median [95 % interval]",
+        ],
+        &rows,
+    );
+    // Contenders compared on each headline figure, per profile and fault.
+    let mut lines = Vec::new();
+    let hs: Vec<&SummaryRow> = report.summary.iter().filter(|s| headline(s)).collect();
+    for (i, a) in hs.iter().enumerate() {
+        for b in &hs[i + 1..] {
+            let (ka, kb) = (key(a), key(b));
+            if ka.0 != kb.0
+                && ka.1 == kb.1
+                && ka.2 == kb.2
+                && a.metric == b.metric
+                && a.definition == b.definition
+                && a.container == b.container
+            {
+                lines.push(format!(
+                    "- {} on {}{}: {}",
+                    a.metric,
+                    ka.1,
+                    if ka.2.is_empty() {
+                        String::new()
+                    } else {
+                        format!("+{}", ka.2)
+                    },
+                    summary::compare(&ka.0, a, &kb.0, b)
+                ));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str("Comparisons (never a bare winner: \"not distinguishable\" when the intervals overlap or fewer than 3 repetitions exist):\n\n");
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+        out.push('\n');
+    }
+}
+
+fn left_out(out: &mut String, report: &StudyReport) {
+    out.push_str("## Runs left out\n\n");
+    if report.excluded.is_empty() && report.gaps.is_empty() {
+        out.push_str("None: every planned run stands and was analysed.\n\n");
+        return;
+    }
+    let rows: Vec<Vec<String>> = report
+        .excluded
+        .iter()
+        .chain(&report.gaps)
+        .map(|l| {
+            let mut reason = l.reason.replace('|', "\\|");
+            if !l.evidence.is_empty() {
+                reason.push_str(&format!(
+                    "; evidence: {}",
+                    l.evidence.join("; ").replace('|', "\\|")
+                ));
+            }
+            vec![format!("`{}`", l.run), l.state.clone(), reason]
+        })
+        .collect();
+    table(out, &["run", "state", "reason and evidence"], &rows);
+}

@@ -1,0 +1,117 @@
+//! Helpers for the report's tests: the smoke plan committed in a repository, its runs
+//! completed through the ledger's own writers with synthetic raw data written by
+//! twin/tests/gen.py (known answers), and `feedbench report` run in it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::audit::Repo;
+use super::repo as project;
+use feedbench::audit::fixture::Fixture;
+use feedbench::plan::RunSpec;
+use serde_json::Value;
+
+pub const PLAN: &str = "experiments/smoke.yaml";
+
+pub fn python() -> String {
+    let py = feedbench::report::verify::python(&project().join("twin"));
+    let ok = Command::new(&py)
+        .args(["-c", "import pandas"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "`{py}` has no pandas: python3 -m venv twin/.venv && twin/.venv/bin/pip install -r twin/requirements.txt (scripts/test does this)");
+    py
+}
+
+/// The generator's run directories, by what they hold.
+pub fn generated(root: &Path) -> Vec<PathBuf> {
+    let out = Command::new(python())
+        .arg(project().join("twin/tests/gen.py"))
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// A run directory's files, with run.json's run and frame renamed to `run`.
+pub fn files_for(source: &Path, run: &RunSpec) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(source).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let mut bytes = std::fs::read(&p).unwrap();
+        if name == "run.json" {
+            let mut v: Value = serde_json::from_slice(&bytes).unwrap();
+            v["run_id"] = run.id.clone().into();
+            let f = &mut v["frame"];
+            f["contender"] = "feed-rs".into();
+            f["variant"] = Value::Null;
+            f["profile"] = run.profile.clone().into();
+            f["repetition"] = run.repetition.into();
+            bytes = serde_json::to_vec_pretty(&v).unwrap();
+        }
+        out.push((name, bytes));
+    }
+    out
+}
+
+/// A repository with the smoke plan committed and a study directory started.
+pub fn study() -> (Repo, Fixture, Vec<RunSpec>) {
+    let repo = Repo::new();
+    repo.link_project_dirs(&["contenders", "images"]);
+    let text = std::fs::read_to_string(project().join(PLAN)).unwrap();
+    repo.write(PLAN, &text);
+    repo.commit("register the smoke plan");
+    let (f, runs) = Fixture::start(&repo.path(PLAN), &repo.path("results")).unwrap();
+    (repo, f, runs)
+}
+
+/// Completes every planned run with generated data: the ramp from the ramp scenario, the
+/// kill from the kill scenario, the latency run from a constant run.
+pub fn complete_all(f: &mut Fixture, runs: &[RunSpec], gen: &[PathBuf]) {
+    let pick = |needle: &str| {
+        gen.iter()
+            .find(|p| p.to_string_lossy().contains(needle))
+            .unwrap_or_else(|| panic!("no generated {needle}"))
+    };
+    for run in runs {
+        let source = if run.profile == "ramp" {
+            pick("_ramp_r1")
+        } else if run.fault.as_deref() == Some("replica-kill") {
+            pick("replica-kill")
+        } else {
+            pick("_baseline_r1")
+        };
+        f.complete_with(run, &files_for(source, run)).unwrap();
+    }
+}
+
+pub fn report(repo: &Repo, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo.dir.path())
+        .arg("report")
+        .arg(PLAN)
+        .args(args)
+        .env("FEEDBENCH_TWIN", project().join("twin"))
+        .env("FEEDBENCH_PYTHON", python())
+        .output()
+        .unwrap()
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

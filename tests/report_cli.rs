@@ -1,0 +1,161 @@
+//! `feedbench report` on a study: the smoke plan committed in a repository, its runs
+//! completed with synthetic raw data (twin/tests/gen.py) through the ledger's own writers.
+//! The four files and the summary are written, `--verify` agrees and then catches an
+//! edited raw value, and bad input gets a clear error with nothing half-written.
+
+mod common;
+
+use common::audit::Repo;
+use common::report::{complete_all, generated, report, study, text, PLAN};
+use feedbench::audit::fixture::Fixture;
+use serde_json::Value;
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn a_study_reports_verifies_and_catches_an_edit() {
+    let gen = tempfile::tempdir().unwrap();
+    let (repo, mut f, runs) = study();
+    complete_all(&mut f, &runs, &generated(gen.path()));
+    let o = report(&repo, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let dir = repo.path("results/smoke/report");
+    for file in [
+        "index.html",
+        "report.md",
+        "metrics.csv",
+        "summary.csv",
+        "metrics.json",
+    ] {
+        assert!(dir.join(file).is_file(), "no {file}: {}", text(&o));
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains(&f.plan_hash), "the plan hash at the top:\n{md}");
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    assert!(md.contains(head.trim()), "the registration commit:\n{md}");
+    assert!(md.contains("Audit: clean"), "{md}");
+    assert!(md.contains("3 runs analysed"), "{md}");
+    // The kill's recovery, as the scenario was built to have it.
+    let kill = md
+        .lines()
+        .find(|l| l.contains("replica-kill (kill-replica)"))
+        .unwrap();
+    assert!(
+        kill.contains("| 12 s |") && kill.contains("| 10 s |"),
+        "{kill}"
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(json["format_version"], 1);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        md,
+        "markdown is printed"
+    );
+
+    let v = report(&repo, &["--verify"]);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v));
+    assert!(
+        String::from_utf8_lossy(&v.stderr).contains("agrees"),
+        "{}",
+        text(&v)
+    );
+
+    // One latency edited in the kill run's raw data, after the report was written.
+    let requests = repo.path("results/smoke/runs/feed-rs_baseline_replica-kill_r1/requests.csv");
+    let raw = std::fs::read_to_string(&requests).unwrap();
+    let mut lines: Vec<String> = raw.lines().map(String::from).collect();
+    let mut cols: Vec<String> = lines[3000].split(',').map(String::from).collect();
+    cols[5] = "4000".into();
+    lines[3000] = cols.join(",");
+    std::fs::write(&requests, lines.join("\n") + "\n").unwrap();
+    let v = report(&repo, &["--verify"]);
+    assert_eq!(v.status.code(), Some(1), "{}", text(&v));
+    let err = String::from_utf8_lossy(&v.stderr);
+    assert!(
+        err.contains("disagrees") && err.contains("latency_max"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn a_run_missing_a_csv_is_listed_as_not_analysable() {
+    let gen = tempfile::tempdir().unwrap();
+    let (repo, mut f, runs) = study();
+    complete_all(&mut f, &runs, &generated(gen.path()));
+    std::fs::remove_file(repo.path("results/smoke/runs/feed-rs_ramp_r1/containers.csv")).unwrap();
+    let o = report(&repo, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let md = std::fs::read_to_string(repo.path("results/smoke/report/report.md")).unwrap();
+    let line = md
+        .lines()
+        .find(|l| l.contains("`feed-rs/ramp/r1` | not analysable"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        line.contains("containers.csv") && line.contains("is missing"),
+        "{line}"
+    );
+    assert!(md.contains("2 runs analysed"), "{md}");
+}
+
+#[test]
+fn a_study_without_results_is_refused_and_nothing_is_written() {
+    let (repo, _f, _runs) = study();
+    let o = report(&repo, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("holds no result that stands") && err.contains("3 not run"),
+        "{err}"
+    );
+    assert!(!repo.path("results/smoke/report").exists());
+    // No study directory at all.
+    let empty = Repo::new();
+    empty.link_project_dirs(&["contenders", "images"]);
+    empty.write(
+        PLAN,
+        &std::fs::read_to_string(common::repo().join(PLAN)).unwrap(),
+    );
+    empty.commit("register");
+    let o = report(&empty, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn results_under_an_unconnected_plan_hash_are_named() {
+    let (repo, f, runs) = study();
+    let mut other = Fixture::start_with(
+        &repo.path("results/smoke-other/smoke"),
+        "smoke",
+        PLAN,
+        "0123456789abcdef",
+        f.git.clone(),
+        &runs,
+    )
+    .unwrap();
+    other.complete(&runs[0]).unwrap();
+    let o = report(&repo, &["--results", "results/smoke-other"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("0123456789abcdef") && err.contains(&f.plan_hash) && err.contains("--amend"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn an_unwritable_output_directory_is_named_and_the_previous_report_kept() {
+    let gen = tempfile::tempdir().unwrap();
+    let (repo, mut f, runs) = study();
+    complete_all(&mut f, &runs, &generated(gen.path()));
+    repo.write("plain-file", "x");
+    let o = report(&repo, &["--out", "plain-file/report"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("plain-file/report") && err.contains("--out"),
+        "{err}"
+    );
+    assert_eq!(repo.read("plain-file"), "x");
+}

@@ -1,0 +1,160 @@
+//! The report's figures and the twin's (twin/recompute.py, pandas, written from the docs
+//! alone) on run directories with known answers (twin/tests/gen.py writes them): both agree
+//! on every row, both find the answers the directories were built to have, and a raw value
+//! edited afterwards makes them disagree.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use feedbench::report::verify;
+use feedbench_core::report::rows::{self, Row};
+use feedbench_core::report::run;
+use feedbench_core::rundir::record::RunRecord;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The twin's Python, failing with how to get it when pandas is missing.
+fn python() -> String {
+    let py = verify::python(&repo().join("twin"));
+    let ok = Command::new(&py)
+        .args(["-c", "import pandas, numpy"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "`{py}` has no pandas: python3 -m venv twin/.venv && twin/.venv/bin/pip install -r twin/requirements.txt (scripts/test does this)"
+    );
+    py
+}
+
+/// Writes the known-answer run directories; returns them in the generator's order.
+fn generate(root: &Path, extra: &[&str]) -> Vec<PathBuf> {
+    let out = Command::new(python())
+        .arg(repo().join("twin/tests/gen.py"))
+        .arg(root)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect()
+}
+
+fn ours(dirs: &[PathBuf]) -> Vec<Row> {
+    dirs.iter()
+        .flat_map(|d| {
+            let record = RunRecord::read(d).unwrap();
+            run::analyse(d, &record).unwrap().rows
+        })
+        .collect()
+}
+
+fn value(rows: &[Row], run: &str, metric: &str, definition: &str) -> (Option<f64>, String) {
+    let r = rows
+        .iter()
+        .find(|r| {
+            r.key.run == run
+                && r.metric == metric
+                && r.definition == definition
+                && r.step_rate.is_none()
+                && r.container.is_empty()
+        })
+        .unwrap_or_else(|| panic!("no {metric} ({definition}) for {run}"));
+    (r.value, r.note.clone())
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn both_implementations_agree_and_find_the_known_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = generate(tmp.path(), &[]);
+    let ours = ours(&dirs);
+    let theirs = verify::recompute(&dirs).unwrap();
+    let d = rows::compare(&ours, &theirs);
+    assert!(
+        d.is_empty(),
+        "{} rows differ, e.g. {:#?}",
+        d.len(),
+        &d[..d.len().min(10)]
+    );
+    assert!(ours.len() > 500, "{} rows", ours.len());
+
+    let ramp = "feed-rs.indexed/ramp/r1";
+    for (definition, saturation) in [
+        ("objective-windows", 30.0),
+        ("p99-only", 30.0),
+        ("every-second", 10.0),
+        ("throughput-knee", 40.0),
+    ] {
+        assert_eq!(
+            value(&ours, ramp, "saturation", definition).0,
+            Some(saturation),
+            "{definition}"
+        );
+    }
+    // No step breached the error bound: the last step, not reached.
+    assert_eq!(
+        value(&ours, ramp, "saturation", "errors-only"),
+        (Some(50.0), "not reached".to_string())
+    );
+    let kill = "feed-rs.indexed/baseline+replica-kill/r1";
+    assert_eq!(value(&ours, kill, "time_to_recover", "clear").0, Some(12.0));
+    assert_eq!(
+        value(&ours, kill, "time_to_recover", "restart").0,
+        Some(10.0)
+    );
+    assert_eq!(value(&ours, kill, "detect_balancer_down", "").0, Some(2.5));
+    assert_eq!(value(&ours, kill, "detect_failed_request", "").0, Some(1.5));
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn a_raw_value_edited_afterwards_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = generate(tmp.path(), &[]);
+    let before = ours(&dirs);
+    // A request of the kill run's control (20 s into the measured phase, after 10 s of
+    // warm-up at 100/s) takes 4 s: the run's slowest, so its max latency changes.
+    let kill = dirs
+        .iter()
+        .find(|d| d.to_string_lossy().contains("replica-kill"))
+        .unwrap();
+    let path = kill.join("requests.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let cols: Vec<&str> = lines[3000].split(',').collect();
+    let mut edited: Vec<String> = cols.iter().map(|s| s.to_string()).collect();
+    edited[5] = "4000".into();
+    lines[3000] = edited.join(",");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let theirs = verify::recompute(&dirs).unwrap();
+    let d = rows::compare(&before, &theirs);
+    assert!(
+        d.iter().any(|d| d.row.contains("latency_max")),
+        "the edit shows in the figures: {d:#?}"
+    );
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn the_twin_own_tests_pass() {
+    let out = Command::new(python())
+        .args(["-m", "unittest", "discover", "-s"])
+        .arg(repo().join("twin/tests"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
