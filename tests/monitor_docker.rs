@@ -289,7 +289,21 @@ fn check(dir: &Path, summary: &MonitorSummary, cgroup: bool) {
                 num(r, "memory_bytes") > 0.0,
                 "{label}: {name} memory 0: {r:?}"
             );
+            // Resident memory: filled, above zero for a running process, and within the
+            // charge, which adds page cache to it.
+            let rss = num(r, "memory_rss_bytes");
+            assert!(
+                rss > 0.0 && rss <= num(r, "memory_bytes"),
+                "{label}: {name} rss {rss} against memory {}: {r:?}",
+                r["memory_bytes"]
+            );
             assert_eq!(r["source"], label);
+        }
+        if let Some(r) = mine.iter().rev().find(|r| r["status"] == "ok") {
+            eprintln!(
+                "{label}: {name} memory_bytes {} memory_rss_bytes {}",
+                r["memory_bytes"], r["memory_rss_bytes"]
+            );
         }
         if name != VICTIM {
             let ok = mine.iter().filter(|r| r["status"] == "ok").count();

@@ -4,7 +4,7 @@
 //! kill counts (the stats carry none), and its memory limit without a cap is the host's
 //! memory rather than empty.
 
-use bollard::container::{Stats, StatsOptions};
+use bollard::container::{MemoryStats, MemoryStatsStats, Stats, StatsOptions};
 use bollard::errors::Error as DockerError;
 use futures_util::StreamExt;
 
@@ -69,9 +69,147 @@ fn counters(s: &Stats) -> Option<Counters> {
         cpu_throttled_periods: Some(cpu.throttling_data.throttled_periods),
         cpu_throttled_ns: Some(cpu.throttling_data.throttled_time),
         memory_bytes: mem.usage,
+        memory_rss_bytes: resident(mem),
         memory_limit_bytes: mem.limit.filter(|l| *l < 1 << 62),
         oom_kills: None,
         net_rx_bytes: has_net.then_some(rx),
         net_tx_bytes: has_net.then_some(tx),
     })
+}
+
+/// Resident anonymous memory from the engine's copy of `memory.stat`: v1 `total_rss` (the
+/// cgroup with its descendants), or `rss` where an engine left `total_rss` zero; v2 `anon`.
+/// `None` when the stats carry no breakdown.
+fn resident(mem: &MemoryStats) -> Option<u64> {
+    match mem.stats.as_ref()? {
+        MemoryStatsStats::V1(v1) if v1.total_rss > 0 => Some(v1.total_rss),
+        MemoryStatsStats::V1(v1) => Some(v1.rss),
+        MemoryStatsStats::V2(v2) => Some(v2.anon),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memory part of a stats answer, as the engine sends it.
+    fn memory(json: &str) -> MemoryStats {
+        serde_json::from_str(json).expect("memory_stats")
+    }
+
+    const V1_KEYS: [&str; 31] = [
+        "active_anon",
+        "active_file",
+        "cache",
+        "dirty",
+        "hierarchical_memory_limit",
+        "inactive_anon",
+        "inactive_file",
+        "mapped_file",
+        "pgfault",
+        "pgmajfault",
+        "pgpgin",
+        "pgpgout",
+        "rss",
+        "rss_huge",
+        "total_active_anon",
+        "total_active_file",
+        "total_cache",
+        "total_dirty",
+        "total_inactive_anon",
+        "total_inactive_file",
+        "total_mapped_file",
+        "total_pgfault",
+        "total_pgmajfault",
+        "total_pgpgin",
+        "total_pgpgout",
+        "total_rss",
+        "total_rss_huge",
+        "total_unevictable",
+        "total_writeback",
+        "unevictable",
+        "writeback",
+    ];
+
+    fn v1(rss: u64, total_rss: u64) -> String {
+        let stats: Vec<String> = V1_KEYS
+            .iter()
+            .map(|k| {
+                let v = match *k {
+                    "rss" => rss,
+                    "total_rss" => total_rss,
+                    "cache" | "total_cache" => 40_000_000,
+                    _ => 7,
+                };
+                format!("\"{k}\":{v}")
+            })
+            .collect();
+        format!(
+            "{{\"usage\":48000000,\"max_usage\":50000000,\"limit\":67108864,\"stats\":{{{}}}}}",
+            stats.join(",")
+        )
+    }
+
+    #[test]
+    fn resident_memory_from_v1_stats() {
+        let m = memory(&v1(5_000_000, 6_000_000));
+        assert!(matches!(m.stats, Some(MemoryStatsStats::V1(_))), "{m:?}");
+        assert_eq!(m.usage, Some(48_000_000));
+        assert_eq!(resident(&m), Some(6_000_000));
+        assert_eq!(resident(&memory(&v1(5_000_000, 0))), Some(5_000_000));
+    }
+
+    #[test]
+    fn resident_memory_from_v2_stats() {
+        let keys = [
+            "anon",
+            "file",
+            "kernel_stack",
+            "slab",
+            "sock",
+            "shmem",
+            "file_mapped",
+            "file_dirty",
+            "file_writeback",
+            "anon_thp",
+            "inactive_anon",
+            "active_anon",
+            "inactive_file",
+            "active_file",
+            "unevictable",
+            "slab_reclaimable",
+            "slab_unreclaimable",
+            "pgfault",
+            "pgmajfault",
+            "workingset_refault",
+            "workingset_activate",
+            "workingset_nodereclaim",
+            "pgrefill",
+            "pgscan",
+            "pgsteal",
+            "pgactivate",
+            "pgdeactivate",
+            "pglazyfree",
+            "pglazyfreed",
+            "thp_fault_alloc",
+            "thp_collapse_alloc",
+        ];
+        let stats: Vec<String> = keys
+            .iter()
+            .map(|k| format!("\"{k}\":{}", if *k == "anon" { 3_000_000 } else { 9 }))
+            .collect();
+        let m = memory(&format!(
+            "{{\"usage\":20000000,\"limit\":67108864,\"stats\":{{{}}}}}",
+            stats.join(",")
+        ));
+        assert!(matches!(m.stats, Some(MemoryStatsStats::V2(_))), "{m:?}");
+        assert_eq!(resident(&m), Some(3_000_000));
+    }
+
+    #[test]
+    fn no_breakdown_no_resident_memory() {
+        // A stopped container's stats, and engines (Windows) without the breakdown.
+        assert_eq!(resident(&memory("{}")), None);
+        assert_eq!(resident(&memory("{\"usage\":1}")), None);
+    }
 }

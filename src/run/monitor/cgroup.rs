@@ -104,6 +104,7 @@ enum Files {
     V2 {
         cpu_stat: File,
         memory_current: File,
+        memory_stat: File,
         memory_max: File,
         memory_events: File,
     },
@@ -114,6 +115,7 @@ enum Files {
         user_sys: UserSys,
         cpu_stat: File,
         memory_usage: File,
+        memory_stat: File,
         memory_limit: File,
         oom_control: File,
     },
@@ -154,6 +156,7 @@ impl CgroupFiles {
                 Files::V2 {
                     cpu_stat: open(dir.join("cpu.stat"))?,
                     memory_current: open(dir.join("memory.current"))?,
+                    memory_stat: open(dir.join("memory.stat"))?,
                     memory_max: open(dir.join("memory.max"))?,
                     memory_events: open(dir.join("memory.events"))?,
                 }
@@ -179,6 +182,7 @@ impl CgroupFiles {
                     user_sys,
                     cpu_stat: open(cpu.join("cpu.stat"))?,
                     memory_usage: open(mem.join("memory.usage_in_bytes"))?,
+                    memory_stat: open(mem.join("memory.stat"))?,
                     memory_limit: open(mem.join("memory.limit_in_bytes"))?,
                     oom_control: open(mem.join("memory.oom_control"))?,
                 }
@@ -208,6 +212,7 @@ impl CgroupFiles {
             Files::V2 {
                 cpu_stat,
                 memory_current,
+                memory_stat,
                 memory_max,
                 memory_events,
             } => {
@@ -223,6 +228,7 @@ impl CgroupFiles {
                     parse::single(read_at0(memory_current, buf)?)
                         .ok_or_else(|| bad("memory.current"))?,
                 );
+                c.memory_rss_bytes = parse::v2_anon(read_at0(memory_stat, buf)?);
                 c.memory_limit_bytes = parse::memory_limit(read_at0(memory_max, buf)?);
                 c.oom_kills = parse::keyed(read_at0(memory_events, buf)?, "oom_kill");
             }
@@ -231,6 +237,7 @@ impl CgroupFiles {
                 user_sys,
                 cpu_stat,
                 memory_usage,
+                memory_stat,
                 memory_limit,
                 oom_control,
             } => {
@@ -258,6 +265,7 @@ impl CgroupFiles {
                     parse::single(read_at0(memory_usage, buf)?)
                         .ok_or_else(|| bad("memory.usage_in_bytes"))?,
                 );
+                c.memory_rss_bytes = parse::v1_rss(read_at0(memory_stat, buf)?);
                 c.memory_limit_bytes = parse::memory_limit(read_at0(memory_limit, buf)?);
                 c.oom_kills = parse::keyed(read_at0(oom_control, buf)?, "oom_kill");
             }
@@ -307,11 +315,22 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let systemd = root.path().join("system.slice/docker-abc.scope");
         std::fs::create_dir_all(&systemd).unwrap();
-        for f in ["cpu.stat", "memory.current", "memory.max", "memory.events"] {
+        for f in [
+            "cpu.stat",
+            "memory.current",
+            "memory.stat",
+            "memory.max",
+            "memory.events",
+        ] {
             std::fs::write(systemd.join(f), "").unwrap();
         }
         std::fs::write(systemd.join("cpu.stat"), "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 4\nnr_throttled 1\nthrottled_usec 7\n").unwrap();
         std::fs::write(systemd.join("memory.current"), "4096\n").unwrap();
+        std::fs::write(
+            systemd.join("memory.stat"),
+            "anon 1024\nfile 3072\nanon_thp 0\n",
+        )
+        .unwrap();
         std::fs::write(systemd.join("memory.max"), "max\n").unwrap();
         std::fs::write(
             systemd.join("memory.events"),
@@ -329,8 +348,13 @@ mod tests {
             (Some(1_500_000), Some(1_000_000), Some(7000))
         );
         assert_eq!(
-            (c.memory_bytes, c.memory_limit_bytes, c.oom_kills),
-            (Some(4096), None, Some(1))
+            (
+                c.memory_bytes,
+                c.memory_rss_bytes,
+                c.memory_limit_bytes,
+                c.oom_kills
+            ),
+            (Some(4096), Some(1024), None, Some(1))
         );
         assert_eq!(c.net_rx_bytes, None);
 

@@ -12,6 +12,17 @@ pub fn keyed(text: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// Resident anonymous memory from a cgroup v1 `memory.stat`: `total_rss` (the cgroup with
+/// its descendants), else `rss` (the cgroup alone). Page cache and shmem are not in it.
+pub fn v1_rss(memory_stat: &str) -> Option<u64> {
+    keyed(memory_stat, "total_rss").or_else(|| keyed(memory_stat, "rss"))
+}
+
+/// Resident anonymous memory from a cgroup v2 `memory.stat`: `anon`.
+pub fn v2_anon(memory_stat: &str) -> Option<u64> {
+    keyed(memory_stat, "anon")
+}
+
 /// A file holding one number.
 pub fn single(text: &str) -> Option<u64> {
     text.trim().parse().ok()
@@ -102,6 +113,25 @@ mod tests {
             keyed("oom_kill_disable 1\noom_kill 0\n", "oom_kill"),
             Some(0)
         );
+    }
+
+    #[test]
+    fn reads_resident_memory_from_memory_stat() {
+        // v1, as the kernel writes it: the cgroup's own figures, then the hierarchical ones.
+        let v1 = "cache 42323968\nrss 6524928\nrss_huge 0\nshmem 9084928\nmapped_file 7684096\n\
+                  swap 0\nactive_anon 1531904\nhierarchical_memory_limit 9223372036854771712\n\
+                  total_cache 2903957504\ntotal_rss 518168576\ntotal_rss_huge 0\n\
+                  total_shmem 9084928\ntotal_active_anon 1609728\n";
+        assert_eq!(v1_rss(v1), Some(518_168_576));
+        // Without the total_ lines (a kernel that omits them), the cgroup's own rss.
+        let own = "cache 4096\nrss_huge 2097152\nrss 8192\nmapped_file 0\n";
+        assert_eq!(v1_rss(own), Some(8192));
+        assert_eq!(v1_rss("cache 4096\n"), None);
+        let v2 = "anon 3145728\nfile 20480000\nkernel_stack 65536\nshmem 0\nfile_mapped 0\n\
+                  anon_thp 0\ninactive_anon 3100000\nactive_anon 45728\n";
+        assert_eq!(v2_anon(v2), Some(3_145_728));
+        // `anon_thp` and `inactive_anon` are not `anon`.
+        assert_eq!(v2_anon("anon_thp 2097152\ninactive_anon 5\n"), None);
     }
 
     #[test]

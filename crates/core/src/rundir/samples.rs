@@ -33,7 +33,11 @@ pub struct Counters {
     pub cpu_periods: Option<u64>,
     pub cpu_throttled_periods: Option<u64>,
     pub cpu_throttled_ns: Option<u64>,
+    /// Memory charged to the cgroup, page cache included.
     pub memory_bytes: Option<u64>,
+    /// Resident anonymous memory, without page cache: v1 `memory.stat` `total_rss`, v2
+    /// `anon`.
+    pub memory_rss_bytes: Option<u64>,
     /// `None`: no limit (or unknown).
     pub memory_limit_bytes: Option<u64>,
     pub oom_kills: Option<u64>,
@@ -80,7 +84,7 @@ pub struct BalancerRow {
 
 pub const CONTAINERS_HEADER: &str = "unix_ns,offset_s,tick,container,role,source,status,\
 cpu_usage_s,cpu_user_s,cpu_system_s,cpu_periods,cpu_throttled_periods,cpu_throttled_s,\
-memory_bytes,memory_limit_bytes,oom_kills,net_rx_bytes,net_tx_bytes,detail";
+memory_bytes,memory_rss_bytes,memory_limit_bytes,oom_kills,net_rx_bytes,net_tx_bytes,detail";
 
 pub const BALANCER_HEADER: &str = "unix_ns,offset_s,tick,backend,server,status,check_status,\
 current_sessions,retries,redispatches,responses_5xx,error";
@@ -131,6 +135,7 @@ impl ContainerRow {
         secs(out, c.cpu_throttled_ns);
         for v in [
             c.memory_bytes,
+            c.memory_rss_bytes,
             c.memory_limit_bytes,
             c.oom_kills,
             c.net_rx_bytes,
@@ -191,6 +196,7 @@ mod tests {
                 cpu_usage_ns: Some(1_500_000_001),
                 cpu_throttled_ns: Some(42),
                 memory_bytes: Some(4096),
+                memory_rss_bytes: Some(1024),
                 ..Default::default()
             },
             detail: String::new(),
@@ -199,11 +205,27 @@ mod tests {
         row.write_csv(&mut line);
         assert_eq!(
             line,
-            "1700000000123456789,2.001200,2,fb-s-r-replica-1,replica,cgroup,ok,1.500000001,,,,,0.000000042,4096,,,,,\n"
+            "1700000000123456789,2.001200,2,fb-s-r-replica-1,replica,cgroup,ok,1.500000001,,,,,0.000000042,4096,1024,,,,,\n"
         );
         assert_eq!(
             line.split(',').count(),
             CONTAINERS_HEADER.split(',').count()
+        );
+        let by_name: Vec<(&str, &str)> = CONTAINERS_HEADER
+            .split(',')
+            .zip(line.trim_end().split(','))
+            .collect();
+        let at = by_name
+            .iter()
+            .position(|(k, _)| *k == "memory_bytes")
+            .unwrap();
+        assert_eq!(
+            &by_name[at..at + 3],
+            &[
+                ("memory_bytes", "4096"),
+                ("memory_rss_bytes", "1024"),
+                ("memory_limit_bytes", "")
+            ]
         );
         let down = ContainerRow {
             status: SampleStatus::Down,
@@ -214,7 +236,7 @@ mod tests {
         line.clear();
         down.write_csv(&mut line);
         assert!(
-            line.ends_with(",down,,,,,,,,,,,,\"exited, code 137\"\n"),
+            line.ends_with(",down,,,,,,,,,,,,,\"exited, code 137\"\n"),
             "{line}"
         );
     }
