@@ -169,6 +169,60 @@ fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
         "during {during} vs before {before}"
     );
     assert!(after < before + 50.0, "after {after} vs before {before}");
+
+    // The report of the real study, checked by the pandas twin; the kill's detection and
+    // recovery are in report.md and on its plot.
+    let registered = String::from_utf8(
+        Command::new("git")
+            .current_dir(common::repo())
+            .args(["log", "-1", "--format=%H", "--", "experiments/smoke.yaml"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let report = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args([
+            "report",
+            "experiments/smoke.yaml",
+            "--verify",
+            "--registered",
+        ])
+        .arg(registered.trim())
+        .arg("--results")
+        .arg(results.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&report.stderr);
+    assert!(report.status.success(), "{err}");
+    assert!(err.contains("agrees"), "{err}");
+    let dir = results.path().join("smoke/report");
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let kill = md
+        .lines()
+        .find(|l| l.contains("replica-kill (kill-replica)"))
+        .unwrap_or_else(|| panic!("no kill row:\n{md}"));
+    eprintln!("{kill}");
+    let cells: Vec<&str> = kill.split('|').map(str::trim).collect();
+    // run, fault, detect (balancer), detect (request), detect (window), recover (clear), (restart)
+    assert!(
+        cells[3].ends_with(" s"),
+        "the balancer saw the kill: {kill}"
+    );
+    for c in &cells[6..8] {
+        assert!(c.ends_with(" s") || *c == "(not recovered)", "{kill}");
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let plot = html
+        .split("<figure class=\"plot\" id=\"fault-")
+        .find(|f| f.starts_with("feed-rs-baseline-replica-kill"))
+        .unwrap_or_else(|| panic!("no plot of the kill run"));
+    assert!(
+        plot.contains("detected, balancer down: +"),
+        "detection marked"
+    );
+    assert!(plot.contains("recovered"), "recovery marked");
     let left = rt.block_on(common::leftovers(&engine, "smoke"));
     assert_eq!(left, (vec![], vec![]));
 }

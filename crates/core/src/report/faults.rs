@@ -2,10 +2,11 @@
 //! window breaking the objective), when the service was back within its control (the
 //! seeds' rule), and what the fault cost meanwhile (docs/analysis.md, "Faults").
 
-use super::latency::{quick_p, within, Second, Stats};
+use super::latency::{within, Second, Stats};
 use super::out::Out;
 use super::read::{Event, Health, Req};
 use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECOVERED};
+use super::window::Sliding;
 use crate::analysis::objective::{self, Bounds};
 use crate::rundir::frame::Frame;
 
@@ -88,17 +89,17 @@ pub fn recovery(
     let hold = (r.hold_ns / r.step_ns) as usize;
     let (c95, c99) = (control.p95?, control.p99?);
     let window_s = r.window_ns as f64 / 1e9;
-    let mut scratch = Vec::new();
+    let mut w = Sliding::new(reqs);
     let mut within_control = |u: i128| {
-        let w = within(reqs, u, u + r.window_ns);
+        w.set(u, u + r.window_ns);
         if w.is_empty() {
             return false;
         }
         let thr = w.len() as f64 / window_s;
         (thr - control.throughput).abs() <= r.throughput_tolerance * control.throughput
-            && quick_p(w, 95.0, &mut scratch)
+            && w.percentile(95.0)
                 .is_some_and(|p| p <= (1.0 + r.latency_tolerance) * c95)
-            && quick_p(w, 99.0, &mut scratch)
+            && w.percentile(99.0)
                 .is_some_and(|p| p <= (1.0 + r.latency_tolerance) * c99)
     };
     // Windows on the grid from the origin, while they end by `end`; a run of hold + 1
@@ -134,20 +135,17 @@ fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128
         p99_ms: o.p99_ms,
         failed_share: o.failed_share,
     };
-    let mut scratch = Vec::new();
+    let mut w = Sliding::new(reqs);
     let mut k: i128 = 0;
     loop {
         let e = i.applied + k * step;
         if e > i.observe_end {
             return None;
         }
-        let w = within(reqs, e - o.window_ns, e);
-        let breaks = match quick_p(w, 99.0, &mut scratch) {
+        w.set(e - o.window_ns, e);
+        let breaks = match w.percentile(99.0) {
             None => true,
-            Some(p99) => {
-                let share = w.iter().filter(|r| r.failed()).count() as f64 / w.len() as f64;
-                !objective::met(bounds, p99, share)
-            }
+            Some(p99) => !objective::met(bounds, p99, w.failed() as f64 / w.len() as f64),
         };
         if breaks {
             return Some(e - i.applied);

@@ -12,6 +12,7 @@ pub mod rows;
 pub mod run;
 pub mod summary;
 pub mod usage;
+pub mod window;
 
 use std::path::{Path, PathBuf};
 
