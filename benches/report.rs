@@ -2,7 +2,8 @@
 //! study: 69 runs × 100,000 requests (twin/tests/gen.py --big, written once under
 //! target/bench-report/ and reused). For each side: wall time and peak resident memory;
 //! the report's side is every figure of every run (read once, one run at a time), the
-//! summary across repetitions and metrics.csv rendered. Run with
+//! summary across repetitions and metrics.csv rendered, the runs read a few at a time on
+//! as many threads as there are cores (as `feedbench report` does). Run with
 //! `cargo bench --bench report`; FEEDBENCH_BENCH_RUNS and FEEDBENCH_BENCH_REQUESTS change
 //! the size. The twin's Python is found as `feedbench report --verify` finds it.
 
@@ -13,7 +14,6 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use feedbench::report::verify;
 use feedbench_core::report::{rows, run, summary};
-use feedbench_core::rundir::record::RunRecord;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -78,13 +78,14 @@ fn main() -> Result<()> {
     let python = verify::python(Path::new("twin"));
     let dirs = study(Path::new("target/bench-report"), runs, requests, &python)?;
 
+    let items: Vec<(String, PathBuf)> = dirs
+        .iter()
+        .map(|d| (d.display().to_string(), d.clone()))
+        .collect();
     let t = Instant::now();
     let mut all = Vec::new();
-    for d in &dirs {
-        let record = RunRecord::read(d)?;
-        let figures =
-            run::analyse(d, &record).map_err(|e| anyhow::anyhow!("{}: {e}", d.display()))?;
-        all.extend(figures.rows);
+    for f in run::analyse_all(&items, &mut |_, _, _| {}) {
+        all.extend(f.map_err(|e| anyhow::anyhow!(e))?.rows);
     }
     let sums = summary::summarise(&all);
     let csv = rows::render(&all);

@@ -3,31 +3,17 @@
 //! on every row, both find the answers the directories were built to have, and a raw value
 //! edited afterwards makes them disagree.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::repo;
+use common::report::python;
 use feedbench::report::verify;
 use feedbench_core::report::rows::{self, Row};
 use feedbench_core::report::run;
 use feedbench_core::rundir::record::RunRecord;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The twin's Python, failing with how to get it when pandas is missing.
-fn python() -> String {
-    let py = verify::python(&repo().join("twin"));
-    let ok = Command::new(&py)
-        .args(["-c", "import pandas, numpy"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "`{py}` has no pandas: python3 -m venv twin/.venv && twin/.venv/bin/pip install -r twin/requirements.txt (scripts/test does this)"
-    );
-    py
-}
 
 /// Writes the known-answer run directories; returns them in the generator's order.
 fn generate(root: &Path, extra: &[&str]) -> Vec<PathBuf> {

@@ -6,7 +6,7 @@ use super::latency::{within, Second, Stats};
 use super::out::Out;
 use super::read::{Event, Health, Req};
 use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECOVERED};
-use super::window::Sliding;
+use super::window::{Ranks, Sliding};
 use crate::analysis::objective::{self, Bounds};
 use crate::rundir::frame::Frame;
 
@@ -78,6 +78,7 @@ pub fn control(frame: &Frame, reqs: &[Req], applied: i128) -> Control {
 pub fn recovery(
     frame: &Frame,
     reqs: &[Req],
+    ranks: &Ranks,
     control: &Control,
     origin: i128,
     end: i128,
@@ -89,7 +90,7 @@ pub fn recovery(
     let hold = (r.hold_ns / r.step_ns) as usize;
     let (c95, c99) = (control.p95?, control.p99?);
     let window_s = r.window_ns as f64 / 1e9;
-    let mut w = Sliding::new(reqs);
+    let mut w = Sliding::new(reqs, ranks);
     let mut within_control = |u: i128| {
         w.set(u, u + r.window_ns);
         if w.is_empty() {
@@ -125,7 +126,7 @@ pub fn recovery(
 
 /// The first trailing objective window ending on the grid after `applied` that breaks the
 /// objective, as the time since `applied`.
-fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128> {
+fn objective_detection(frame: &Frame, reqs: &[Req], ranks: &Ranks, i: &Instants) -> Option<i128> {
     let o = &frame.objective;
     let step = frame.recovery.step_ns;
     if step <= 0 {
@@ -135,7 +136,7 @@ fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128
         p99_ms: o.p99_ms,
         failed_share: o.failed_share,
     };
-    let mut w = Sliding::new(reqs);
+    let mut w = Sliding::new(reqs, ranks);
     let mut k: i128 = 0;
     loop {
         let e = i.applied + k * step;
@@ -185,6 +186,7 @@ pub fn rows(
         }
         return;
     };
+    let ranks = Ranks::of(reqs);
     let down = health
         .iter()
         .find(|h| h.state == "DOWN" && h.wall_ns >= i.applied && h.wall_ns < i.observe_end)
@@ -199,7 +201,7 @@ pub fn rows(
     out.or("detect_failed_request", failed, "s", NOT_OBSERVED);
     out.or(
         "detect_objective_window",
-        objective_detection(frame, reqs, &i).map(secs),
+        objective_detection(frame, reqs, &ranks, &i).map(secs),
         "s",
         NOT_OBSERVED,
     );
@@ -225,7 +227,7 @@ pub fn rows(
             None => x.empty("time_to_recover", "s", missing),
             Some(o) => x.or(
                 "time_to_recover",
-                recovery(frame, reqs, &c, o, i.observe_end).map(|t| secs(t - o)),
+                recovery(frame, reqs, &ranks, &c, o, i.observe_end).map(|t| secs(t - o)),
                 "s",
                 NOT_RECOVERED,
             ),

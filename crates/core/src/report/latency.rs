@@ -32,7 +32,7 @@ impl Stats {
             sorted_ms: reqs.iter().map(|r| r.duration_ms).collect(),
             ..Stats::default()
         };
-        s.sorted_ms.sort_by(f64::total_cmp);
+        s.sorted_ms.sort_unstable_by(f64::total_cmp);
         for r in reqs {
             match r.status {
                 0 => s.no_response += 1,

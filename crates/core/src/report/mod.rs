@@ -10,6 +10,7 @@ pub mod ramp;
 pub mod read;
 pub mod rows;
 pub mod run;
+pub mod scan;
 pub mod summary;
 pub mod usage;
 pub mod window;
@@ -21,7 +22,6 @@ use serde::Serialize;
 use crate::audit::{self, report::state_detail, AuditError};
 use crate::ledger::journal;
 use crate::ledger::state::{Ledger, RunState};
-use crate::rundir::record::{RecordError, RunRecord};
 use rows::Row;
 use run::RunFigures;
 use summary::SummaryRow;
@@ -167,9 +167,7 @@ pub fn build(
     let mut gaps = Vec::new();
     for r in &audited.runs {
         let evidence = match &r.state {
-            RunState::Invalid { evidence, .. } => {
-                evidence.iter().map(|e| format!("{e:?}")).collect()
-            }
+            RunState::Invalid { evidence, .. } => evidence.iter().map(|e| e.to_string()).collect(),
             _ => Vec::new(),
         };
         let left = Left {
@@ -185,28 +183,29 @@ pub fn build(
         }
     }
 
+    let items: Vec<(String, PathBuf)> = standing
+        .iter()
+        .map(|(run, rel)| (run.to_string(), dir.join(rel)))
+        .collect();
     let mut runs = Vec::new();
     let mut run_dirs = Vec::new();
-    for (i, (run, rel)) in standing.iter().enumerate() {
-        progress(i, standing.len(), run);
-        let path = dir.join(rel);
-        let analysed = RunRecord::read(&path)
-            .map_err(|e: RecordError| e.to_string())
-            .and_then(|record| run::analyse(&path, &record).map_err(|e| e.to_string()));
+    for ((run, path), analysed) in items.iter().zip(run::analyse_all(&items, progress)) {
         match analysed {
             Ok(f) => {
                 runs.push(f);
-                run_dirs.push(path);
+                run_dirs.push(path.clone());
             }
             Err(reason) => excluded.push(Left {
-                run: run.to_string(),
+                run: run.clone(),
                 state: "not analysable".into(),
-                reason: format!("`{rel}`: {reason}"),
+                reason: format!(
+                    "`{}`: {reason}",
+                    path.strip_prefix(&dir).unwrap_or(path).display()
+                ),
                 evidence: Vec::new(),
             }),
         }
     }
-    progress(standing.len(), standing.len(), "");
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
     let s = &audited.summary;

@@ -116,3 +116,38 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         cpu,
     })
 }
+
+/// Reads and analyses each run directory (with its record), a few at a time on as many
+/// threads as there are cores (at most 4), in order: memory holds only the runs being read.
+/// `progress(done, total, run)` is called on this thread before each batch.
+pub fn analyse_all(
+    dirs: &[(String, std::path::PathBuf)],
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Vec<Result<RunFigures, String>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let mut out = Vec::with_capacity(dirs.len());
+    for (i, batch) in dirs.chunks(threads).enumerate() {
+        progress(i * threads, dirs.len(), &batch[0].0);
+        let done: Vec<Result<RunFigures, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|(_, path)| {
+                    s.spawn(move || {
+                        let record = RunRecord::read(path).map_err(|e| e.to_string())?;
+                        analyse(path, &record).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("the analysis stopped unexpectedly".into()))
+                })
+                .collect()
+        });
+        out.extend(done);
+    }
+    progress(dirs.len(), dirs.len(), "");
+    out
+}

@@ -100,7 +100,7 @@ impl Usage {
     pub fn cpu_share(&self, a: i128, b: i128) -> (Option<f64>, Option<f64>) {
         let mut v: Vec<f64> = self.intervals(a, b).map(|i| i.share_pct).collect();
         let m = mean(&v);
-        v.sort_by(f64::total_cmp);
+        v.sort_unstable_by(f64::total_cmp);
         (m, percentile(&v, 95.0))
     }
 

@@ -9,12 +9,36 @@
 use super::read::Req;
 use crate::analysis::saturation::rank;
 
-pub struct Sliding<'a> {
-    reqs: &'a [Req],
-    /// Rank (0-based) of each request's duration among all durations.
-    rank_of: Vec<usize>,
+/// Every request's duration rank, computed once per run and shared by its windows.
+pub struct Ranks {
+    /// Rank (0-based) of each request's duration among all durations (ties by position).
+    rank_of: Vec<u32>,
     /// Duration by rank, ascending.
     by_rank: Vec<f64>,
+}
+
+impl Ranks {
+    pub fn of(reqs: &[Req]) -> Ranks {
+        let mut order: Vec<(f64, u32)> = reqs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.duration_ms, i as u32))
+            .collect();
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut rank_of = vec![0; reqs.len()];
+        for (r, &(_, i)) in order.iter().enumerate() {
+            rank_of[i as usize] = r as u32;
+        }
+        Ranks {
+            rank_of,
+            by_rank: order.into_iter().map(|(d, _)| d).collect(),
+        }
+    }
+}
+
+pub struct Sliding<'a> {
+    reqs: &'a [Req],
+    ranks: &'a Ranks,
     tree: Vec<u32>,
     failed: usize,
     lo: usize,
@@ -22,17 +46,11 @@ pub struct Sliding<'a> {
 }
 
 impl<'a> Sliding<'a> {
-    pub fn new(reqs: &'a [Req]) -> Sliding<'a> {
-        let mut order: Vec<usize> = (0..reqs.len()).collect();
-        order.sort_by(|&a, &b| reqs[a].duration_ms.total_cmp(&reqs[b].duration_ms));
-        let mut rank_of = vec![0; reqs.len()];
-        for (r, &i) in order.iter().enumerate() {
-            rank_of[i] = r;
-        }
+    /// An empty window over `reqs`, whose ranks are `ranks` (`Ranks::of(reqs)`).
+    pub fn new(reqs: &'a [Req], ranks: &'a Ranks) -> Sliding<'a> {
         Sliding {
             reqs,
-            by_rank: order.iter().map(|&i| reqs[i].duration_ms).collect(),
-            rank_of,
+            ranks,
             tree: vec![0; reqs.len() + 1],
             failed: 0,
             lo: 0,
@@ -41,7 +59,7 @@ impl<'a> Sliding<'a> {
     }
 
     fn add(&mut self, i: usize, delta: i32) {
-        let mut k = self.rank_of[i] + 1;
+        let mut k = self.ranks.rank_of[i] as usize + 1;
         while k < self.tree.len() {
             self.tree[k] = (self.tree[k] as i64 + delta as i64) as u32;
             k += k & k.wrapping_neg();
@@ -109,7 +127,7 @@ impl<'a> Sliding<'a> {
             }
             step >>= 1;
         }
-        self.by_rank.get(pos).copied()
+        self.ranks.by_rank.get(pos).copied()
     }
 }
 
@@ -135,7 +153,8 @@ mod tests {
                 }
             })
             .collect();
-        let mut s = Sliding::new(&reqs);
+        let ranks = Ranks::of(&reqs);
+        let mut s = Sliding::new(&reqs, &ranks);
         for (a, b) in [
             (0, 0),
             (0, 500),
