@@ -370,15 +370,34 @@ fn check(dir: &Path, summary: &MonitorSummary, cgroup: bool) {
         .expect("victim in summary");
     assert_eq!(victim.down as usize, resumed, "{label}: summary {victim:?}");
     // The engine answers a one-shot stats request at its next one-second collection cycle.
-    let bound = if cgroup { 0.5 } else { 1.5 };
+    // The cgroup source reads files, except while the victim is down and at its restart:
+    // those reads ask the engine for the container's state, and take as long as the engine
+    // does (under load, most of a second), so they get the engine's bound.
+    let engine_bound = 1.5;
+    let bound = if cgroup { 0.5 } else { engine_bound };
+    let victim_rows = by(VICTIM);
+    let asked_engine: Vec<(String, String)> = victim_rows
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| r["status"] != "ok" || (*i > 0 && victim_rows[i - 1]["status"] != "ok"))
+        .map(|(_, r)| (r["container"].clone(), r["tick"].clone()))
+        .collect();
     let late: Vec<String> = rows
         .iter()
-        .filter(|r| num(r, "offset_s") - num(r, "tick") > bound)
+        .filter(|r| {
+            let allowed = if asked_engine.contains(&(r["container"].clone(), r["tick"].clone())) {
+                engine_bound
+            } else {
+                bound
+            };
+            num(r, "offset_s") - num(r, "tick") > allowed
+        })
         .map(|r| format!("{} tick {} at {}", r["container"], r["tick"], r["offset_s"]))
         .collect();
+    assert!(late.is_empty(), "{label}: reads late: {late:?}");
     assert!(
-        summary.max_lateness_s < bound,
-        "{label}: reads up to {} s late: {late:?}",
+        summary.max_lateness_s < engine_bound,
+        "{label}: reads up to {} s late",
         summary.max_lateness_s
     );
     assert_eq!(summary.oom_kills_total, 0);
