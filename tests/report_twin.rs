@@ -5,35 +5,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::repo;
-use common::report::python;
+use common::report::{generated, python};
 use feedbench::report::verify;
 use feedbench_core::report::rows::{self, Row};
 use feedbench_core::report::run;
 use feedbench_core::rundir::record::RunRecord;
-
-/// Writes the known-answer run directories; returns them in the generator's order.
-fn generate(root: &Path, extra: &[&str]) -> Vec<PathBuf> {
-    let out = Command::new(python())
-        .arg(repo().join("twin/tests/gen.py"))
-        .arg(root)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(PathBuf::from)
-        .collect()
-}
 
 fn ours(dirs: &[PathBuf]) -> Vec<Row> {
     dirs.iter()
@@ -62,7 +42,7 @@ fn value(rows: &[Row], run: &str, metric: &str, definition: &str) -> (Option<f64
 #[ignore = "needs Python with pandas (twin/requirements.txt)"]
 fn both_implementations_agree_and_find_the_known_answers() {
     let tmp = tempfile::tempdir().unwrap();
-    let dirs = generate(tmp.path(), &[]);
+    let dirs = generated(tmp.path());
     let ours = ours(&dirs);
     let theirs = verify::recompute(&dirs).unwrap();
     let d = rows::compare(&ours, &theirs);
@@ -106,7 +86,7 @@ fn both_implementations_agree_and_find_the_known_answers() {
 #[ignore = "needs Python with pandas (twin/requirements.txt)"]
 fn a_raw_value_edited_afterwards_is_caught() {
     let tmp = tempfile::tempdir().unwrap();
-    let dirs = generate(tmp.path(), &[]);
+    let dirs = generated(tmp.path());
     let before = ours(&dirs);
     // A request of the kill run's control (20 s into the measured phase, after 10 s of
     // warm-up at 100/s) takes 4 s: the run's slowest, so its max latency changes.

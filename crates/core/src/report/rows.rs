@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::rundir::samples::text as field;
+
 /// metrics.csv's columns, in order.
 pub const COLUMNS: [&str; 14] = [
     "run",
@@ -74,16 +76,6 @@ pub fn number(v: f64) -> String {
         s = "0".into();
     }
     s
-}
-
-fn field(out: &mut String, s: &str) {
-    if s.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&s.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(s);
-    }
 }
 
 impl Row {

@@ -49,8 +49,12 @@ impl SplitMix64 {
 
 /// The median of values (the mean of the two middle ones when their number is even).
 pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    median_in_place(&mut values.to_vec())
+}
+
+/// The median of values it may reorder (the bootstrap's resamples: no copy per resample).
+fn median_in_place(v: &mut [f64]) -> Option<f64> {
+    v.sort_unstable_by(f64::total_cmp);
     let n = v.len();
     match n {
         0 => None,
@@ -72,7 +76,7 @@ pub fn bootstrap(values: &[f64]) -> Option<(f64, f64)> {
         for d in draw.iter_mut() {
             *d = values[(rng.next_u64() % n as u64) as usize];
         }
-        medians.push(median(&draw)?);
+        medians.push(median_in_place(&mut draw)?);
     }
     medians.sort_by(f64::total_cmp);
     Some((percentile(&medians, 2.5)?, percentile(&medians, 97.5)?))

@@ -89,8 +89,9 @@ memory_bytes,memory_rss_bytes,memory_limit_bytes,oom_kills,net_rx_bytes,net_tx_b
 pub const BALANCER_HEADER: &str = "unix_ns,offset_s,tick,backend,server,status,check_status,\
 current_sessions,retries,redispatches,responses_5xx,error";
 
-/// A field quoted as RFC 4180 wants when it holds a comma, quote or line break.
-fn text(out: &mut String, s: &str) {
+/// A field quoted as RFC 4180 wants when it holds a comma, quote or line break (also used
+/// by the report's metrics.csv).
+pub fn text(out: &mut String, s: &str) {
     if s.contains([',', '"', '\n', '\r']) {
         out.push('"');
         out.push_str(&s.replace('"', "\"\""));
