@@ -117,7 +117,7 @@ fn rev_name(v: &audit::report::VersionInfo) -> String {
     }
 }
 
-/// Builds the report; `progress(done, total, run)` is called before each run is read.
+/// Builds the report; `progress(done, total, run)` is called as each run is read.
 pub fn build(
     req: &Request<'_>,
     progress: &mut dyn FnMut(usize, usize, &str),

@@ -117,37 +117,49 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     })
 }
 
-/// Reads and analyses each run directory (with its record), a few at a time on as many
-/// threads as there are cores (at most 4), in order: memory holds only the runs being read.
-/// `progress(done, total, run)` is called on this thread before each batch.
+/// Reads and analyses each run directory (with its record) on as many threads as there
+/// are cores (at most 4), each thread taking the next run as it finishes one, so memory
+/// holds the requests of only as many runs as there are threads. The results come back in
+/// the order of `dirs`; `progress(done, total, run)` is called on this thread as runs
+/// finish.
 pub fn analyse_all(
     dirs: &[(String, std::path::PathBuf)],
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Vec<Result<RunFigures, String>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let mut out = Vec::with_capacity(dirs.len());
-    for (i, batch) in dirs.chunks(threads).enumerate() {
-        progress(i * threads, dirs.len(), &batch[0].0);
-        let done: Vec<Result<RunFigures, String>> = std::thread::scope(|s| {
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|(_, path)| {
-                    s.spawn(move || {
-                        let record = RunRecord::read(path).map_err(|e| e.to_string())?;
-                        analyse(path, &record).map_err(|e| e.to_string())
-                    })
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get().min(4))
+        .min(dirs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<RunFigures, String>>> = (0..dirs.len()).map(|_| None).collect();
+    progress(0, dirs.len(), dirs.first().map_or("", |d| d.0.as_str()));
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let next = &next;
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((_, path)) = dirs.get(i) else {
+                    break;
+                };
+                let analysed = std::panic::catch_unwind(|| {
+                    let record = RunRecord::read(path).map_err(|e| e.to_string())?;
+                    analyse(path, &record).map_err(|e| e.to_string())
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("the analysis stopped unexpectedly".into()))
-                })
-                .collect()
-        });
-        out.extend(done);
-    }
-    progress(dirs.len(), dirs.len(), "");
-    out
+                .unwrap_or_else(|_| Err("the analysis stopped unexpectedly".into()));
+                if tx.send((i, analysed)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (done, (i, analysed)) in rx.iter().enumerate() {
+            out[i] = Some(analysed);
+            progress(done + 1, dirs.len(), &dirs[i].0);
+        }
+    });
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("the analysis stopped unexpectedly".into())))
+        .collect()
 }

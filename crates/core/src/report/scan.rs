@@ -48,9 +48,10 @@ pub fn requests(path: &Path, bytes: &[u8]) -> Option<Result<Vec<Req>, ReadError>
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
-    let mut lines = Lines(bytes);
-    let header = lines.next().unwrap_or(&[]);
-    let header: Vec<&[u8]> = trim_cr(header).split(|&b| b == b',').collect();
+    let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
+    let header: Vec<&[u8]> = trim_cr(&bytes[..header_end])
+        .split(|&b| b == b',')
+        .collect();
     let find = |name: &'static str| {
         header
             .iter()
@@ -68,85 +69,88 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
         duration: find("duration_ms")?,
         count: header.len(),
     };
-    let mut out = Vec::with_capacity(bytes.len() / 48);
-    let mut fields: Vec<&[u8]> = Vec::with_capacity(c.count);
+    // Which of the four wanted fields each column is (NONE: not wanted).
+    const NONE: u8 = u8::MAX;
+    let mut slot = vec![NONE; c.count];
+    for (k, col) in [c.start, c.end, c.status, c.duration]
+        .into_iter()
+        .enumerate()
+    {
+        slot[col] = k as u8;
+    }
+    let body = bytes.get(header_end + 1..).unwrap_or(&[]);
+    let mut out = Vec::with_capacity(body.len() / 48);
+    let mut wanted: [&[u8]; 4] = [&[]; 4];
+    let mut field = 0usize;
+    let mut from = 0usize;
     let mut line_no: u64 = 1;
-    let mut rest = lines.peekable();
-    while let Some(raw) = rest.next() {
+    // One pass over the body for both separators: a comma ends a field, a newline ends a
+    // field and its row. Text after the final newline is a last row without one.
+    let ends = memchr::memchr2_iter(b',', b'\n', body)
+        .chain((body.last().is_some_and(|&b| b != b'\n')).then_some(body.len()));
+    for i in ends {
+        let row_ends = i == body.len() || body[i] == b'\n';
+        let mut f = &body[from..i];
+        if row_ends {
+            f = trim_cr(f);
+        }
+        if let Some(&k) = slot.get(field) {
+            if k != NONE {
+                wanted[k as usize] = f;
+            }
+        }
+        field += 1;
+        from = i + 1;
+        if !row_ends {
+            continue;
+        }
         line_no += 1;
-        let line = trim_cr(raw);
-        if line.is_empty() {
-            if rest.peek().is_none() {
+        if field == 1 && f.is_empty() {
+            if from >= body.len() {
                 break; // a blank last line
             }
             return Err(bad(path, line_no, "row", "", "a row (the line is blank)"));
         }
-        fields.clear();
-        let mut from = 0;
-        for i in memchr::memchr_iter(b',', line) {
-            fields.push(&line[from..i]);
-            from = i + 1;
-        }
-        fields.push(&line[from..]);
-        if fields.len() != c.count {
+        if field != c.count {
             return Err(ReadError::Bad {
                 path: path.to_path_buf(),
                 line: line_no,
                 column: "row",
-                value: format!("{} fields", fields.len()),
+                value: format!("{field} fields"),
                 expected: "as many fields as the header",
             });
         }
-        let text = |i: usize| String::from_utf8_lossy(fields[i]).into_owned();
-        let start = int(fields[c.start])
-            .ok_or_else(|| bad(path, line_no, "start_ns", &text(c.start), "an integer"))?;
-        let end = int(fields[c.end])
-            .ok_or_else(|| bad(path, line_no, "end_ns", &text(c.end), "an integer"))?;
-        let status = int(fields[c.status])
-            .filter(|s| (0..=999).contains(s))
-            .ok_or_else(|| {
-                bad(
-                    path,
-                    line_no,
-                    "status",
-                    &text(c.status),
-                    "an HTTP status (0 to 999)",
-                )
-            })?;
-        let duration = std::str::from_utf8(fields[c.duration])
-            .ok()
-            .and_then(|t| t.parse::<f64>().ok())
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| bad(path, line_no, "duration_ms", &text(c.duration), "a number"))?;
-        out.push(Req {
-            start_ns: start,
-            end_ns: end,
-            status: status as u16,
-            duration_ms: duration,
-        });
+        field = 0;
+        out.push(request(path, line_no, &wanted)?);
     }
     Ok(out)
 }
 
-/// Lines split at each newline (memchr); the last is what follows the final newline.
-struct Lines<'a>(&'a [u8]);
-
-impl<'a> Iterator for Lines<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if self.0.is_empty() {
-            return None;
-        }
-        match memchr::memchr(b'\n', self.0) {
-            Some(i) => {
-                let (line, rest) = (&self.0[..i], &self.0[i + 1..]);
-                self.0 = rest;
-                Some(line)
-            }
-            None => Some(std::mem::take(&mut self.0)),
-        }
-    }
+/// One row's request from its four wanted fields (start, end, status, duration).
+fn request(path: &Path, line_no: u64, f: &[&[u8]; 4]) -> Result<Req, ReadError> {
+    let text = |i: usize| String::from_utf8_lossy(f[i]).into_owned();
+    let start = int(f[0]).ok_or_else(|| bad(path, line_no, "start_ns", &text(0), "an integer"))?;
+    let end = int(f[1]).ok_or_else(|| bad(path, line_no, "end_ns", &text(1), "an integer"))?;
+    let status = int(f[2]).filter(|s| (0..=999).contains(s)).ok_or_else(|| {
+        bad(
+            path,
+            line_no,
+            "status",
+            &text(2),
+            "an HTTP status (0 to 999)",
+        )
+    })?;
+    let duration = std::str::from_utf8(f[3])
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| bad(path, line_no, "duration_ms", &text(3), "a number"))?;
+    Ok(Req {
+        start_ns: start,
+        end_ns: end,
+        status: status as u16,
+        duration_ms: duration,
+    })
 }
 
 fn trim_cr(line: &[u8]) -> &[u8] {
@@ -189,6 +193,70 @@ mod tests {
             requests(Path::new("x"), b"a\n\"q\"\n").is_none(),
             "a quote: the general reader"
         );
+    }
+
+    #[test]
+    fn both_readers_agree_on_line_endings_column_order_and_a_missing_last_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = 3u64;
+        let mut rows = Vec::new();
+        for i in 0..500u64 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let status = [200, 200, 503, 0, 404][(state >> 40) as usize % 5];
+            let start = 1_800_000_000_000_000_000u64 + (state >> 20) % 1_000_000_000;
+            let d = (state >> 33) % 100_000;
+            rows.push((
+                start,
+                start + d * 1000,
+                status,
+                format!("{}.{:03}", d / 1000, d % 1000),
+                i,
+            ));
+        }
+        for (eol, last_newline) in [("\n", true), ("\r\n", true), ("\n", false), ("\r\n", false)] {
+            // The fast path's file, and the same rows with one quoted error (the general reader's).
+            for quoted in [false, true] {
+                let mut text = format!("error,duration_ms,status,method,end_ns,start_ns{eol}");
+                for (k, (start, end, status, d, i)) in rows.iter().enumerate() {
+                    let error = if quoted && k == 7 {
+                        "\"dial, refused\"".to_string()
+                    } else {
+                        format!("e{i}")
+                    };
+                    text.push_str(&format!("{error},{d},{status},GET,{end},{start}"));
+                    if k + 1 < rows.len() || last_newline {
+                        text.push_str(eol);
+                    }
+                }
+                let file = dir.path().join(crate::rundir::REQUESTS_CSV);
+                std::fs::write(&file, &text).unwrap();
+                assert_eq!(requests(&file, text.as_bytes()).is_none(), quoted);
+                let got = crate::report::read::requests(dir.path()).unwrap();
+                assert_eq!(got.len(), rows.len(), "{eol:?} {last_newline} {quoted}");
+                let mut want: Vec<(i128, i128, u16, f64)> = rows
+                    .iter()
+                    .map(|(s, e, st, d, _)| {
+                        (*s as i128, *e as i128, *st as u16, d.parse().unwrap())
+                    })
+                    .collect();
+                want.sort_by_key(|w| w.0);
+                let got: Vec<(i128, i128, u16, f64)> = got
+                    .iter()
+                    .map(|r| (r.start_ns, r.end_ns, r.status, r.duration_ms))
+                    .collect();
+                assert_eq!(
+                    got.iter().map(|g| g.0).collect::<Vec<_>>(),
+                    want.iter().map(|w| w.0).collect::<Vec<_>>()
+                );
+                let mut g = got.clone();
+                let mut w = want.clone();
+                g.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                w.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                assert_eq!(g, w, "{eol:?} {last_newline} {quoted}");
+            }
+        }
     }
 
     #[test]

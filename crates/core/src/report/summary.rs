@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::rows::{number, Row};
-use crate::analysis::saturation::percentile;
+use crate::analysis::saturation::rank;
 
 pub const RESAMPLES: usize = 10_000;
 pub const SEED: u64 = 0x5EED_F00D_0000_0013;
@@ -52,7 +52,6 @@ pub fn median(values: &[f64]) -> Option<f64> {
     median_in_place(&mut values.to_vec())
 }
 
-/// The median of values it may reorder (the bootstrap's resamples: no copy per resample).
 fn median_in_place(v: &mut [f64]) -> Option<f64> {
     v.sort_unstable_by(f64::total_cmp);
     let n = v.len();
@@ -64,22 +63,59 @@ fn median_in_place(v: &mut [f64]) -> Option<f64> {
 }
 
 /// The percentile-method bootstrap interval of the median; `values` in run-id order.
+///
+/// Each resample draws `n` indices as docs/analysis.md writes; its median is then found
+/// without sorting the resample: the values are sorted once, a draw counts one more copy
+/// of its value's place in that order, and the middle places are read off the running
+/// counts (the same numbers sorting each resample gives, in O(n) per resample).
 pub fn bootstrap(values: &[f64]) -> Option<(f64, f64)> {
     let n = values.len();
     if n < 3 {
         return None;
     }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut place = vec![0usize; n];
+    for (p, &i) in order.iter().enumerate() {
+        place[i] = p;
+    }
+    let sorted: Vec<f64> = order.iter().map(|&i| values[i]).collect();
+    // The 0-based positions of the middle value(s) in a sorted resample.
+    let (lo, hi) = if n % 2 == 1 {
+        (n / 2, n / 2)
+    } else {
+        (n / 2 - 1, n / 2)
+    };
     let mut rng = SplitMix64::new(SEED);
     let mut medians = Vec::with_capacity(RESAMPLES);
-    let mut draw = vec![0.0; n];
+    let mut counts = vec![0u32; n];
     for _ in 0..RESAMPLES {
-        for d in draw.iter_mut() {
-            *d = values[(rng.next_u64() % n as u64) as usize];
+        counts.iter_mut().for_each(|c| *c = 0);
+        for _ in 0..n {
+            counts[place[(rng.next_u64() % n as u64) as usize]] += 1;
         }
-        medians.push(median_in_place(&mut draw)?);
+        let (mut a, mut b) = (None, None);
+        let mut seen = 0usize;
+        for (p, &c) in counts.iter().enumerate() {
+            seen += c as usize;
+            if a.is_none() && seen > lo {
+                a = Some(sorted[p]);
+            }
+            if seen > hi {
+                b = Some(sorted[p]);
+                break;
+            }
+        }
+        let (a, b) = (a?, b?);
+        medians.push(if lo == hi { a } else { (a + b) / 2.0 });
     }
-    medians.sort_by(f64::total_cmp);
-    Some((percentile(&medians, 2.5)?, percentile(&medians, 97.5)?))
+    Some((nth(&mut medians, 2.5), nth(&mut medians, 97.5)))
+}
+
+/// The nearest-rank `p`-th percentile of values it may reorder (not empty).
+fn nth(values: &mut [f64], p: f64) -> f64 {
+    let k = rank(p, values.len()) - 1;
+    *values.select_nth_unstable_by(k, f64::total_cmp).1
 }
 
 /// One line of summary.csv.
@@ -133,27 +169,43 @@ pub fn summarise(rows: &[Row]) -> Vec<SummaryRow> {
             g.1.push((k.run.clone(), v));
         }
     }
-    groups
+    let groups: Vec<(GroupKey, String, Vec<f64>)> = groups
         .into_iter()
         .map(|(k, (unit, mut values))| {
             values.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            let v: Vec<f64> = values.into_iter().map(|x| x.1).collect();
-            let ci = bootstrap(&v);
-            SummaryRow {
-                contender: k.0,
-                variant: k.1,
-                profile: k.2,
-                fault: k.3,
-                step_rate: (!k.4.is_empty()).then(|| k.4.parse().unwrap_or(f64::NAN)),
-                container: k.5,
-                definition: k.6,
-                metric: k.7,
-                unit,
-                n: v.len(),
-                median: median(&v),
-                ci_low: ci.map(|c| c.0),
-                ci_high: ci.map(|c| c.1),
-            }
+            (k, unit, values.into_iter().map(|x| x.1).collect())
+        })
+        .collect();
+    // The bootstraps are most of the work, and independent: one share per core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let share = groups.len().div_ceil(threads).max(1);
+    let intervals: Vec<Option<(f64, f64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = groups
+            .chunks(share)
+            .map(|chunk| s.spawn(move || chunk.iter().map(|g| bootstrap(&g.2)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    groups
+        .into_iter()
+        .zip(intervals)
+        .map(|((k, unit, v), ci)| SummaryRow {
+            contender: k.0,
+            variant: k.1,
+            profile: k.2,
+            fault: k.3,
+            step_rate: (!k.4.is_empty()).then(|| k.4.parse().unwrap_or(f64::NAN)),
+            container: k.5,
+            definition: k.6,
+            metric: k.7,
+            unit,
+            n: v.len(),
+            median: median(&v),
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
         })
         .collect()
 }
@@ -243,5 +295,33 @@ mod tests {
         let (lo, hi) = bootstrap(&[10.0, 11.0, 12.0, 13.0, 14.0]).unwrap();
         assert!(lo >= 10.0 && hi <= 14.0 && lo < hi, "{lo} {hi}");
         assert_eq!(bootstrap(&[5.0; 4]), Some((5.0, 5.0)));
+    }
+
+    /// The rule as docs/analysis.md writes it: sort every resample, sort the medians.
+    fn bootstrap_as_written(values: &[f64]) -> (f64, f64) {
+        let n = values.len();
+        let mut rng = SplitMix64::new(SEED);
+        let mut medians: Vec<f64> = (0..RESAMPLES)
+            .map(|_| {
+                let draw: Vec<f64> = (0..n)
+                    .map(|_| values[(rng.next_u64() % n as u64) as usize])
+                    .collect();
+                median(&draw).unwrap()
+            })
+            .collect();
+        medians.sort_by(f64::total_cmp);
+        let at = |p: f64| crate::analysis::saturation::percentile(&medians, p).unwrap();
+        (at(2.5), at(97.5))
+    }
+
+    #[test]
+    fn counted_medians_equal_sorted_resamples() {
+        let mut rng = SplitMix64::new(99);
+        for n in [3, 4, 5, 8, 11, 20] {
+            // Ties on purpose (a coarse grid), in no particular order.
+            let values: Vec<f64> = (0..n).map(|_| (rng.next_u64() % 7) as f64 * 1.5).collect();
+            let ours = bootstrap(&values).unwrap();
+            assert_eq!(ours, bootstrap_as_written(&values), "n = {n}: {values:?}");
+        }
     }
 }
