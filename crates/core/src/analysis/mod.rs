@@ -1,4 +1,5 @@
 //! Analysis: metrics computed from a run's raw data. Pure functions over samples.
 
+pub mod live;
 pub mod objective;
 pub mod saturation;

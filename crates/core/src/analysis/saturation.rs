@@ -106,66 +106,80 @@ fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, boo
 }
 
 pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -> Saturation {
-    let mut verdicts = Vec::new();
+    let verdicts = steps
+        .iter()
+        .map(|step| {
+            let in_step: Vec<&Request> = requests
+                .iter()
+                .filter(|r| r.start_ns >= step.start_ns && r.start_ns < step.end_ns)
+                .collect();
+            step_verdict(&in_step, step, objective)
+        })
+        .collect();
+    of_steps(verdicts)
+}
+
+/// One step's verdict from the requests that started in it (in any order): the rule every
+/// step is judged by, offline and while the ramp runs (`analysis::live`).
+pub fn step_verdict(in_step: &[&Request], step: &Step, objective: &Objective) -> StepVerdict {
+    let span = step.end_ns - step.start_ns;
+    let windows = if objective.window_ns > 0 {
+        (span / objective.window_ns) as usize
+    } else {
+        0
+    };
+    let mut worst = (None::<f64>, 0.0f64, true);
+    let spans: Vec<(i128, i128)> = if windows == 0 {
+        vec![(step.start_ns, step.end_ns)]
+    } else {
+        (0..windows)
+            .map(|w| {
+                let s = step.start_ns + w as i128 * objective.window_ns;
+                (s, s + objective.window_ns)
+            })
+            .collect()
+    };
+    for (s, e) in spans {
+        let window: Vec<&Request> = in_step
+            .iter()
+            .copied()
+            .filter(|r| r.start_ns >= s && r.start_ns < e)
+            .collect();
+        let (p99, share, met) = judge(&window, objective);
+        worst.0 = match (worst.0, p99) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        worst.1 = worst.1.max(share);
+        worst.2 &= met;
+    }
+    StepVerdict {
+        rate: step.rate,
+        requests: in_step.len(),
+        p99_ms: worst.0,
+        error_rate: worst.1,
+        met: worst.2 && !in_step.is_empty(),
+        windows: windows.max(1),
+    }
+}
+
+/// The saturation of a ramp from its steps' verdicts, in step order.
+pub fn of_steps(steps: Vec<StepVerdict>) -> Saturation {
     let mut rate = None;
     let mut first_breach = None;
-    for step in steps {
-        let in_step: Vec<&Request> = requests
-            .iter()
-            .filter(|r| r.start_ns >= step.start_ns && r.start_ns < step.end_ns)
-            .collect();
-        let span = step.end_ns - step.start_ns;
-        let windows = if objective.window_ns > 0 {
-            (span / objective.window_ns) as usize
-        } else {
-            0
-        };
-        let mut worst = (None::<f64>, 0.0f64, true);
-        let spans: Vec<(i128, i128)> = if windows == 0 {
-            vec![(step.start_ns, step.end_ns)]
-        } else {
-            (0..windows)
-                .map(|w| {
-                    let s = step.start_ns + w as i128 * objective.window_ns;
-                    (s, s + objective.window_ns)
-                })
-                .collect()
-        };
-        for (s, e) in spans {
-            let window: Vec<&Request> = in_step
-                .iter()
-                .copied()
-                .filter(|r| r.start_ns >= s && r.start_ns < e)
-                .collect();
-            let (p99, share, met) = judge(&window, objective);
-            worst.0 = match (worst.0, p99) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
-            worst.1 = worst.1.max(share);
-            worst.2 &= met;
-        }
-        let met = worst.2 && !in_step.is_empty();
-        verdicts.push(StepVerdict {
-            rate: step.rate,
-            requests: in_step.len(),
-            p99_ms: worst.0,
-            error_rate: worst.1,
-            met,
-            windows: windows.max(1),
-        });
+    for v in &steps {
         if first_breach.is_none() {
-            if met {
-                rate = Some(step.rate);
+            if v.met {
+                rate = Some(v.rate);
             } else {
-                first_breach = Some(step.rate);
+                first_breach = Some(v.rate);
             }
         }
     }
     Saturation {
         rate,
         first_breach,
-        steps: verdicts,
+        steps,
     }
 }
 

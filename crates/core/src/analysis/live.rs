@@ -1,0 +1,307 @@
+//! A step ramp judged while it runs: requests arrive as the load generator writes them
+//! (about in the order they ended), each step is judged by `saturation::step_verdict` — the
+//! rule the offline analysis uses — once every request that started in it has ended or
+//! timed out, and the ramp's stop is decided: after its first breaching step and `confirm`
+//! steps more.
+//!
+//! Time here is the stream's own: the latest end among the requests seen (the watermark),
+//! never this host's clock, so a load generator on another engine, with its own clock, is
+//! judged the same way. A step `[a, b)` is complete when the watermark has passed
+//! `b + settle`, where `settle` is the request timeout (a request started before `b` has
+//! ended or failed by `b + timeout`) plus the output's disorder (k6 writes its samples once
+//! a second, not strictly in end order). A request that arrives for a step already judged
+//! is counted as late: the live verdict then saw fewer requests than the offline one will,
+//! and the executor says so.
+
+use super::saturation::{self, Objective, Request, Saturation, Step, StepVerdict};
+
+/// Why and when the load stops.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stop {
+    /// The first step that broke the objective (its index).
+    pub breach: usize,
+    /// The last step run: the breach and `confirm` more (its index).
+    pub last: usize,
+    /// When the load stops: the last step's end (unix ns, on the stream's clock).
+    pub at_ns: i128,
+}
+
+#[derive(Debug, Clone)]
+pub struct LiveRamp {
+    steps: Vec<Step>,
+    objective: Objective,
+    settle_ns: i128,
+    confirm: usize,
+    /// The requests that started in each step not yet judged.
+    pending: Vec<Vec<Request>>,
+    judged: Vec<StepVerdict>,
+    watermark: i128,
+    late: usize,
+}
+
+impl LiveRamp {
+    /// `settle_ns`: the request timeout plus the output's disorder; `confirm`: how many
+    /// steps run after the first breaching one before the load stops.
+    pub fn new(steps: Vec<Step>, objective: Objective, settle_ns: i128, confirm: usize) -> Self {
+        LiveRamp {
+            pending: vec![Vec::new(); steps.len()],
+            steps,
+            objective,
+            settle_ns,
+            confirm,
+            judged: Vec::new(),
+            watermark: i128::MIN,
+            late: 0,
+        }
+    }
+
+    /// One request from the stream, with its end. Requests outside every step (the
+    /// warm-up, or after the last step) are not the ramp's.
+    pub fn push(&mut self, r: Request, end_ns: i128) {
+        self.watermark = self.watermark.max(end_ns);
+        let i = self.steps.partition_point(|s| s.end_ns <= r.start_ns);
+        match self.steps.get(i) {
+            Some(s) if s.start_ns <= r.start_ns => {
+                if i < self.judged.len() {
+                    self.late += 1;
+                } else {
+                    self.pending[i].push(r);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Judges every step the stream has completed; returns the verdicts newly given, with
+    /// their step's index.
+    pub fn advance(&mut self) -> Vec<(usize, StepVerdict)> {
+        let mut out = Vec::new();
+        while let Some(step) = self.steps.get(self.judged.len()) {
+            if self.watermark < step.end_ns.saturating_add(self.settle_ns) {
+                break;
+            }
+            out.push(self.judge_next());
+        }
+        out
+    }
+
+    /// The stream has ended: every step not yet judged is judged with what it holds.
+    pub fn finish(&mut self) -> Vec<(usize, StepVerdict)> {
+        let mut out = Vec::new();
+        while self.judged.len() < self.steps.len() {
+            out.push(self.judge_next());
+        }
+        out
+    }
+
+    fn judge_next(&mut self) -> (usize, StepVerdict) {
+        let i = self.judged.len();
+        let reqs = std::mem::take(&mut self.pending[i]);
+        let refs: Vec<&Request> = reqs.iter().collect();
+        let v = saturation::step_verdict(&refs, &self.steps[i], &self.objective);
+        self.judged.push(v.clone());
+        (i, v)
+    }
+
+    /// The stop, once the first breaching step has been judged and steps remain after the
+    /// breach and its confirmations; `None` while every judged step met the objective.
+    pub fn stop(&self) -> Option<Stop> {
+        let breach = self.judged.iter().position(|v| !v.met)?;
+        let last = breach + self.confirm;
+        if last + 1 >= self.steps.len() {
+            return None; // the ramp ends there anyway
+        }
+        Some(Stop {
+            breach,
+            last,
+            at_ns: self.steps[last].end_ns,
+        })
+    }
+
+    /// The saturation from the steps judged so far (the same fold as the offline figure).
+    pub fn saturation(&self) -> Saturation {
+        saturation::of_steps(self.judged.clone())
+    }
+
+    /// Requests that arrived for a step already judged.
+    pub fn late(&self) -> usize {
+        self.late
+    }
+
+    /// The latest end seen (unix ns, the stream's clock); `None` before any request.
+    pub fn watermark(&self) -> Option<i128> {
+        (self.watermark > i128::MIN).then_some(self.watermark)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::SplitMix64;
+
+    const S: i128 = 1_000_000_000;
+
+    fn objective() -> Objective {
+        Objective {
+            p99_ms: 100.0,
+            error_rate: 0.01,
+            window_ns: 5 * S,
+        }
+    }
+
+    /// A ramp of 10 s steps at 10, 20, … /s after a 5 s warm-up; latency rises past the
+    /// bound from `knee` on. Each request with its end, in start order.
+    fn ramp(rates: &[f64], knee: f64, seed: u64) -> (Vec<Step>, Vec<(Request, i128)>) {
+        let mut rng = SplitMix64::new(seed);
+        let warmup = 5 * S;
+        let steps: Vec<Step> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, &rate)| Step {
+                rate,
+                start_ns: warmup + i as i128 * 10 * S,
+                end_ns: warmup + (i as i128 + 1) * 10 * S,
+            })
+            .collect();
+        let mut reqs = Vec::new();
+        let mut t = 0i128;
+        for s in &steps {
+            let rate = s.rate;
+            while t < s.end_ns {
+                let slow = s.rate >= knee;
+                let u = (rng.next_u64() % 1000) as f64 / 1000.0;
+                let ms = if slow {
+                    90.0 + 400.0 * u
+                } else {
+                    5.0 + 40.0 * u
+                };
+                let status = if rng.next_u64() % 500 == 0 { 503 } else { 200 };
+                let end = t + (ms * 1e6) as i128;
+                reqs.push((
+                    Request {
+                        start_ns: t,
+                        duration_ms: ms,
+                        status,
+                    },
+                    end,
+                ));
+                t += (S as f64 / rate) as i128;
+            }
+        }
+        (steps, reqs)
+    }
+
+    /// The stream as a load generator writes it: by end, shuffled within one-second
+    /// batches.
+    fn stream(reqs: Vec<(Request, i128)>, seed: u64) -> Vec<(Request, i128)> {
+        let mut rng = SplitMix64::new(seed);
+        let mut keyed: Vec<_> = reqs
+            .into_iter()
+            .map(|r| ((r.1 / S, rng.next_u64()), r))
+            .collect();
+        keyed.sort_by_key(|k| k.0);
+        keyed.into_iter().map(|k| k.1).collect()
+    }
+
+    #[test]
+    fn the_live_saturation_equals_the_offline_one() {
+        for (knee, seed, breach) in [
+            (40.0, 1, Some(40.0)),
+            (20.0, 2, Some(20.0)),
+            (1000.0, 3, None),
+            (10.0, 4, Some(10.0)),
+        ] {
+            let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
+            let (steps, reqs) = ramp(&rates, knee, seed);
+            let offline: Vec<Request> = reqs.iter().map(|r| r.0).collect();
+            let want = saturation::saturation(&offline, &steps, &objective());
+            assert_eq!(want.first_breach, breach, "the fixture's knee");
+            let mut live = LiveRamp::new(steps, objective(), S + 2 * S, 1);
+            let mut given = Vec::new();
+            for (r, end) in stream(reqs, seed) {
+                live.push(r, end);
+                given.extend(live.advance());
+            }
+            given.extend(live.finish());
+            assert_eq!(live.late(), 0);
+            assert_eq!(
+                given.iter().map(|g| g.0).collect::<Vec<_>>(),
+                (0..6).collect::<Vec<_>>()
+            );
+            assert_eq!(live.saturation(), want, "knee {knee}");
+        }
+    }
+
+    #[test]
+    fn the_ramp_stops_after_its_first_breach_and_its_confirmations() {
+        let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0];
+        for confirm in [0, 1, 2] {
+            let (steps, reqs) = ramp(&rates, 40.0, 7);
+            let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, confirm);
+            let mut stopped = None;
+            for (r, end) in stream(reqs, 7) {
+                live.push(r, end);
+                live.advance();
+                if let Some(stop) = live.stop() {
+                    // The executor stops the load when the stream passes `at_ns`: the stop is
+                    // known before then only if the breach was judged before the last
+                    // confirmation ended.
+                    stopped.get_or_insert((stop, end));
+                }
+            }
+            let (stop, seen_at) = stopped.expect("a breach at 40/s stops the ramp");
+            assert_eq!((stop.breach, stop.last), (3, 3 + confirm));
+            assert_eq!(stop.at_ns, steps[3 + confirm].end_ns);
+            // The breach is judged once the stream is 3 s (settle) past its step's end: within
+            // the one-second batch that crosses that instant.
+            let after = seen_at - steps[3].end_ns;
+            assert!((3 * S..=4 * S).contains(&after), "{confirm}: {after}");
+            assert_eq!(live.saturation().rate, Some(30.0));
+        }
+    }
+
+    #[test]
+    fn no_stop_without_a_breach_or_when_the_ramp_ends_anyway() {
+        let rates = [10.0, 20.0, 30.0];
+        let (steps, reqs) = ramp(&rates, 1000.0, 9);
+        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 1);
+        for (r, end) in stream(reqs.clone(), 9) {
+            live.push(r, end);
+            live.advance();
+            assert_eq!(live.stop(), None);
+        }
+        // A breach at the second-to-last step with one confirmation: the ramp ends there.
+        let (steps, reqs) = ramp(&rates, 20.0, 9);
+        let mut live = LiveRamp::new(steps, objective(), 3 * S, 1);
+        for (r, end) in stream(reqs, 9) {
+            live.push(r, end);
+            live.advance();
+        }
+        live.finish();
+        assert_eq!(live.saturation().first_breach, Some(20.0));
+        assert_eq!(live.stop(), None);
+    }
+
+    #[test]
+    fn a_request_for_a_judged_step_is_counted_late() {
+        let (steps, _) = ramp(&[10.0, 20.0], 1000.0, 5);
+        let mut live = LiveRamp::new(steps.clone(), objective(), S, 0);
+        let r = |start_ns| Request {
+            start_ns,
+            duration_ms: 10.0,
+            status: 200,
+        };
+        live.push(r(steps[0].start_ns), steps[0].start_ns + S / 100);
+        assert!(
+            live.advance().is_empty(),
+            "the first step is not complete yet"
+        );
+        live.push(r(steps[1].start_ns), steps[0].end_ns + S);
+        assert_eq!(live.advance().len(), 1);
+        live.push(r(steps[0].start_ns + S), steps[0].start_ns + S + S / 100);
+        assert_eq!(live.late(), 1);
+        // Warm-up requests are not the ramp's.
+        live.push(r(0), S / 100);
+        assert_eq!(live.late(), 1);
+    }
+}
