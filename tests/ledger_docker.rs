@@ -186,6 +186,20 @@ fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
             .count(),
         interrupted
     );
+    // The run killed at its fault, 8 s into a load of 10 requests/s, keeps the requests
+    // it measured: requests.csv is written as k6's output is followed, not at the end.
+    let kept = std::fs::read_dir(study.join("_interrupted"))
+        .unwrap()
+        .map(|e| {
+            let csv = e.unwrap().path().join(feedbench::rundir::REQUESTS_CSV);
+            std::fs::read_to_string(csv).map_or(0, |t| t.lines().count().saturating_sub(1))
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(
+        kept >= 40,
+        "the interrupted runs kept at most {kept} requests"
+    );
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-ledger")),
         (vec![], vec![])

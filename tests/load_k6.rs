@@ -258,7 +258,7 @@ fn run_k6(k6: &Path, load: &LoadScript) -> (LoadSummary, Vec<Request>) {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("load.js");
     std::fs::write(&script, &load.script).unwrap();
-    let output = dir.path().join("k6.csv.gz");
+    let output = dir.path().join("k6.csv");
     let args: Vec<String> = commands::k6_args()
         .into_iter()
         .map(|a| {

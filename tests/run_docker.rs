@@ -1,5 +1,6 @@
 //! `feedbench run` on the real engine: the smoke study end to end and what its raw data must
-//! show, a replica kill seen by the balancer in time, and a memory guard that aborts.
+//! show, a replica kill seen by the balancer in time, a memory guard that aborts, and a
+//! ramp that stops at its knee.
 
 mod common;
 
@@ -322,6 +323,90 @@ fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
         .contains("guard-tripped,host-memory-floor"));
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-guard")),
+        (vec![], vec![])
+    );
+}
+
+#[test]
+#[ignore = "needs the Docker engine"]
+fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    rt.block_on(common::plan_images("tests/plans/docker/knee.yaml"));
+    let results = tempfile::tempdir().unwrap();
+    let out = run_plan("tests/plans/docker/knee.yaml", results.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = results.path().join("test-knee/runs");
+
+    // Stopping: the first step (5/s) breaks the 1 ms bound; one more step runs, then k6 stops.
+    let dir = runs.join("feed-rs_stops_r1");
+    let events = csv(&dir.join("events.csv"));
+    let judged: Vec<&BTreeMap<String, String>> = events
+        .iter()
+        .filter(|e| e["event"] == "step-judged")
+        .collect();
+    assert!(
+        judged
+            .first()
+            .is_some_and(|e| e["subject"] == "5/s" && e["detail"].starts_with("breached")),
+        "{judged:?}"
+    );
+    let stop = events
+        .iter()
+        .find(|e| e["event"] == "load-stopped")
+        .unwrap_or_else(|| panic!("no load-stopped in {events:?}"));
+    assert!(
+        stop["detail"].contains("the step at 5/s broke the objective"),
+        "{stop:?}"
+    );
+    let record = run_json(&dir);
+    let frame = &record["frame"];
+    assert_eq!(frame["stopped"]["breach_rate"], 5.0, "{frame:#}");
+    assert_eq!(frame["stopped"]["last_rate"], 10.0, "{frame:#}");
+    let steps = frame["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{frame:#}");
+    let at: i128 = frame["stopped"]["at_ns"].as_i64().unwrap().into();
+    assert_eq!(frame["measured"]["end_ns"].as_i64().unwrap() as i128, at);
+    // The saturation computed afterwards from requests.csv, over the steps run, is the one
+    // judged live (run.json would carry a warning otherwise).
+    assert_eq!(record["saturation"]["first_breach"], 5.0, "{record:#}");
+    assert!(record["saturation"]["rate"].is_null(), "{record:#}");
+    let warnings = record["warnings"].to_string();
+    assert!(!warnings.contains("judged live"), "{warnings}");
+    // No arrival was scheduled for the third step: k6 stopped within a few seconds of the
+    // stop, long before the ramp's 30 s would have ended.
+    let starts: Vec<i128> = csv(&dir.join("requests.csv"))
+        .iter()
+        .map(|r| r["start_ns"].parse().unwrap())
+        .collect();
+    let last = *starts.iter().max().unwrap();
+    assert!(
+        last < at + 5_000_000_000,
+        "a request started {} s after the stop",
+        (last - at) as f64 / 1e9
+    );
+    assert!(
+        record["validity_evidence"]
+            .as_array()
+            .is_none_or(|e| e.is_empty()),
+        "{record:#}"
+    );
+
+    // Every step: the same ramp with stop-on-breach: false.
+    let dir = runs.join("feed-rs_every-step_r1");
+    let record = run_json(&dir);
+    assert!(record["frame"]["stopped"].is_null());
+    assert_eq!(record["frame"]["steps"].as_array().unwrap().len(), 6);
+    let events = std::fs::read_to_string(dir.join("events.csv")).unwrap();
+    assert!(!events.contains("load-stopped"), "{events}");
+    assert_eq!(events.matches("step-judged").count(), 6, "{events}");
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-knee")),
         (vec![], vec![])
     );
 }

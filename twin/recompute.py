@@ -37,6 +37,7 @@ SUMMARY_COLUMNS = [
 
 NONE = "none"
 NOT_REACHED = "not reached"
+CENSORED = "censored at the stop"
 NOT_OBSERVED = "not observed"
 NOT_RECOVERED = "not recovered"
 NOT_APPLICABLE = "not applicable"
@@ -396,6 +397,8 @@ def read_run_json(path: Path):
             "end": _ns(path, s, "end_ns", ctx),
             "offered": _num(path, s, "offered_arrivals", ctx),
         })
+    # A ramp stopped at its knee (docs/results.md, run.json's frame.stopped).
+    f["stopped"] = frame.get("stopped") is not None
     o = _get(path, frame, "objective", "frame")
     f["p99_ms"] = _num(path, o, "p99_ms", "frame.objective")
     f["failed_bound"] = _num(path, o, "failed_share", "frame.objective")
@@ -736,8 +739,9 @@ def compute_run(run_dir: Path):
                 out.add("step_met", 1 if v else 0, "count", step_rate=s["rate"], definition=d)
             first = next((i for i, v in enumerate(met) if not v), None)
             if first is None:
-                out.add("saturation", steps[-1]["rate"], "1/s", NOT_REACHED, definition=d)
-                out.add("first_breach", None, "1/s", NOT_REACHED, definition=d)
+                unmet = CENSORED if f["stopped"] else NOT_REACHED
+                out.add("saturation", steps[-1]["rate"], "1/s", unmet, definition=d)
+                out.add("first_breach", None, "1/s", unmet, definition=d)
             else:
                 sat = steps[first - 1]["rate"] if first > 0 else None
                 out.add("saturation", sat, "1/s", definition=d)

@@ -1231,6 +1231,7 @@ mod tests {
                 throughput_tolerance: 0.05,
                 latency_tolerance: 0.1,
             },
+            stopped: None,
         }
     }
 

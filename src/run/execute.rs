@@ -9,10 +9,12 @@ use indexmap::IndexMap;
 
 use super::events::{csv_row, Clock, RunEvent, Stamp, CSV_HEADER};
 use super::faults::{schedule, Action, Edge};
+use super::follow::Follower;
 use super::guards::{self, Trip};
 use super::load::{self, LoadScript, LoadSpec};
 use super::monitor::{self, Target};
 use super::requests::{self, LoadSummary};
+use crate::analysis::live::LiveRamp;
 use crate::analysis::saturation::{self, Saturation};
 use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
 use crate::engine::fault_proxy::FaultProxy;
@@ -21,7 +23,7 @@ use crate::engine::topology::{Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_
 use crate::plan::model::Plan;
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
-use crate::rundir::frame::{Frame, FrameInputs};
+use crate::rundir::frame::{Frame, FrameInputs, RampStop};
 use crate::rundir::record::{Derived, Ending, Measured, RunRecord, FORMAT_VERSION};
 use crate::rundir::{self, health};
 use crate::validity::{self, Window};
@@ -289,6 +291,11 @@ pub async fn execute(
             record.scheduled_arrivals,
             request_starts,
             &plan.guards,
+            record
+                .frame
+                .as_ref()
+                .and_then(|f| f.stopped)
+                .map(|s| s.at_ns),
         ) {
             Ok(a) => {
                 for e in &a.evidence {
@@ -346,6 +353,7 @@ async fn measure(
         .unwrap_or_default();
     rt.upload(&loadgen, &[script.file()]).await?;
     rt.start(&loadgen).await?;
+    let follower = Follower::start(rt, &loadgen, dir.join(rundir::REQUESTS_CSV));
     let load_started = Instant::now();
     events.emit(RunEvent::LoadStarted {
         scheduled_arrivals: script.scheduled_arrivals,
@@ -377,6 +385,12 @@ async fn measure(
     let stats_addr = deployed.addr(Role::Balancer, STATS_PORT);
     let mut last_progress = (Instant::now(), crate::engine::balancer::Traffic::default());
     let mut applied: Vec<Action> = Vec::new();
+    let stops_at_knee = plan
+        .profiles
+        .get(run.profile.as_str())
+        .and_then(|p| p.stops_at_knee())
+        .map(|c| c as usize);
+    let mut stopped: Option<RampStop> = None;
 
     let trip: Option<Trip> = loop {
         tick.tick().await;
@@ -413,6 +427,47 @@ async fn measure(
                     action,
                     reason,
                 }),
+            }
+        }
+        // The load generator's output, as it writes it: the ramp judged step by step.
+        let look = follower.look();
+        if !follower.judging() {
+            if let Some(t0) = look.scenario_start_ns {
+                if let Some(ramp) = live_ramp(
+                    plan,
+                    run,
+                    script,
+                    topo,
+                    saturations,
+                    t0,
+                    stops_at_knee.unwrap_or(1),
+                ) {
+                    follower.judge_with(ramp);
+                }
+            }
+        }
+        for (_, v) in look.judged {
+            events.emit(step_judged(&v));
+        }
+        // The knee: once the stream is past the last confirming step, the load stops.
+        if let (Some(confirm), Some(stop), None) = (stops_at_knee, look.stop, stopped) {
+            if look.watermark.is_some_and(|w| w >= stop.at_ns) {
+                stopped = Some(RampStop {
+                    breach_rate: stop.breach_rate,
+                    last_rate: stop.last_rate,
+                    at_ns: stop.at_ns,
+                });
+                events.emit(RunEvent::LoadStopped {
+                    reason: format!(
+                        "the step at {}/s broke the objective; stopped after {} more step(s), at the end of the step at {}/s (stop-on-breach, confirm-steps {confirm})",
+                        stop.breach_rate,
+                        stop.last - stop.breach,
+                        stop.last_rate
+                    ),
+                    at_ns: stop.at_ns,
+                });
+                // k6 stops its scenario on SIGINT and writes out what it has.
+                let _ = rt.kill(&loadgen, "SIGINT").await;
             }
         }
         // Health transitions the balancer reports.
@@ -501,19 +556,31 @@ async fn measure(
         }
     }
     record.monitors = Some(monitors.stop().await?);
+    let (live, last) = follower.finish().await;
+    for (_, v) in last {
+        events.emit(step_judged(&v));
+    }
 
     let raw = rt
         .download(&loadgen, crate::spec::commands::K6_OUTPUT)
         .await;
     match raw {
         Ok(bytes) if !bytes.is_empty() => {
-            write(dir, rundir::K6_CSV_GZ, &bytes)?;
+            write(dir, rundir::K6_CSV_GZ, &gzip(&bytes))?;
             let path = dir.join(rundir::REQUESTS_CSV);
-            let out = std::fs::File::create(&path).map_err(|source| ExecuteError::Write {
+            // Written beside the followed copy and renamed over it: a crash here leaves
+            // one whole file or the other.
+            let staged = dir.join(format!(".{}.partial", rundir::REQUESTS_CSV));
+            let out = std::fs::File::create(&staged).map_err(|source| ExecuteError::Write {
+                path: staged.clone(),
+                source,
+            })?;
+            let converted = requests::convert(bytes.as_slice(), std::io::BufWriter::new(out));
+            std::fs::rename(&staged, &path).map_err(|source| ExecuteError::Write {
                 path: path.clone(),
                 source,
             })?;
-            match requests::convert(bytes.as_slice(), std::io::BufWriter::new(out)) {
+            match converted {
                 Ok(summary) => {
                     events.emit(RunEvent::LoadFinished {
                         requests: summary.requests,
@@ -537,12 +604,16 @@ async fn measure(
                             topology: topo,
                             saturations,
                             scenario_start_ns: i128::from(t0),
+                            stopped,
                         })
                     });
                     record.saturation = record
                         .frame
                         .as_ref()
                         .and_then(|f| ramp_saturation(f, &reqs));
+                    if let Some(w) = live_differs(live.as_ref(), record.saturation.as_ref()) {
+                        record.warnings.push(w);
+                    }
                     record.measured = measured_summary(script, &summary, &reqs);
                     record.load = Some(summary);
                     return Ok(reqs.iter().map(|r| r.start_ns).collect());
@@ -717,13 +788,70 @@ fn read_requests(requests_csv: &Path) -> Result<Vec<saturation::Request>, Execut
         .collect()
 }
 
-/// A step ramp's saturation from its requests, over the frame's steps (the same steps the
-/// report judges); `None` for other profiles.
-fn ramp_saturation(frame: &Frame, reqs: &[saturation::Request]) -> Option<Saturation> {
+/// The ramp's live judge, from the frame the scenario's start `t0` fixes: its steps and
+/// objective, and a step complete once the stream is past its end by the request timeout
+/// plus two seconds (k6 writes its samples once a second); `None` for other profiles.
+fn live_ramp(
+    plan: &Plan,
+    run: &RunSpec,
+    script: &LoadScript,
+    topo: &RunTopology,
+    saturations: &IndexMap<Name, f64>,
+    t0: u64,
+    confirm: usize,
+) -> Option<LiveRamp> {
+    let frame = Frame::of(&FrameInputs {
+        plan,
+        run,
+        script,
+        topology: topo,
+        saturations,
+        scenario_start_ns: i128::from(t0),
+        stopped: None,
+    });
     if frame.steps.is_empty() {
         return None;
     }
-    let steps: Vec<saturation::Step> = frame
+    let (steps, objective) = ramp_terms(&frame);
+    let settle_ns = ((script.request_timeout_s + 2.0) * 1e9) as i128;
+    Some(LiveRamp::new(steps, objective, settle_ns, confirm))
+}
+
+fn step_judged(v: &saturation::StepVerdict) -> RunEvent {
+    RunEvent::StepJudged {
+        rate: v.rate,
+        requests: v.requests,
+        p99_ms: v.p99_ms,
+        failed_share: v.error_rate,
+        met: v.met,
+    }
+}
+
+/// A warning when the live judgment of the ramp differs from the one made afterwards from
+/// requests.csv (requests that reached the judge after their step was judged).
+fn live_differs(live: Option<&LiveRamp>, offline: Option<&Saturation>) -> Option<String> {
+    let (live, offline) = (live?, offline?);
+    let l = live.saturation();
+    (l.rate != offline.rate || l.first_breach != offline.first_breach).then(|| {
+        format!(
+            "the ramp judged live (saturation {:?}, first breach {:?}) differs from requests.csv ({:?}, {:?}); {} requests reached the live judge after their step was judged",
+            l.rate, l.first_breach, offline.rate, offline.first_breach, live.late()
+        )
+    })
+}
+
+/// k6's output as the run directory keeps it.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing into memory cannot fail.
+    let _ = gz.write_all(bytes);
+    gz.finish().unwrap_or_default()
+}
+
+/// The steps and objective of a frame, as the saturation rule takes them.
+fn ramp_terms(frame: &Frame) -> (Vec<saturation::Step>, saturation::Objective) {
+    let steps = frame
         .steps
         .iter()
         .map(|s| saturation::Step {
@@ -733,13 +861,22 @@ fn ramp_saturation(frame: &Frame, reqs: &[saturation::Request]) -> Option<Satura
         })
         .collect();
     let o = &frame.objective;
-    Some(saturation::saturation(
-        reqs,
-        &steps,
-        &saturation::Objective {
+    (
+        steps,
+        saturation::Objective {
             p99_ms: o.p99_ms,
             error_rate: o.failed_share,
             window_ns: o.window_ns,
         },
-    ))
+    )
+}
+
+/// A step ramp's saturation from its requests, over the frame's steps (the same steps the
+/// report judges); `None` for other profiles.
+fn ramp_saturation(frame: &Frame, reqs: &[saturation::Request]) -> Option<Saturation> {
+    if frame.steps.is_empty() {
+        return None;
+    }
+    let (steps, objective) = ramp_terms(frame);
+    Some(saturation::saturation(reqs, &steps, &objective))
 }

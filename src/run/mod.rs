@@ -1,6 +1,7 @@
 //! Executing a run: load, monitors, faults, guards and the raw data they record.
 
 pub mod execute;
+pub mod follow;
 pub mod gate;
 pub mod guards;
 pub mod lock;

@@ -481,6 +481,59 @@ impl Runtime {
         Ok((code, output))
     }
 
+    /// Starts `argv` in a running container and streams its standard output as it is
+    /// written (standard error is dropped); the stream ends when the command does, or when
+    /// the container stops.
+    pub async fn exec_stream(
+        &self,
+        name: &str,
+        argv: &[String],
+    ) -> Result<
+        impl futures_util::Stream<Item = Result<Vec<u8>, RuntimeError>> + Send + 'static,
+        RuntimeError,
+    > {
+        let fail = {
+            let (name, argv) = (name.to_string(), argv.to_vec());
+            move |source| RuntimeError::Exec {
+                name: name.clone(),
+                argv: argv.clone(),
+                source,
+            }
+        };
+        let exec = self
+            .docker
+            .create_exec(
+                name,
+                CreateExecOptions {
+                    cmd: Some(argv.to_vec()),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(false),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(fail.clone())?;
+        let started = self
+            .docker
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(fail.clone())?;
+        let stream = match started {
+            StartExecResults::Attached { output, .. } => output.boxed(),
+            StartExecResults::Detached => futures_util::stream::empty().boxed(),
+        };
+        Ok(stream.filter_map(move |chunk| {
+            let out = match chunk {
+                Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
+                    Some(Ok(message.to_vec()))
+                }
+                Ok(_) => None,
+                Err(source) => Some(Err(fail(source))),
+            };
+            std::future::ready(out)
+        }))
+    }
+
     /// Everything the container wrote to stdout and stderr, each line with the engine's
     /// timestamp.
     pub async fn logs(&self, name: &str) -> Result<String, RuntimeError> {

@@ -24,6 +24,8 @@ pub struct Stop {
     pub last: usize,
     /// When the load stops: the last step's end (unix ns, on the stream's clock).
     pub at_ns: i128,
+    pub breach_rate: f64,
+    pub last_rate: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -85,10 +87,15 @@ impl LiveRamp {
         out
     }
 
-    /// The stream has ended: every step not yet judged is judged with what it holds.
+    /// The stream has ended: every step it reached (one that began before the latest end
+    /// seen) and not yet judged is judged with what it holds; steps never reached (the
+    /// load stopped first) are not judged.
     pub fn finish(&mut self) -> Vec<(usize, StepVerdict)> {
         let mut out = Vec::new();
-        while self.judged.len() < self.steps.len() {
+        while let Some(step) = self.steps.get(self.judged.len()) {
+            if step.start_ns >= self.watermark {
+                break;
+            }
             out.push(self.judge_next());
         }
         out
@@ -115,6 +122,8 @@ impl LiveRamp {
             breach,
             last,
             at_ns: self.steps[last].end_ns,
+            breach_rate: self.steps[breach].rate,
+            last_rate: self.steps[last].rate,
         })
     }
 
@@ -137,7 +146,8 @@ impl LiveRamp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::SplitMix64;
+
+    use crate::plan::expand::SplitMix64;
 
     const S: i128 = 1_000_000_000;
 

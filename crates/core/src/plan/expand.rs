@@ -138,7 +138,16 @@ struct RunDefinition<'a> {
     repetition: u32,
     /// Run hashes of the runs this one takes parameters from.
     depends_on: Vec<String>,
+    /// What the executor does beyond the plan's words, where it changed what a run
+    /// measures: a step ramp with `stop-on-breach` stops its load at the knee since
+    /// `ramp-stops-at-knee`; round 1 ran every step, so those runs hash differently. Absent
+    /// for every other run, whose hash it leaves as it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    executor: Option<&'static str>,
 }
+
+/// The executor's semantics for step ramps that stop at their knee.
+pub const RAMP_STOPS_AT_KNEE: &str = "ramp-stops-at-knee";
 
 #[derive(Serialize)]
 struct TopologyDefinition<'a> {
@@ -276,6 +285,7 @@ pub fn expand(plan: &Plan) -> Vec<RunSpec> {
                 .iter()
                 .map(|&d| hashes[d].clone().unwrap_or_default())
                 .collect(),
+            executor: profile.stops_at_knee().map(|_| RAMP_STOPS_AT_KNEE),
         };
         hashes[i] = Some(value_hash(&def));
     }
@@ -345,11 +355,16 @@ fn dependencies_first(deps: &[Vec<usize>]) -> Vec<usize> {
 }
 
 /// SplitMix64: a tiny generator written out here so that a recorded seed gives the same
-/// order in every feedbench version (docs/plan.md states the algorithm).
-struct SplitMix64(u64);
+/// order in every feedbench version (docs/plan.md states the algorithm; the report's
+/// bootstrap uses it too, docs/analysis.md).
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -358,9 +373,9 @@ impl SplitMix64 {
     }
 
     /// Fisher–Yates, from the last element down; `j = next() % (i + 1)`.
-    fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
             items.swap(i, j);
         }
     }
@@ -394,7 +409,7 @@ mod tests {
     fn splitmix_is_the_reference_sequence() {
         // First outputs of SplitMix64 seeded with 1234567 (reference C implementation).
         let mut r = SplitMix64(1234567);
-        assert_eq!(r.next(), 6457827717110365317);
-        assert_eq!(r.next(), 3203168211198807973);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
     }
 }

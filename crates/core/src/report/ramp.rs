@@ -4,7 +4,7 @@
 use super::latency::{quick_p, ratio, within, Stats};
 use super::out::Out;
 use super::read::Req;
-use super::rows::NOT_REACHED;
+use super::rows::{CENSORED, NOT_REACHED};
 use crate::analysis::objective::{self, Bounds};
 use crate::rundir::frame::{FrameObjective, FrameStep};
 
@@ -101,8 +101,17 @@ pub fn saturation(met: &[bool]) -> (Option<usize>, Option<usize>) {
 }
 
 /// The per-step table and the five definitions' rows; returns the step where the CPU is
-/// looked at (the first breach under `objective-windows`, else the last step).
-pub fn rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep], o: &FrameObjective) -> Option<usize> {
+/// looked at (the first breach under `objective-windows`, else the last step). `stopped`:
+/// the ramp's load stopped at its knee, so a definition that did not breach by then is
+/// censored there, not "not reached".
+pub fn rows(
+    out: &mut Out,
+    reqs: &[Req],
+    steps: &[FrameStep],
+    o: &FrameObjective,
+    stopped: bool,
+) -> Option<usize> {
+    let unmet = if stopped { CENSORED } else { NOT_REACHED };
     for s in steps {
         let span = s.span();
         let st = Stats::of(within(reqs, s.start_ns, s.end_ns));
@@ -137,9 +146,9 @@ pub fn rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep], o: &FrameObjective
             x.value("saturation", rate(sat), "1/s");
         } else {
             // No step breached: saturation is at least the last step, not measured.
-            x.noted("saturation", rate(sat), "1/s", NOT_REACHED);
+            x.noted("saturation", rate(sat), "1/s", unmet);
         }
-        x.or("first_breach", rate(breach), "1/s", NOT_REACHED);
+        x.or("first_breach", rate(breach), "1/s", unmet);
         if d == "objective-windows" && breach.is_some() {
             look_at = breach;
         }

@@ -30,6 +30,9 @@ pub const COLUMNS: [&str; 14] = [
 /// Why a value is empty (docs/analysis.md, "Empty values").
 pub const NONE: &str = "none";
 pub const NOT_REACHED: &str = "not reached";
+/// A ramp stopped at its knee before a definition breached: its saturation is a lower bound
+/// cut short by the stop.
+pub const CENSORED: &str = "censored at the stop";
 pub const NOT_OBSERVED: &str = "not observed";
 pub const NOT_RECOVERED: &str = "not recovered";
 pub const NOT_APPLICABLE: &str = "not applicable";

@@ -87,7 +87,13 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     }
 
     if !frame.steps.is_empty() {
-        let look = ramp::rows(&mut out, &reqs, &frame.steps, &frame.objective);
+        let look = ramp::rows(
+            &mut out,
+            &reqs,
+            &frame.steps,
+            &frame.objective,
+            frame.stopped.is_some(),
+        );
         for s in &frame.steps {
             let mut x = out.under("step").at_step(s.rate);
             usage::rows(&mut x, &usage, &frame.caps, &reqs, s.start_ns, s.end_ns);

@@ -117,6 +117,21 @@ pub enum RunEvent {
         /// percentiles; p99 comes from requests.csv after the run).
         avg_response_ms: u64,
     },
+    /// A ramp's step judged while the ramp ran (`analysis::live`), once every request that
+    /// started in it had ended or timed out: its worst window's p99 and failed share.
+    StepJudged {
+        rate: f64,
+        requests: usize,
+        p99_ms: Option<f64>,
+        failed_share: f64,
+        met: bool,
+    },
+    /// The ramp's load stopped at its knee (`stop-on-breach`), at `at_ns` on the load
+    /// generator's clock.
+    LoadStopped {
+        reason: String,
+        at_ns: i128,
+    },
 }
 
 impl RunEvent {
@@ -133,6 +148,8 @@ impl RunEvent {
             RunEvent::LoadFinished { .. } => "load-finished",
             RunEvent::Note { .. } => "note",
             RunEvent::Progress { .. } => "progress",
+            RunEvent::StepJudged { .. } => "step-judged",
+            RunEvent::LoadStopped { .. } => "load-stopped",
         }
     }
 }
@@ -161,6 +178,16 @@ impl RunEvent {
                 String::new(),
                 format!(
                     "{elapsed_s:.0}/{total_s:.0} s  {achieved_rate:.1}/s of {scheduled_rate:.1}/s scheduled  {errors} 5xx  avg {avg_response_ms} ms"
+                ),
+            ),
+            RunEvent::LoadStopped { reason, at_ns } => (format!("{at_ns}"), reason.clone()),
+            RunEvent::StepJudged { rate, requests, p99_ms, failed_share, met } => (
+                format!("{rate}/s"),
+                format!(
+                    "{}: {requests} requests, worst window p99 {}, failed {:.2} %",
+                    if *met { "met" } else { "breached" },
+                    p99_ms.map_or("none".to_string(), |p| format!("{p:.1} ms")),
+                    failed_share * 100.0
                 ),
             ),
         }

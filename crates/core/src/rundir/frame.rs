@@ -109,6 +109,20 @@ pub struct Frame {
     /// By container name.
     pub caps: BTreeMap<String, Cap>,
     pub recovery: RecoveryRule,
+    /// Set when the ramp's load was stopped at its knee: the steps and the measured phase
+    /// above end there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<RampStop>,
+}
+
+/// A step ramp stopped at its knee (`stop-on-breach`): judged live, the first breaching
+/// step and the last step run (the breach and its `confirm-steps`), and when the load
+/// stopped (the last step's end, unix ns).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RampStop {
+    pub breach_rate: f64,
+    pub last_rate: f64,
+    pub at_ns: i128,
 }
 
 /// What the frame is made from: the plan, the run, its rendered load and topology, and the
@@ -121,6 +135,8 @@ pub struct FrameInputs<'a> {
     pub saturations: &'a IndexMap<Name, f64>,
     /// t = 0 of the schedule (k6's scenario start), unix ns.
     pub scenario_start_ns: i128,
+    /// The ramp's stop at its knee, when it stopped.
+    pub stopped: Option<RampStop>,
 }
 
 fn ns(s: f64) -> i128 {
@@ -129,8 +145,8 @@ fn ns(s: f64) -> i128 {
 
 impl Frame {
     /// The run's frame. The measured phase starts at the scenario's start plus the
-    /// warm-up and ends with the schedule; a step ramp's steps follow one another from the
-    /// measured phase's start.
+    /// warm-up and ends with the schedule, or where a ramp stopped at its knee; a step
+    /// ramp's steps follow one another from the measured phase's start, up to that end.
     pub fn of(i: &FrameInputs<'_>) -> Frame {
         let (plan, script, t0) = (i.plan, i.script, i.scenario_start_ns);
         let schedule = &script.schedule;
@@ -138,7 +154,10 @@ impl Frame {
             schedule.arrivals_between((a - t0) as f64 / 1e9, (b - t0) as f64 / 1e9)
         };
         let measured_start = t0 + ns(script.measured_start_s);
-        let measured_end = t0 + ns(schedule.duration_s());
+        let measured_end = match i.stopped {
+            Some(stop) => stop.at_ns.min(t0 + ns(schedule.duration_s())),
+            None => t0 + ns(schedule.duration_s()),
+        };
         let mut steps = Vec::new();
         if let Some(Profile::StepRamp {
             start,
@@ -158,6 +177,9 @@ impl Frame {
                         measured_start + k * step_ns,
                         measured_start + (k + 1) * step_ns,
                     );
+                    if b > measured_end {
+                        break; // not run: the ramp stopped before it
+                    }
                     steps.push(FrameStep {
                         rate: start + *step * k as f64,
                         start_ns: a,
@@ -217,6 +239,7 @@ impl Frame {
                 throughput_tolerance: r.throughput_fraction(),
                 latency_tolerance: r.latency_fraction(),
             },
+            stopped: i.stopped,
         }
     }
 }

@@ -187,6 +187,26 @@ pub fn convert<R: Read, W: Write>(
     k6_output: R,
     requests_csv: W,
 ) -> Result<LoadSummary, RequestsError> {
+    convert_with(k6_output, requests_csv, &mut |_| false)
+}
+
+/// What `convert_with` hands on as it reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Seen<'a> {
+    /// The k6 scenario's start (unix ns): t = 0 of the schedule.
+    ScenarioStart(u64),
+    /// A request, just written to requests.csv.
+    Request(&'a Request),
+}
+
+/// `convert`, calling `seen` with the scenario's start and each request as they are read;
+/// when it returns true the rows written so far are flushed to `requests_csv` (a run
+/// followed live flushes about once a second, so that a crash keeps what was measured).
+pub fn convert_with<R: Read, W: Write>(
+    k6_output: R,
+    requests_csv: W,
+    seen: &mut dyn FnMut(Seen<'_>) -> bool,
+) -> Result<LoadSummary, RequestsError> {
     let mut buffered = BufReader::new(k6_output);
     let gzipped = buffered
         .fill_buf()
@@ -236,7 +256,9 @@ pub fn convert<R: Read, W: Write>(
             }
             SCENARIO_START_METRIC => {
                 let ms = number(&rec, columns.value, "metric_value")?;
-                summary.scenario_start_ns = Some((ms.max(0.0) as u64).saturating_mul(1_000_000));
+                let ns = (ms.max(0.0) as u64).saturating_mul(1_000_000);
+                summary.scenario_start_ns = Some(ns);
+                seen(Seen::ScenarioStart(ns));
                 continue;
             }
             _ => continue,
@@ -301,6 +323,9 @@ pub fn convert<R: Read, W: Write>(
                 p.request.duration_ms = d;
                 p.request.start_ns = end_ns.saturating_sub(((b + d) * 1e6).round() as u64);
                 write(&mut out, &p.request, &mut summary)?;
+                if seen(Seen::Request(&p.request)) {
+                    out.flush().map_err(|e| RequestsError::Write(e.into()))?;
+                }
             }
         }
         if queue.is_empty() {

@@ -9,9 +9,21 @@ use std::time::Duration;
 pub const LOAD_SCRIPT: &str = "/feedbench/load.js";
 
 /// Where k6 writes its raw samples inside the load-generator container: its home, the one
-/// directory user k6 (uid 12345) can write. Gzipped (k6 compresses when the name ends in
-/// `.gz`); `requests::convert` reads it.
-pub const K6_OUTPUT: &str = "/home/k6/k6.csv.gz";
+/// directory user k6 (uid 12345) can write. Plain CSV, not gzipped: the executor follows
+/// the file as k6 writes it (`k6_follow_args`), which a gzip stream flushed only at its
+/// end would not allow; the run directory keeps it gzipped (`k6.csv.gz`), compressed by
+/// feedbench outside the measurement path.
+pub const K6_OUTPUT: &str = "/home/k6/k6.csv";
+
+/// The command run inside the load-generator container to follow `K6_OUTPUT` from its
+/// first byte as k6 writes it (coreutils `tail`; `-F` waits for the file to appear). Its
+/// standard output streams over the engine's API, so a load generator on another engine
+/// is followed the same way.
+pub fn k6_follow_args() -> Vec<String> {
+    ["tail", "-c", "+1", "-F", K6_OUTPUT]
+        .map(String::from)
+        .to_vec()
+}
 
 /// The load generator's command: k6 with per-sample output to `K6_OUTPUT`, and no usage
 /// report (k6 would otherwise send one to grafana.com).

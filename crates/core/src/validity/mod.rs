@@ -137,8 +137,10 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
 
 /// Reads the run directory's containers.csv and events.csv and checks them with the
 /// requests' start times (requests.csv's `start_ns`, which the executor has read already).
-/// An unreadable file, or a run whose measured window is unknown, is an error: the caller
-/// records it as a warning, never as a valid run.
+/// A ramp stopped at its knee is judged up to its stop (`stopped_at_ns`): after it, no
+/// arrivals were meant to come. An unreadable file, or a run whose measured window is
+/// unknown, is an error: the caller records it as a warning, never as a valid run.
+#[allow(clippy::too_many_arguments)]
 pub fn assess(
     dir: &Path,
     topo: &RunTopology,
@@ -147,9 +149,14 @@ pub fn assess(
     scheduled_arrivals: Option<f64>,
     request_starts: Vec<i128>,
     guards: &Guards,
+    stopped_at_ns: Option<i128>,
 ) -> Result<Assessment, ValidityError> {
     let load = load.ok_or(ValidityError::NoWindow("load summary"))?;
-    let window = Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
+    let mut window =
+        Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
+    if let Some(at) = stopped_at_ns {
+        window.end_ns = window.end_ns.min(at).max(window.start_ns);
+    }
     let data = Data {
         samples: read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?,
         request_starts,

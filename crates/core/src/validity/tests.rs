@@ -241,6 +241,7 @@ fn assess_reads_the_run_directory() {
         Some(300.0),
         starts(),
         &guards,
+        None,
     )
     .unwrap();
     // The load generator used its whole 0.5-CPU cap from t = 10 s on.
@@ -250,6 +251,20 @@ fn assess_reads_the_run_directory() {
         ("cpu", 100.0)
     );
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    // A ramp stopped at its knee at t = 10 s is judged up to its stop: the load generator
+    // was idle until then.
+    let stopped = assess(
+        dir.path(),
+        &topology(),
+        &script(),
+        Some(&load),
+        Some(300.0),
+        starts(),
+        &guards,
+        Some(T0 + 10 * S),
+    )
+    .unwrap();
+    assert!(stopped.evidence.is_empty(), "{stopped:?}");
 
     let no_start = LoadSummary::default();
     let e = assess(
@@ -260,6 +275,7 @@ fn assess_reads_the_run_directory() {
         None,
         starts(),
         &guards,
+        None,
     );
     assert!(matches!(e, Err(ValidityError::NoWindow(_))));
     std::fs::remove_file(dir.path().join("events.csv")).unwrap();
@@ -271,6 +287,7 @@ fn assess_reads_the_run_directory() {
         None,
         starts(),
         &guards,
+        None,
     );
     assert!(matches!(e, Err(ValidityError::Open { .. })));
 }

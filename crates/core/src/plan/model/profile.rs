@@ -27,9 +27,18 @@ pub enum Profile {
         step_duration: Duration,
         /// The last step's rate is at most this.
         max: Rate,
-        /// Stop at the first step that breaks the objective.
+        /// Stop the load after the first step that breaks the objective (and
+        /// `confirm-steps` more), judged while the ramp runs.
         #[serde(default = "yes", rename = "stop-on-breach")]
         stop_on_breach: bool,
+        /// Steps run after the first breaching one before the load stops (default 1; 0
+        /// stops right after the breach). Left out of the run hash when not written.
+        #[serde(
+            default,
+            rename = "confirm-steps",
+            skip_serializing_if = "Option::is_none"
+        )]
+        confirm_steps: Option<u32>,
         #[serde(default)]
         warmup: Duration,
     },
@@ -84,6 +93,19 @@ impl Profile {
             | Profile::Constant { warmup, .. }
             | Profile::Diurnal { warmup, .. }
             | Profile::Soak { warmup, .. } => *warmup,
+        }
+    }
+
+    /// Whether the load stops at the knee, and after how many confirming steps: `Some(n)`
+    /// for a step ramp with `stop-on-breach`, `None` otherwise.
+    pub fn stops_at_knee(&self) -> Option<u32> {
+        match self {
+            Profile::StepRamp {
+                stop_on_breach: true,
+                confirm_steps,
+                ..
+            } => Some(confirm_steps.unwrap_or(1)),
+            _ => None,
         }
     }
 

@@ -1,0 +1,236 @@
+//! The load generator's output followed as k6 writes it: streamed out of its container over
+//! the engine's API (`tail -F` inside it, so a load generator on another engine is followed
+//! the same way), turned into requests.csv as it comes — flushed about once a second, so
+//! that a run cut short keeps what it measured — and every request handed to the ramp's
+//! live judge (`analysis::live`).
+//!
+//! What is followed serves the run while it runs. When the load generator has exited, the
+//! executor downloads k6's whole file and writes requests.csv from it again: a stream cut
+//! by the container's stop may lack its last bytes, the file does not.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc::{Receiver, Sender};
+
+use super::requests::{self, Seen};
+use crate::analysis::live::{LiveRamp, Stop};
+use crate::analysis::saturation::{Request, StepVerdict};
+use crate::engine::runtime::Runtime;
+use crate::spec::commands;
+
+/// What the follower shares with the executor's loop.
+#[derive(Default)]
+struct Shared {
+    scenario_start_ns: Option<u64>,
+    ramp: Option<LiveRamp>,
+    /// Requests read before the ramp's judge was set up (its steps need the scenario's
+    /// start), with their ends.
+    early: Vec<(Request, i128)>,
+    requests: u64,
+    /// Why the stream or its conversion failed, if it did.
+    trouble: Option<String>,
+}
+
+pub struct Follower {
+    shared: Arc<Mutex<Shared>>,
+    stream: tokio::task::JoinHandle<()>,
+    convert: tokio::task::JoinHandle<()>,
+}
+
+/// The live figures since the last look.
+#[derive(Debug, Default)]
+pub struct Look {
+    pub scenario_start_ns: Option<u64>,
+    pub requests: u64,
+    /// Steps judged since the last look, with their index.
+    pub judged: Vec<(usize, StepVerdict)>,
+    pub stop: Option<Stop>,
+    /// The latest request end seen (unix ns, the load generator's clock).
+    pub watermark: Option<i128>,
+    pub trouble: Option<String>,
+}
+
+/// A `Read` over the chunks the stream sends; the end of the stream is the end of input.
+struct Chunks {
+    rx: Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Read for Chunks {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at >= self.chunk.len() {
+            match self.rx.blocking_recv() {
+                Some(c) => {
+                    self.chunk = c;
+                    self.at = 0;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    // A panic while holding the lock leaves plain data: keep using it.
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Follower {
+    /// Starts following the load generator `container` (already started), writing
+    /// `requests_csv` as requests come.
+    pub fn start(rt: &Runtime, container: &str, requests_csv: PathBuf) -> Follower {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
+        let stream = tokio::spawn(stream(
+            rt.clone(),
+            container.to_string(),
+            tx,
+            shared.clone(),
+        ));
+        let s = shared.clone();
+        let convert = tokio::task::spawn_blocking(move || {
+            let out = match std::fs::File::create(&requests_csv) {
+                Ok(f) => f,
+                Err(e) => {
+                    lock(&s).trouble =
+                        Some(format!("cannot write `{}`: {e}", requests_csv.display()));
+                    return;
+                }
+            };
+            let input = Chunks {
+                rx,
+                chunk: Vec::new(),
+                at: 0,
+            };
+            let mut flushed = Instant::now();
+            let result = requests::convert_with(input, out, &mut |seen| {
+                let mut g = lock(&s);
+                match seen {
+                    Seen::ScenarioStart(ns) => g.scenario_start_ns = Some(ns),
+                    Seen::Request(r) => {
+                        g.requests += 1;
+                        let req = Request {
+                            start_ns: i128::from(r.start_ns),
+                            duration_ms: r.duration_ms,
+                            status: r.status,
+                        };
+                        let end = i128::from(r.end_ns);
+                        match g.ramp.as_mut() {
+                            Some(ramp) => ramp.push(req, end),
+                            None => g.early.push((req, end)),
+                        }
+                    }
+                }
+                let flush = flushed.elapsed() >= Duration::from_secs(1);
+                if flush {
+                    flushed = Instant::now();
+                }
+                flush
+            });
+            if let Err(e) = result {
+                lock(&s).trouble = Some(e.to_string());
+            }
+        });
+        Follower {
+            shared,
+            stream,
+            convert,
+        }
+    }
+
+    /// Sets up the ramp's judge (once the scenario's start is known): the requests read so
+    /// far are handed to it first.
+    pub fn judge_with(&self, mut ramp: LiveRamp) {
+        let mut g = lock(&self.shared);
+        for (r, end) in std::mem::take(&mut g.early) {
+            ramp.push(r, end);
+        }
+        g.ramp = Some(ramp);
+    }
+
+    pub fn judging(&self) -> bool {
+        lock(&self.shared).ramp.is_some()
+    }
+
+    /// Judges what the stream has completed and tells what is new.
+    pub fn look(&self) -> Look {
+        let mut g = lock(&self.shared);
+        let (judged, stop, watermark) = match g.ramp.as_mut() {
+            Some(r) => (r.advance(), r.stop(), r.watermark()),
+            None => (Vec::new(), None, None),
+        };
+        Look {
+            scenario_start_ns: g.scenario_start_ns,
+            requests: g.requests,
+            judged,
+            stop,
+            watermark,
+            trouble: g.trouble.clone(),
+        }
+    }
+
+    /// The load generator has exited: reads what is left of the stream, judges every step
+    /// not judged yet and hands back the judge.
+    pub async fn finish(self) -> (Option<LiveRamp>, Vec<(usize, StepVerdict)>) {
+        // The stream ends with the container; a stream still open after this long is
+        // stuck, and what it would add the downloaded file has.
+        let mut stream = self.stream;
+        if tokio::time::timeout(Duration::from_secs(10), &mut stream)
+            .await
+            .is_err()
+        {
+            stream.abort();
+        }
+        let _ = self.convert.await;
+        let mut g = lock(&self.shared);
+        let mut ramp = g.ramp.take();
+        let last = ramp.as_mut().map(|r| r.finish()).unwrap_or_default();
+        (ramp, last)
+    }
+}
+
+/// Streams k6's output file from its first byte into `tx`; when the stream breaks while
+/// the container still runs, follows again from the byte it had reached.
+async fn stream(rt: Runtime, container: String, tx: Sender<Vec<u8>>, shared: Arc<Mutex<Shared>>) {
+    let mut offset: u64 = 0;
+    loop {
+        let mut argv = commands::k6_follow_args();
+        // `tail -c +N` starts at byte N, counted from 1.
+        if let Some(a) = argv.iter_mut().find(|a| a.as_str() == "+1") {
+            *a = format!("+{}", offset + 1);
+        }
+        match rt.exec_stream(&container, &argv).await {
+            Ok(s) => {
+                let mut s = Box::pin(s);
+                while let Some(chunk) = s.next().await {
+                    match chunk {
+                        Ok(bytes) => {
+                            offset += bytes.len() as u64;
+                            if tx.send(bytes).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            lock(&shared).trouble = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => lock(&shared).trouble = Some(e.to_string()),
+        }
+        match rt.state(&container).await {
+            Ok((true, _)) => tokio::time::sleep(Duration::from_millis(200)).await,
+            _ => return,
+        }
+    }
+}

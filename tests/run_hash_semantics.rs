@@ -1,0 +1,105 @@
+//! Run hashes across the executor's change of semantics: a step ramp with `stop-on-breach`
+//! now stops its load at the knee, so its runs (and the runs that take their rates from
+//! it) hash differently from round 1's, which ran every step; a ramp that runs every step
+//! keeps its round-1 hash. The round-1 hashes below were printed by `feedbench plan` of
+//! round 1 on experiments/smoke.yaml, as written and with `stop-on-breach: false`.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+fn run_hashes(plan_text: &str) -> Vec<(String, String)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // Beside the original, so that its relative paths (init scripts, build contexts) hold
+    // as written: they are part of what is hashed.
+    let file = tempfile::Builder::new()
+        .prefix(".run-hash-")
+        .suffix(".yaml")
+        .tempfile_in(root.join("experiments"))
+        .unwrap();
+    std::fs::write(file.path(), plan_text).unwrap();
+    let path = file.path().to_path_buf();
+    let out = Command::cargo_bin("feedbench")
+        .unwrap()
+        .args(["plan", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["run_hash"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+const RAMP: &str = "step-ramp: {start: 10, step: 10, step-duration: 10s, max: 40, warmup: 5s}";
+
+#[test]
+fn ramps_that_stop_hash_differently_from_round_one_and_ramps_that_do_not_keep_their_hash() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let smoke = std::fs::read_to_string(root.join("experiments/smoke.yaml")).unwrap();
+    assert!(
+        smoke.contains(RAMP),
+        "the smoke plan's ramp changed: update this test"
+    );
+
+    let round1_stopping = [
+        (
+            "feed-rs/ramp/r1",
+            "9acfdfc660276a4ebe0e55df8257a8c352cb779cda6f2e731e4e656823a227a1",
+        ),
+        (
+            "feed-rs/baseline+db-latency/r1",
+            "2ddb2ae7794d410682bf964040990df7d761a0570f18ba0cfaa2dd882a6c63b2",
+        ),
+        (
+            "feed-rs/baseline+replica-kill/r1",
+            "96d76b5f5c5de601b6c8dd7b802ebaf08315a29710ffab3ed8ecccfabc980ea5",
+        ),
+    ];
+    let now = run_hashes(&smoke);
+    assert_eq!(now.len(), 3, "{now:?}");
+    for ((id, hash), (id1, hash1)) in now.iter().zip(round1_stopping) {
+        assert_eq!(id, id1);
+        assert_ne!(
+            hash, hash1,
+            "{id}: a stopping ramp (or a run rated from it) kept its round-1 hash"
+        );
+    }
+
+    let every_step = smoke.replace(
+        RAMP,
+        &RAMP.replace("warmup: 5s}", "warmup: 5s, stop-on-breach: false}"),
+    );
+    let round1_every_step = [
+        (
+            "feed-rs/ramp/r1",
+            "c00baff1cca98d55ba552ca982325bbff6b789836dcd333a5e711cda02f1cbf2",
+        ),
+        (
+            "feed-rs/baseline+db-latency/r1",
+            "be27838e310b6b7b7b0bb5e778211fbf2aa55ed321ae2b76e25cde7649342b96",
+        ),
+        (
+            "feed-rs/baseline+replica-kill/r1",
+            "738087bb351677cba43fa72c1a24a4452941d14364d1e27aa09c41162144d27d",
+        ),
+    ];
+    let kept: Vec<(String, String)> = round1_every_step
+        .iter()
+        .map(|(i, h)| (i.to_string(), h.to_string()))
+        .collect();
+    assert_eq!(run_hashes(&every_step), kept);
+}
