@@ -83,6 +83,16 @@ fn at_least_fifteen_wrong_checks_are_refused_at_their_position() {
     assert!(checks >= 15, "only {checks} wrong checks");
 }
 
+/// The plan's checks name the report's rows by the report's own words; the core's layering
+/// keeps the two lists apart, so this holds them together.
+#[test]
+fn checks_name_the_saturation_definitions_and_replicas_row_as_the_report_writes_them() {
+    use feedbench_core::plan::check::functions;
+    use feedbench_core::report;
+    assert_eq!(functions::DEFINITIONS, report::ramp::DEFINITIONS);
+    assert_eq!(functions::REPLICAS, report::usage::REPLICAS);
+}
+
 #[test]
 fn a_missing_plan_file_is_bad_input() {
     let out = feedbench()

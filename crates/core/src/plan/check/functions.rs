@@ -125,16 +125,25 @@ impl Arg {
     }
 }
 
-/// The saturation definitions, as report::ramp names them in the `definition` column.
-pub const DEFINITIONS: [&str; 5] = crate::report::ramp::DEFINITIONS;
+/// The saturation definitions, as the report's ramp module names them in the `definition`
+/// column, in its order (the plan may not use the report; tests/plan_cli.rs checks that the
+/// two lists are one).
+pub const DEFINITIONS: [&str; 5] = [
+    "objective-windows",
+    "every-second",
+    "p99-only",
+    "errors-only",
+    "throughput-knee",
+];
 /// Recovery origins, as the `definition` column of `time_to_recover` names them.
 pub const ORIGINS: [&str; 2] = ["clear", "restart"];
 /// Detection kinds; the metric is `detect_` and the kind with `_` for `-`.
 pub const DETECTIONS: [&str; 3] = ["objective-window", "failed-request", "balancer-down"];
 /// Statistics across repetitions.
 pub const STATS: [&str; 4] = ["median", "mean", "min", "max"];
-/// The `container` of the replicas' sum rows, and the role that reads them.
-pub const REPLICAS: &str = crate::report::usage::REPLICAS;
+/// The `container` of the replicas' sum rows, and the role that reads them (the report's
+/// usage module writes it; tests/plan_cli.rs checks they agree).
+pub const REPLICAS: &str = "replicas";
 /// Named spans for `at:`; a step is named by its rate.
 pub const SPANS: [&str; 2] = ["measured", "first-breach"];
 
