@@ -96,31 +96,31 @@ mod tests {
             assert!(PLAN.contains(from), "{from}");
             load(&PLAN.replacen(from, to, 1)).unwrap_err()
         };
-        // A plain scalar on line 11.
+        // A plain scalar on line 12.
         assert_eq!(
             wrong("saturation(feed-rs.production)", "saturation(feed-rs.prod)"),
-            ["t.yaml:11:68: study.hypotheses[0].check: unknown variant `prod` of `feed-rs`\n  hint: did you mean `production`? (the variants are: `indexed`, `production`)"]
+            ["t.yaml:12:68: study.hypotheses[0].check: unknown variant `prod` of `feed-rs`\n  hint: did you mean `production`? (the variants are: `indexed`, `production`)"]
         );
         // The second line of a folded block scalar.
         assert_eq!(
             wrong("and cpu(replicas,", "and cpu(replica,"),
-            ["t.yaml:16:17: study.hypotheses[1].check: unknown role `replica`\n  hint: did you mean `replicas`? (the roles are: `replicas`, `replica-1`, `replica-2`, `database`, `balancer`, `fault-proxy`, `load-generator`)"]
+            ["t.yaml:17:17: study.hypotheses[1].check: unknown role `replica`\n  hint: did you mean `replicas`? (the roles are: `replicas`, `replica-1`, `replica-2`, `database`, `balancer`, `fault-proxy`, `load-generator`)"]
         );
         // Inside double quotes, and inside single quotes.
         assert_eq!(
             wrong("origin: restart", "origin: restrat")[0]
                 .split('\n')
                 .next(),
-            Some("t.yaml:19:70: study.hypotheses[2].check: unknown origin `restrat`")
+            Some("t.yaml:20:70: study.hypotheses[2].check: unknown origin `restrat`")
         );
         assert_eq!(
             wrong("fault: db-latency) < 1%'", "fault: db-latency) < 1ms'")[0],
-            "t.yaml:22:79: study.hypotheses[3].check: compares a share (`%`) with a duration (`ms`, `s`)\n  hint: both sides must measure the same thing, e.g. `1%`"
+            "t.yaml:23:79: study.hypotheses[3].check: compares a share (`%`) with a duration (`ms`, `s`)\n  hint: both sides must measure the same thing, e.g. `1%`"
         );
         // A literal block scalar's second line.
         assert_eq!(
             wrong("stat: max) < 256MiB", "stat: max) < 256")[0].split('\n').next(),
-            Some("t.yaml:32:57: study.hypotheses[5].check: compares a size (`KiB`, `MiB`, `GiB`) with a plain number")
+            Some("t.yaml:33:57: study.hypotheses[5].check: compares a size (`KiB`, `MiB`, `GiB`) with a plain number")
         );
     }
 }
