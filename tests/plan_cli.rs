@@ -64,6 +64,35 @@ fn every_invalid_plan_exits_2_naming_line_column_and_field() {
     }
 }
 
+/// Issue 15 asks `feedbench plan` to refuse at least 15 wrong hypothesis checks, each with
+/// its message and position; the walk above checks each one's `# expect:` line.
+#[test]
+fn at_least_fifteen_wrong_checks_are_refused_at_their_position() {
+    let dir = repo().join("tests/plans/invalid");
+    let checks = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .filter(|text| {
+            text.lines().next().is_some_and(|l| {
+                l.starts_with("# expect: ")
+                    && l.contains(": study.hypotheses[")
+                    && l.contains("].check: ")
+            })
+        })
+        .count();
+    assert!(checks >= 15, "only {checks} wrong checks");
+}
+
+/// The plan's checks name the report's rows by the report's own words; the core's layering
+/// keeps the two lists apart, so this holds them together.
+#[test]
+fn checks_name_the_saturation_definitions_and_replicas_row_as_the_report_writes_them() {
+    use feedbench_core::plan::check::functions;
+    use feedbench_core::report;
+    assert_eq!(functions::DEFINITIONS, report::ramp::DEFINITIONS);
+    assert_eq!(functions::REPLICAS, report::usage::REPLICAS);
+}
+
 #[test]
 fn a_missing_plan_file_is_bad_input() {
     let out = feedbench()

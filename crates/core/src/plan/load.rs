@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::check::locate::locate;
 use super::de::from_node;
 use super::diagnostic::{Diagnostic, Severity};
 use super::hash::plan_hash;
@@ -109,10 +110,10 @@ pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, L
     let mut diagnostics: Vec<Diagnostic> = validate(&plan, ctx)
         .into_iter()
         .map(|f| {
-            let mark = if f.at_key {
-                positions.key(&f.path)
-            } else {
-                positions.value(&f.path)
+            let mark = match (f.at_key, f.offset) {
+                (true, _) => positions.key(&f.path),
+                (false, None) => positions.value(&f.path),
+                (false, Some(offset)) => locate(source, positions.value(&f.path), offset),
             };
             Diagnostic::new(f.severity, file, mark, f.path, f.message).with_hint(f.hint)
         })

@@ -1,6 +1,7 @@
 //! The plan: load a YAML study plan, validate it, hash it and expand it into runs.
 //! This is the pure core: it does no Docker and no async work.
 
+pub mod check;
 pub mod de;
 pub mod diagnostic;
 pub mod expand;

@@ -29,6 +29,8 @@ pub struct Finding {
     pub hint: Option<String>,
     /// Point at the key rather than the value (for names that are wrong).
     pub at_key: bool,
+    /// A byte offset inside the value's string: where in a hypothesis' check the problem is.
+    pub offset: Option<usize>,
 }
 
 #[derive(Default)]
@@ -48,6 +50,7 @@ impl Findings {
             message,
             hint: None,
             at_key: false,
+            offset: None,
         });
         self.0.last_mut().expect("just pushed")
     }
@@ -128,6 +131,15 @@ fn study(plan: &Plan, f: &mut Findings) {
         }
         if h.text.trim().is_empty() {
             f.error(format!("{path}.text"), "a hypothesis needs its text");
+        }
+        if let Some(text) = &h.check {
+            if let Err(errors) = super::check::check(plan, text) {
+                for e in errors {
+                    let finding = f.error(format!("{path}.check"), e.message);
+                    finding.hint = e.hint;
+                    finding.offset = Some(e.span.start);
+                }
+            }
         }
     }
     let o = &s.objective;

@@ -28,6 +28,11 @@ pub struct Hypothesis {
     pub id: String,
     /// The hypothesis, stated so that data can refute it.
     pub text: String,
+    /// The hypothesis as an expression over the report's metrics, e.g.
+    /// `saturation(feed-rs.indexed) >= 5 * saturation(feed-rs.production)`; checked against
+    /// the plan when the plan loads (docs/plan.md, "Hypotheses' checks").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
 
 /// The service-level objective, a ceiling: over every evaluation window, p99 latency at most
