@@ -510,3 +510,28 @@ fn every_example_plan_is_valid_and_points_editors_at_the_schema() {
         }
     }
 }
+
+#[test]
+fn the_estimate_is_an_upper_bound_when_ramps_may_stop_at_their_knee() {
+    let json = plan_json(&repo().join("experiments/smoke.yaml"));
+    assert_eq!(json["runs_that_may_stop_early"], 1, "{json:#}");
+    let out = feedbench()
+        .args(["plan", "experiments/smoke.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("3 runs, at most ") && text.contains("1 ramp run(s) stop at their knee"),
+        "{text}"
+    );
+    // Every run of the ledger's plan has a fixed length: the estimate is just that.
+    let out = feedbench()
+        .args(["plan", "tests/plans/docker/ledger.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("3 runs, about ") && !text.contains("upper bound"),
+        "{text}"
+    );
+}

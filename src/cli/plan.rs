@@ -54,6 +54,9 @@ pub struct Summary {
     pub estimated_duration_s: f64,
     /// Runs whose length is not known in advance.
     pub runs_of_unknown_length: usize,
+    /// Step-ramp runs that stop at their knee (`stop-on-breach`): the estimate counts every
+    /// step of theirs, so it is an upper bound.
+    pub runs_that_may_stop_early: usize,
     pub warnings: Vec<String>,
 }
 
@@ -73,6 +76,16 @@ impl Summary {
             runs_of_unknown_length: runs
                 .iter()
                 .filter(|r| r.estimated_duration_s.is_none())
+                .count(),
+            runs_that_may_stop_early: runs
+                .iter()
+                .filter(|r| {
+                    loaded
+                        .plan
+                        .profiles
+                        .get(r.profile.as_str())
+                        .is_some_and(|p| p.stops_at_knee().is_some())
+                })
                 .count(),
             runs,
             estimated_duration_s: estimated,
@@ -121,12 +134,24 @@ fn print_human(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    let bound = if s.runs_that_may_stop_early > 0 {
+        "at most"
+    } else {
+        "about"
+    };
     write!(
         out,
-        "{} runs, about {} including deploy and teardown",
+        "{} runs, {bound} {} including deploy and teardown",
         s.runs.len(),
         clock(s.estimated_duration_s)
     )?;
+    if s.runs_that_may_stop_early > 0 {
+        write!(
+            out,
+            " (an upper bound: {} ramp run(s) stop at their knee, counted as running every step)",
+            s.runs_that_may_stop_early
+        )?;
+    }
     if s.runs_of_unknown_length > 0 {
         write!(
             out,
