@@ -348,7 +348,7 @@ fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     let events = csv(&dir.join("events.csv"));
     let judged: Vec<&BTreeMap<String, String>> = events
         .iter()
-        .filter(|e| e["event"] == "step-judged")
+        .filter(|e| e["event"] == "window-judged")
         .collect();
     assert!(
         judged
@@ -404,7 +404,7 @@ fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     assert_eq!(record["frame"]["steps"].as_array().unwrap().len(), 6);
     let events = std::fs::read_to_string(dir.join("events.csv")).unwrap();
     assert!(!events.contains("load-stopped"), "{events}");
-    assert_eq!(events.matches("step-judged").count(), 6, "{events}");
+    assert_eq!(events.matches("window-judged").count(), 6, "{events}");
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-knee")),
         (vec![], vec![])

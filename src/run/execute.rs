@@ -391,6 +391,7 @@ async fn measure(
         .and_then(|p| p.stops_at_knee())
         .map(|c| c as usize);
     let mut stopped: Option<RampStop> = None;
+    let mut shown: Vec<Shown> = Vec::new();
 
     let trip: Option<Trip> = loop {
         tick.tick().await;
@@ -433,7 +434,7 @@ async fn measure(
         let look = follower.look();
         if !follower.judging() {
             if let Some(t0) = look.scenario_start_ns {
-                if let Some(ramp) = live_ramp(
+                if let Some((judge, windows)) = live_judge(
                     plan,
                     run,
                     script,
@@ -442,12 +443,15 @@ async fn measure(
                     t0,
                     stops_at_knee.unwrap_or(1),
                 ) {
-                    follower.judge_with(ramp);
+                    follower.judge_with(judge);
+                    shown = windows;
                 }
             }
         }
-        for (_, v) in look.judged {
-            events.emit(step_judged(&v));
+        for (i, v) in look.judged {
+            if let Some(e) = window_judged(i, &v, &shown) {
+                events.emit(e);
+            }
         }
         // The knee: once the stream is past the last confirming step, the load stops.
         if let (Some(confirm), Some(stop), None) = (stops_at_knee, look.stop, stopped) {
@@ -514,12 +518,22 @@ async fn measure(
             } {
                 let span = now.duration_since(last_progress.0).as_secs_f64();
                 let elapsed = now.duration_since(load_started).as_secs_f64();
+                // The schedule over the same seconds the balancer counted: on the
+                // schedule's clock (from k6's scenario start, once the stream gave it).
+                let on_schedule = |at: Instant| match look.scenario_start_ns {
+                    Some(t0) => (events.clock.at(at).wall_ns - i128::from(t0)) as f64 / 1e9,
+                    None => at.duration_since(load_started).as_secs_f64(),
+                };
                 events.emit(RunEvent::Progress {
                     elapsed_s: elapsed,
                     total_s: script.duration_s,
                     achieved_rate: t.requests.saturating_sub(last_progress.1.requests) as f64
                         / span,
-                    scheduled_rate: load::scheduled_rate_at(script, elapsed),
+                    scheduled_rate: load::scheduled_rate_between(
+                        script,
+                        on_schedule(last_progress.0),
+                        on_schedule(now),
+                    ),
                     errors: t
                         .responses_5xx
                         .saturating_sub(last_progress.1.responses_5xx),
@@ -557,8 +571,10 @@ async fn measure(
     }
     record.monitors = Some(monitors.stop().await?);
     let (live, last) = follower.finish().await;
-    for (_, v) in last {
-        events.emit(step_judged(&v));
+    for (i, v) in last {
+        if let Some(e) = window_judged(i, &v, &shown) {
+            events.emit(e);
+        }
     }
 
     let raw = rt
@@ -788,10 +804,24 @@ fn read_requests(requests_csv: &Path) -> Result<Vec<saturation::Request>, Execut
         .collect()
 }
 
-/// The ramp's live judge, from the frame the scenario's start `t0` fixes: its steps and
-/// objective, and a step complete once the stream is past its end by the request timeout
-/// plus two seconds (k6 writes its samples once a second); `None` for other profiles.
-fn live_ramp(
+/// How a judged window is shown: its step's rate (ramps), its span in seconds since the
+/// scenario's start, the rate the schedule offered over it, and the objective's bounds.
+#[derive(Debug, Clone, Copy)]
+struct Shown {
+    step_rate: Option<f64>,
+    from_s: f64,
+    to_s: f64,
+    offered_rate: f64,
+    p99_bound_ms: f64,
+    failed_bound: f64,
+}
+
+/// The live judge, from the frame the scenario's start `t0` fixes: a step ramp's steps, or
+/// for any other profile the measured phase cut into objective windows (judged and shown,
+/// never stopped); a window is complete once the stream is past its end by the request
+/// timeout plus two seconds (k6 writes its samples once a second).
+#[allow(clippy::too_many_arguments)]
+fn live_judge(
     plan: &Plan,
     run: &RunSpec,
     script: &LoadScript,
@@ -799,32 +829,72 @@ fn live_ramp(
     saturations: &IndexMap<Name, f64>,
     t0: u64,
     confirm: usize,
-) -> Option<LiveRamp> {
+) -> Option<(LiveRamp, Vec<Shown>)> {
+    let t0 = i128::from(t0);
     let frame = Frame::of(&FrameInputs {
         plan,
         run,
         script,
         topology: topo,
         saturations,
-        scenario_start_ns: i128::from(t0),
+        scenario_start_ns: t0,
         stopped: None,
     });
-    if frame.steps.is_empty() {
+    let (mut steps, objective) = ramp_terms(&frame);
+    let ramp = !steps.is_empty();
+    let secs = |ns: i128| (ns - t0) as f64 / 1e9;
+    if !ramp {
+        let w = objective.window_ns;
+        let m = frame.measured;
+        let mut a = m.start_ns;
+        while w > 0 && a + w <= m.end_ns {
+            let rate = load::scheduled_rate_between(script, secs(a), secs(a + w));
+            steps.push(saturation::Step {
+                rate,
+                start_ns: a,
+                end_ns: a + w,
+            });
+            a += w;
+        }
+    }
+    if steps.is_empty() {
         return None;
     }
-    let (steps, objective) = ramp_terms(&frame);
+    let shown = steps
+        .iter()
+        .map(|s| Shown {
+            step_rate: ramp.then_some(s.rate),
+            from_s: secs(s.start_ns),
+            to_s: secs(s.end_ns),
+            offered_rate: load::scheduled_rate_between(script, secs(s.start_ns), secs(s.end_ns)),
+            p99_bound_ms: objective.p99_ms,
+            failed_bound: objective.error_rate,
+        })
+        .collect();
     let settle_ns = ((script.request_timeout_s + 2.0) * 1e9) as i128;
-    Some(LiveRamp::new(steps, objective, settle_ns, confirm))
+    Some((LiveRamp::new(steps, objective, settle_ns, confirm), shown))
 }
 
-fn step_judged(v: &saturation::StepVerdict) -> RunEvent {
-    RunEvent::StepJudged {
-        rate: v.rate,
+fn window_judged(i: usize, v: &saturation::StepVerdict, shown: &[Shown]) -> Option<RunEvent> {
+    let s = shown.get(i)?;
+    let len = s.to_s - s.from_s;
+    Some(RunEvent::WindowJudged {
+        step_rate: s.step_rate,
+        from_s: s.from_s,
+        to_s: s.to_s,
         requests: v.requests,
+        offered_rate: s.offered_rate,
+        achieved_rate: if len > 0.0 {
+            v.requests as f64 / len
+        } else {
+            0.0
+        },
         p99_ms: v.p99_ms,
+        p99_bound_ms: s.p99_bound_ms,
         failed_share: v.error_rate,
+        failed_bound: s.failed_bound,
         met: v.met,
-    }
+    })
 }
 
 /// A warning when the live judgment of the ramp differs from the one made afterwards from

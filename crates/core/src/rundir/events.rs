@@ -117,13 +117,22 @@ pub enum RunEvent {
         /// percentiles; p99 comes from requests.csv after the run).
         avg_response_ms: u64,
     },
-    /// A ramp's step judged while the ramp ran (`analysis::live`), once every request that
-    /// started in it had ended or timed out: its worst window's p99 and failed share.
-    StepJudged {
-        rate: f64,
+    /// A span judged while the run ran (`analysis::live`), once every request that started
+    /// in it had ended or timed out: a ramp's step (`step_rate`; its worst objective
+    /// window's p99 and failed share), or an objective window of any other profile. Its
+    /// span in seconds since the scenario's start; the rates offered and achieved over
+    /// those same seconds.
+    WindowJudged {
+        step_rate: Option<f64>,
+        from_s: f64,
+        to_s: f64,
         requests: usize,
+        offered_rate: f64,
+        achieved_rate: f64,
         p99_ms: Option<f64>,
+        p99_bound_ms: f64,
         failed_share: f64,
+        failed_bound: f64,
         met: bool,
     },
     /// The ramp's load stopped at its knee (`stop-on-breach`), at `at_ns` on the load
@@ -148,7 +157,7 @@ impl RunEvent {
             RunEvent::LoadFinished { .. } => "load-finished",
             RunEvent::Note { .. } => "note",
             RunEvent::Progress { .. } => "progress",
-            RunEvent::StepJudged { .. } => "step-judged",
+            RunEvent::WindowJudged { .. } => "window-judged",
             RunEvent::LoadStopped { .. } => "load-stopped",
         }
     }
@@ -181,13 +190,17 @@ impl RunEvent {
                 ),
             ),
             RunEvent::LoadStopped { reason, at_ns } => (format!("{at_ns}"), reason.clone()),
-            RunEvent::StepJudged { rate, requests, p99_ms, failed_share, met } => (
-                format!("{rate}/s"),
+            RunEvent::WindowJudged {
+                step_rate, from_s, to_s, requests, offered_rate, achieved_rate, p99_ms,
+                p99_bound_ms, failed_share, failed_bound, met,
+            } => (
+                step_rate.map_or_else(|| "window".to_string(), |r| format!("step {r}/s")),
                 format!(
-                    "{}: {requests} requests, worst window p99 {}, failed {:.2} %",
+                    "{}: {from_s:.1}-{to_s:.1} s, {achieved_rate:.1}/s of {offered_rate:.1}/s offered, {requests} requests, p99 {} (bound {p99_bound_ms} ms), failed {:.2} % (bound {:.2} %)",
                     if *met { "met" } else { "breached" },
                     p99_ms.map_or("none".to_string(), |p| format!("{p:.1} ms")),
-                    failed_share * 100.0
+                    failed_share * 100.0,
+                    failed_bound * 100.0
                 ),
             ),
         }
@@ -252,6 +265,31 @@ mod tests {
         assert_eq!(
             row,
             "7,1.500000,guard-tripped,host-memory,\"1 GiB against 2 GiB: a, \"\"b\"\"\"\n"
+        );
+    }
+
+    #[test]
+    fn a_judged_window_shows_both_rates_over_its_own_seconds_and_both_bounds() {
+        let e = RunEvent::WindowJudged {
+            step_rate: Some(20.0),
+            from_s: 15.0,
+            to_s: 25.0,
+            requests: 196,
+            offered_rate: 20.0,
+            achieved_rate: 19.6,
+            p99_ms: Some(612.25),
+            p99_bound_ms: 500.0,
+            failed_share: 0.0,
+            failed_bound: 0.01,
+            met: false,
+        };
+        assert_eq!(e.kind(), "window-judged");
+        assert_eq!(
+            e.describe(),
+            (
+                "step 20/s".to_string(),
+                "breached: 15.0-25.0 s, 19.6/s of 20.0/s offered, 196 requests, p99 612.2 ms (bound 500 ms), failed 0.00 % (bound 1.00 %)".to_string()
+            )
         );
     }
 }

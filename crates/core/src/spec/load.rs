@@ -120,6 +120,17 @@ pub fn scheduled_rate_at(load: &LoadScript, t_s: f64) -> f64 {
     load.schedule.rate_at(t_s)
 }
 
+/// The scheduled arrivals per second over `[a_s, b_s)` seconds after the scenario's start:
+/// what the live display sets beside the rate achieved over the same seconds (at a step's
+/// edge or past the schedule's end the instantaneous rate would compare other seconds).
+pub fn scheduled_rate_between(load: &LoadScript, a_s: f64, b_s: f64) -> f64 {
+    if b_s > a_s {
+        load.schedule.arrivals_between(a_s, b_s) / (b_s - a_s)
+    } else {
+        load.schedule.rate_at(a_s)
+    }
+}
+
 /// A rate of the plan in arrivals per second.
 pub fn resolve(rate: &Rate, saturation: &IndexMap<Name, f64>) -> Result<f64, ScriptError> {
     match rate {

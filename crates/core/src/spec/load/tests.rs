@@ -103,6 +103,9 @@ fn step_ramp_holds_each_step_and_jumps_instantly() {
     assert_eq!(scheduled_rate_at(&l, 14.999), 10.0);
     assert_eq!(scheduled_rate_at(&l, 15.0), 20.0);
     assert_eq!(scheduled_rate_at(&l, 44.0), 40.0);
+    // Over an interval: the seconds on both sides of a step's edge, and past the end.
+    assert!((scheduled_rate_between(&l, 12.0, 17.0) - 14.0).abs() < 1e-9);
+    assert!((scheduled_rate_between(&l, 40.0, 50.0) - 20.0).abs() < 1e-9);
     let s = &plan_data(&l.script)["scenario"];
     assert_eq!(s["startRate"], 10_000);
     assert_eq!(s["stages"][2], json!({"duration": "0ms", "target": 20_000}));
