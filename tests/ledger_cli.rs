@@ -197,6 +197,21 @@ fn status_lists_every_planned_run_with_counts() {
     assert_eq!(v["runs"].as_array().unwrap().len(), 6);
     assert_eq!(v["runs"][0]["state"], "completed-valid");
     assert_eq!(v["counts"]["not run"], 4);
+    // Where the time went: the parts add up to the whole.
+    let t = &v["time"];
+    let parts: f64 = [
+        "gates_s",
+        "deploy_s",
+        "warmup_s",
+        "measuring_s",
+        "teardown_s",
+        "settling_s",
+        "waiting_s",
+    ]
+    .iter()
+    .map(|k| t[k].as_f64().unwrap())
+    .sum();
+    assert!((parts - t["total_s"].as_f64().unwrap()).abs() < 1e-6, "{t}");
 }
 
 #[test]

@@ -172,6 +172,27 @@ fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
 
     let s = status(&plan, results.path());
     assert_eq!(s["counts"]["completed valid"], 3, "{s:#}");
+    // Where the study's time went, from the journal and the runs' events: every completed
+    // run measured 16 s (of which the runs killed mid-run measured some more).
+    let t = &s["time"];
+    assert!(t["measuring_s"].as_f64().unwrap() >= 3.0 * 15.0, "{t}");
+    assert!(
+        t["deploy_s"].as_f64().unwrap() > 0.0 && t["teardown_s"].as_f64().unwrap() > 0.0,
+        "{t}"
+    );
+    let parts: f64 = [
+        "gates_s",
+        "deploy_s",
+        "warmup_s",
+        "measuring_s",
+        "teardown_s",
+        "settling_s",
+        "waiting_s",
+    ]
+    .iter()
+    .map(|k| t[k].as_f64().unwrap())
+    .sum();
+    assert!((parts - t["total_s"].as_f64().unwrap()).abs() < 1e-6, "{t}");
     for run in s["runs"].as_array().unwrap() {
         assert_sealed(&study.join(run["dir"].as_str().unwrap()));
     }

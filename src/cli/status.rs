@@ -32,6 +32,10 @@ impl StatusArgs {
         let change = ledger.plan_change(&loaded.plan_hash, &runs);
         let c = counts(&status);
         let bad: Vec<_> = j.undeclared_bad();
+        let entries: Vec<_> = j.entries.iter().map(|(_, e)| e.clone()).collect();
+        let hours = crate::ledger::hours::split(&entries, &mut |dir| {
+            crate::ledger::hours::phases_in(&study_dir.join(dir))
+        });
         if self.format == Format::Json {
             let v = serde_json::json!({
                 "format_version": 1,
@@ -42,6 +46,7 @@ impl StatusArgs {
                 "excluded_contenders": ledger.excluded,
                 "runs": status,
                 "counts": c,
+                "time": hours,
                 "unreadable_journal_lines": bad,
             });
             writeln!(
@@ -117,6 +122,25 @@ impl StatusArgs {
         }
         let summary: Vec<String> = c.iter().map(|(k, v)| format!("{v} {k}")).collect();
         text.push_str(&format!("{}\n", summary.join(", ")));
+        if hours.total_s > 0.0 {
+            let parts: Vec<String> = hours
+                .parts()
+                .iter()
+                .map(|(name, s)| {
+                    format!(
+                        "{name} {} ({:.0} %)",
+                        duration(*s),
+                        100.0 * s / hours.total_s
+                    )
+                })
+                .collect();
+            text.push_str(&format!(
+                "time: {} in all: {}; overhead (all but warm-up and measuring) {:.1} %\n",
+                duration(hours.total_s),
+                parts.join(", "),
+                100.0 * hours.overhead()
+            ));
+        }
         for b in bad {
             text.push_str(&format!(
                 "journal line {} does not parse: {}\n",
@@ -125,6 +149,16 @@ impl StatusArgs {
         }
         out.write_all(text.as_bytes())
             .map_err(|e| CliError::Failure(e.into()))
+    }
+}
+
+/// `1h02m03s`, `4m05s`, `6s`.
+fn duration(secs: f64) -> String {
+    let t = secs.round() as u64;
+    match (t / 3600, t / 60 % 60, t % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
     }
 }
 

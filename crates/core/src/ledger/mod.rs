@@ -2,6 +2,7 @@
 //! directories, and the pure schedule that says what each planned run's state is.
 
 pub use crate::files;
+pub mod hours;
 pub mod journal;
 pub use crate::rundir::layout;
 pub mod manifest;
