@@ -224,7 +224,11 @@ fn the_study_expands_into_contenders_times_entries_times_repetitions() {
     assert!(human.status.success());
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains(&format!("plan hash  {hash}")));
-    assert!(text.contains(&format!("{expected} runs, about ")));
+    // The study's ramps stop at their knee: the estimate is an upper bound.
+    assert!(
+        text.contains(&format!("{expected} runs, at most ")),
+        "{text}"
+    );
     assert!(text.contains("feed-rs.indexed/baseline+db-cut/r2"));
 }
 
