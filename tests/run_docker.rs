@@ -353,9 +353,10 @@ fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     assert!(
         judged
             .first()
-            .is_some_and(|e| e["subject"] == "5/s" && e["detail"].starts_with("breached")),
+            .is_some_and(|e| e["subject"] == "step 5/s" && e["detail"].starts_with("breached")),
         "{judged:?}"
     );
+    assert_eq!(judged.len(), 2, "the two steps run, no more: {judged:?}");
     let stop = events
         .iter()
         .find(|e| e["event"] == "load-stopped")

@@ -391,6 +391,7 @@ async fn measure(
         .and_then(|p| p.stops_at_knee())
         .map(|c| c as usize);
     let mut stopped: Option<RampStop> = None;
+    let mut stopped_after: Option<usize> = None;
     let mut shown: Vec<Shown> = Vec::new();
 
     let trip: Option<Trip> = loop {
@@ -449,6 +450,9 @@ async fn measure(
             }
         }
         for (i, v) in look.judged {
+            if stopped_after.is_some_and(|l| i > l) {
+                continue; // cut short by the stop: not run as a step
+            }
             if let Some(e) = window_judged(i, &v, &shown) {
                 events.emit(e);
             }
@@ -456,6 +460,7 @@ async fn measure(
         // The knee: once the stream is past the last confirming step, the load stops.
         if let (Some(confirm), Some(stop), None) = (stops_at_knee, look.stop, stopped) {
             if look.watermark.is_some_and(|w| w >= stop.at_ns) {
+                stopped_after = Some(stop.last);
                 stopped = Some(RampStop {
                     breach_rate: stop.breach_rate,
                     last_rate: stop.last_rate,
@@ -572,6 +577,10 @@ async fn measure(
     record.monitors = Some(monitors.stop().await?);
     let (live, last) = follower.finish().await;
     for (i, v) in last {
+        // A step the stop cut short was not run as a step: it is not judged.
+        if stopped_after.is_some_and(|l| i > l) {
+            continue;
+        }
         if let Some(e) = window_judged(i, &v, &shown) {
             events.emit(e);
         }
