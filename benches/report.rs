@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use feedbench::report::verify;
 use feedbench_core::report::rows::{self, Row};
-use feedbench_core::report::{run, summary, StudyReport, Verdict};
+use feedbench_core::report::{run, StudyReport};
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -91,29 +91,8 @@ fn ours(items: &[(String, PathBuf)], out: &Path) -> Result<(f64, Vec<Row>, usize
         runs.push(f.map_err(|e| anyhow::anyhow!(e))?);
     }
     let analysed = t.elapsed().as_secs_f64();
-    let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
-    let summary = summary::summarise(&metrics);
+    let report = StudyReport::of_runs("bench", runs, items.iter().map(|i| i.1.clone()).collect());
     let summarised = t.elapsed().as_secs_f64();
-    let report = StudyReport {
-        format_version: feedbench_core::report::FORMAT_VERSION,
-        study: "bench".into(),
-        plan_file: "synthetic".into(),
-        plan_hash: "synthetic".into(),
-        registration: "working tree".into(),
-        audit: Verdict {
-            passed: true,
-            undeclared: 0,
-            declared: 0,
-            gaps: 0,
-        },
-        analysed: runs.iter().map(|r| r.key.run.clone()).collect(),
-        excluded: Vec::new(),
-        gaps: Vec::new(),
-        metrics,
-        summary,
-        runs,
-        run_dirs: items.iter().map(|i| i.1.clone()).collect(),
-    };
     feedbench::report::write_all(&report, out)?;
     let secs = t.elapsed().as_secs_f64();
     eprintln!(

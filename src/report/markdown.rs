@@ -106,6 +106,7 @@ pub fn render(report: &StudyReport) -> String {
         report.excluded.len(),
         report.gaps.len()
     );
+    super::verdicts::section(&mut out, report);
     ramps(&mut out, report);
     runs(&mut out, report);
     faults(&mut out, report);

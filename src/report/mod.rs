@@ -6,6 +6,7 @@
 pub mod html;
 pub mod markdown;
 pub mod plots;
+pub mod verdicts;
 pub mod verify;
 pub mod write;
 

@@ -1173,8 +1173,6 @@ mod tests {
     use feedbench_core::report::faults::Instants;
     use feedbench_core::report::latency::Second;
     use feedbench_core::report::rows::{RunKey, NOT_OBSERVED, NOT_RECOVERED};
-    use feedbench_core::report::summary::summarise;
-    use feedbench_core::report::Verdict;
     use feedbench_core::rundir::frame::{
         Cap, FaultWindow, Frame, FrameObjective, FrameStep, RecoveryRule, Span,
     };
@@ -1429,27 +1427,7 @@ mod tests {
     }
 
     fn report(runs: Vec<RunFigures>) -> StudyReport {
-        let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
-        StudyReport {
-            format_version: 1,
-            study: "s".into(),
-            plan_file: "experiments/s.yaml".into(),
-            plan_hash: "abc".into(),
-            registration: "working tree".into(),
-            audit: Verdict {
-                passed: true,
-                undeclared: 0,
-                declared: 0,
-                gaps: 0,
-            },
-            analysed: runs.iter().map(|r| r.key.run.clone()).collect(),
-            excluded: Vec::new(),
-            gaps: Vec::new(),
-            summary: summarise(&metrics),
-            metrics,
-            runs,
-            run_dirs: Vec::new(),
-        }
+        StudyReport::of_runs("s", runs, Vec::new())
     }
 
     /// To look at the plots: `FEEDBENCH_PLOT_DIR=/tmp/plots cargo test -p feedbench --lib

@@ -11,7 +11,7 @@ use super::AuditError;
 use crate::git::{self, Commit};
 use crate::plan::hash::{canonical_json, plan_hash, to_json};
 use crate::plan::validate::Context;
-use crate::plan::{expand, load_str, yaml, LoadError, RunSpec};
+use crate::plan::{expand, load_str, yaml, LoadError, Plan, RunSpec};
 
 /// Where a version of the plan comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,6 +55,8 @@ pub struct PlanVersion {
     pub runs: Vec<RunSpec>,
     /// Why it does not load as a plan, when it does not.
     pub error: Option<String>,
+    /// The plan, when it loads.
+    pub plan: Option<Box<Plan>>,
 }
 
 impl PlanVersion {
@@ -73,6 +75,7 @@ impl PlanVersion {
                 study: Some(loaded.plan.study.name.to_string()),
                 runs: expand(&loaded.plan),
                 error: None,
+                plan: Some(Box::new(loaded.plan)),
             },
             Err(e) => {
                 let hash = yaml::parse(text).ok().and_then(|n| plan_hash(&n).ok());
@@ -91,6 +94,7 @@ impl PlanVersion {
                     study: None,
                     runs: Vec::new(),
                     error: Some(error),
+                    plan: None,
                 }
             }
         }
@@ -206,6 +210,7 @@ impl History {
                         study: None,
                         runs: Vec::new(),
                         error: Some("the commit deletes the plan file".into()),
+                        plan: None,
                     });
                     last_text = None;
                 }

@@ -87,6 +87,15 @@ impl AuditError {
 
 /// Audits the study of `plan` whose results are under `results/<study>/`.
 pub fn run(plan: &Path, registered: Option<&str>, results: &Path) -> Result<Report, AuditError> {
+    run_with_history(plan, registered, results).map(|(report, _)| report)
+}
+
+/// [`run`], and the plan's history it audited against.
+pub fn run_with_history(
+    plan: &Path,
+    registered: Option<&str>,
+    results: &Path,
+) -> Result<(Report, History), AuditError> {
     let history = History::from_git(plan, registered)?;
     let study = history.study().ok_or_else(|| AuditError::NoStudy {
         file: plan.display().to_string(),
@@ -105,5 +114,6 @@ pub fn run(plan: &Path, registered: Option<&str>, results: &Path) -> Result<Repo
         });
     }
     let files = StudyFiles::read(&dir)?;
-    Ok(audit(&history, &files, &dir.display().to_string()))
+    let report = audit(&history, &files, &dir.display().to_string());
+    Ok((report, history))
 }

@@ -13,6 +13,7 @@ pub mod run;
 pub mod scan;
 pub mod summary;
 pub mod usage;
+pub mod verdicts;
 pub mod window;
 
 use std::path::{Path, PathBuf};
@@ -94,6 +95,11 @@ pub struct StudyReport {
     pub excluded: Vec<Left>,
     /// Planned runs with no result.
     pub gaps: Vec<Left>,
+    /// Each hypothesis with its verdict (docs/analysis.md, "Hypotheses' verdicts").
+    pub hypotheses: Vec<verdicts::hypotheses::HypothesisVerdict>,
+    /// The checks resolved to their rows: what the twin is given (checks.json).
+    #[serde(skip)]
+    pub checks: Vec<verdicts::Resolved>,
     pub metrics: Vec<Row>,
     pub summary: Vec<SummaryRow>,
     #[serde(skip)]
@@ -101,6 +107,36 @@ pub struct StudyReport {
     /// The standing runs' directories, in plan order (what the twin is given).
     #[serde(skip)]
     pub run_dirs: Vec<PathBuf>,
+}
+
+impl StudyReport {
+    /// A report of these runs alone, all standing, with no plan, audit or hypotheses: what
+    /// the benchmark and the renderers' tests build without a study on disk.
+    pub fn of_runs(study: &str, runs: Vec<RunFigures>, run_dirs: Vec<PathBuf>) -> StudyReport {
+        let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
+        StudyReport {
+            format_version: FORMAT_VERSION,
+            study: study.into(),
+            plan_file: "synthetic".into(),
+            plan_hash: "synthetic".into(),
+            registration: "working tree".into(),
+            audit: Verdict {
+                passed: true,
+                undeclared: 0,
+                declared: 0,
+                gaps: 0,
+            },
+            analysed: runs.iter().map(|r| r.key.run.clone()).collect(),
+            excluded: Vec::new(),
+            gaps: Vec::new(),
+            hypotheses: Vec::new(),
+            checks: Vec::new(),
+            summary: summary::summarise(&metrics),
+            metrics,
+            runs,
+            run_dirs,
+        }
+    }
 }
 
 /// What the report is built from.
@@ -122,7 +158,7 @@ pub fn build(
     req: &Request<'_>,
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<StudyReport, ReportError> {
-    let audited = audit::run(req.plan, req.registered, req.results)?;
+    let (audited, history) = audit::run_with_history(req.plan, req.registered, req.results)?;
     let dir = req.results.join(&audited.study);
     let plan_hash = audited.runs_for.plan_hash.clone().unwrap_or_default();
     let journal = journal::read(&dir.join(journal::FILE)).map_err(|e| ReportError::Journal {
@@ -208,6 +244,26 @@ pub fn build(
     }
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
+    let standing = verdicts::Standing {
+        frames: runs
+            .iter()
+            .map(|r| (r.key.run.as_str(), &r.frame))
+            .collect(),
+        not_standing: excluded
+            .iter()
+            .chain(&gaps)
+            .map(|l| (l.run.as_str(), l.state.clone()))
+            .collect(),
+    };
+    let (hypotheses, checks) = match history.current().plan.as_deref() {
+        Some(plan) => verdicts::hypotheses::judge(
+            plan,
+            &history,
+            &standing,
+            &verdicts::RowIndex::new(&metrics),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
     let s = &audited.summary;
     Ok(StudyReport {
         format_version: FORMAT_VERSION,
@@ -224,6 +280,8 @@ pub fn build(
         analysed: runs.iter().map(|r| r.key.run.clone()).collect(),
         excluded,
         gaps,
+        hypotheses,
+        checks,
         metrics,
         summary,
         runs,

@@ -99,7 +99,7 @@ pub fn bootstrap(values: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// The nearest-rank `p`-th percentile of values it may reorder (not empty).
-fn nth(values: &mut [f64], p: f64) -> f64 {
+pub fn nth(values: &mut [f64], p: f64) -> f64 {
     let k = rank(p, values.len()) - 1;
     *values.select_nth_unstable_by(k, f64::total_cmp).1
 }

@@ -1,0 +1,103 @@
+//! The study's hypotheses with their verdicts: each as the plan states it now, and, where
+//! the registration commit states another check (or none, or the hypothesis is gone), the
+//! registered one beside it, so that a changed prediction never passes silently.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{evaluate, resolve, Evaluation, Resolved, RowIndex, Standing, CURRENT, REGISTERED};
+use crate::audit::history::History;
+use crate::plan::Plan;
+
+/// How a hypothesis stands against its registration.
+pub const AS_REGISTERED: &str = "as registered";
+pub const AMENDED: &str = "check amended after registration";
+pub const ADDED: &str = "added after registration";
+pub const REMOVED: &str = "removed after registration";
+
+/// One hypothesis in the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HypothesisVerdict {
+    pub id: String,
+    pub text: String,
+    pub standing: &'static str,
+    /// The check as the plan states it now, evaluated.
+    pub check: Option<Evaluation>,
+    /// When the registration differs: the check it registered (`None`: none).
+    pub registered_check: Option<String>,
+    pub registered: Option<Evaluation>,
+}
+
+/// `(id, text, check)` of a plan document's hypotheses.
+fn stated(document: Option<&Value>) -> Vec<(String, String, Option<String>)> {
+    let Some(list) = document
+        .and_then(|d| d.pointer("/study/hypotheses"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|h| {
+            let s = |k: &str| h.get(k).and_then(Value::as_str).map(String::from);
+            Some((s("id")?, s("text").unwrap_or_default(), s("check")))
+        })
+        .collect()
+}
+
+/// Every hypothesis's verdict, and the resolved checks (what the twin is given).
+pub fn judge(
+    plan: &Plan,
+    history: &History,
+    runs: &Standing,
+    index: &RowIndex,
+) -> (Vec<HypothesisVerdict>, Vec<Resolved>) {
+    let registered: BTreeMap<String, (String, Option<String>)> =
+        stated(history.registration().document.as_ref())
+            .into_iter()
+            .map(|(id, text, check)| (id, (text, check)))
+            .collect();
+    let mut resolved = Vec::new();
+    let mut run = |id: &str, which: &str, src: &str| {
+        let r = resolve(plan, id, which, src, runs);
+        let e = evaluate(&r, index);
+        resolved.push(r);
+        e
+    };
+    let mut out = Vec::new();
+    for h in &plan.study.hypotheses {
+        let check = h.check.as_deref().map(|src| run(&h.id, CURRENT, src));
+        let (standing, registered_check, registered_eval) = match registered.get(&h.id) {
+            None => (ADDED, None, None),
+            Some((_, c)) if *c == h.check => (AS_REGISTERED, None, None),
+            Some((_, c)) => (
+                AMENDED,
+                c.clone(),
+                c.as_deref().map(|src| run(&h.id, REGISTERED, src)),
+            ),
+        };
+        out.push(HypothesisVerdict {
+            id: h.id.clone(),
+            text: h.text.clone(),
+            standing,
+            check,
+            registered_check,
+            registered: registered_eval,
+        });
+    }
+    for (id, (text, c)) in &registered {
+        if plan.study.hypotheses.iter().any(|h| h.id == *id) {
+            continue;
+        }
+        out.push(HypothesisVerdict {
+            id: id.clone(),
+            text: text.clone(),
+            standing: REMOVED,
+            check: None,
+            registered_check: c.clone(),
+            registered: c.as_deref().map(|src| run(id, REGISTERED, src)),
+        });
+    }
+    (out, resolved)
+}

@@ -1,0 +1,447 @@
+//! Each hypothesis's verdict from its check (docs/analysis.md, "Hypotheses' verdicts"):
+//! the check's calls resolved to the metrics.csv rows they read (the same resolution the
+//! twin is given, as checks.json), each call's value and bootstrap interval, and the check
+//! evaluated over both. The registered check is evaluated beside an amended one.
+
+pub mod hypotheses;
+pub mod interval;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::rows::{number, Row};
+use super::summary::{self, SplitMix64};
+use crate::plan::check::types::At;
+use crate::plan::check::{self, functions, parse, Dim, Query};
+use crate::plan::{expand, Plan};
+use crate::rundir::frame::Frame;
+use interval::Interval;
+
+/// The version of checks.json and of the twin's verdicts.json.
+pub const FORMAT_VERSION: u32 = 1;
+pub const SUPPORTED: &str = "supported";
+pub const NOT_SUPPORTED: &str = "not supported";
+pub const NOT_EVALUABLE: &str = "not evaluable";
+pub const UNDECIDED: &str = "undecided";
+
+/// Which statement of a hypothesis's check.
+pub const CURRENT: &str = "current";
+pub const REGISTERED: &str = "registered";
+
+/// One check, resolved: what checks.json carries for each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub hypothesis: String,
+    /// `current` or `registered`.
+    pub which: String,
+    pub check: String,
+    /// Why the check does not resolve against the plan (then there are no calls).
+    pub unresolved: Option<String>,
+    pub calls: Vec<Call>,
+}
+
+/// One metric function call of a check and the rows it reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    /// Byte offsets of the call in the check.
+    pub start: usize,
+    pub end: usize,
+    pub stat: String,
+    /// One per standing planned run, in run-id order.
+    pub rows: Vec<RowKey>,
+    /// Planned runs that do not stand, as `run: state`.
+    pub not_standing: Vec<String>,
+}
+
+/// The metrics.csv row a call reads in one run (`second` empty).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowKey {
+    pub run: String,
+    pub metric: String,
+    pub definition: String,
+    pub container: String,
+    pub step_rate: Option<f64>,
+    /// `at: first-breach`: whichever step the run's row is at.
+    pub any_step: bool,
+}
+
+/// What the runs hold for the resolution: each standing run's frame, and why each other
+/// planned run does not stand.
+pub struct Standing<'a> {
+    pub frames: BTreeMap<&'a str, &'a Frame>,
+    pub not_standing: BTreeMap<&'a str, String>,
+}
+
+/// Resolves one check against the plan.
+pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Standing) -> Resolved {
+    let mut out = Resolved {
+        hypothesis: hypothesis.to_string(),
+        which: which.to_string(),
+        check: src.to_string(),
+        unresolved: None,
+        calls: Vec::new(),
+    };
+    let queries = match check::check(plan, src) {
+        Ok(q) => q,
+        Err(errors) => {
+            let shown: Vec<String> = errors
+                .iter()
+                .map(|e| format!("at {}: {}", e.span.start + 1, e.message))
+                .collect();
+            out.unresolved = Some(shown.join("; "));
+            return out;
+        }
+    };
+    let mut planned = expand(plan);
+    planned.sort_by(|a, b| a.id.as_bytes().cmp(b.id.as_bytes()));
+    for q in &queries {
+        let mut call = Call {
+            start: q.span.start,
+            end: q.span.end,
+            stat: q.stat.to_string(),
+            rows: Vec::new(),
+            not_standing: Vec::new(),
+        };
+        let of_query = planned
+            .iter()
+            .filter(|r| r.contender == q.contender && r.profile == q.profile && r.fault == q.fault);
+        for r in of_query {
+            match runs.frames.get(r.id.as_str()) {
+                Some(frame) => call.rows.push(row_key(q, &r.id, frame)),
+                None => call.not_standing.push(format!(
+                    "{}: {}",
+                    r.id,
+                    runs.not_standing
+                        .get(r.id.as_str())
+                        .map_or("not run", String::as_str)
+                )),
+            }
+        }
+        out.calls.push(call);
+    }
+    out
+}
+
+fn row_key(q: &Query, run: &str, frame: &Frame) -> RowKey {
+    let container = match q.role.as_deref() {
+        None => String::new(),
+        Some(functions::REPLICAS) => functions::REPLICAS.to_string(),
+        Some(role) => frame
+            .caps
+            .iter()
+            .find(|(_, c)| c.role == role)
+            .map_or_else(|| role.to_string(), |(name, _)| name.clone()),
+    };
+    RowKey {
+        run: run.to_string(),
+        metric: q.metric.clone(),
+        definition: q.definition.clone(),
+        container,
+        step_rate: match q.at {
+            At::Step(rate) => Some(rate),
+            _ => None,
+        },
+        any_step: q.at == At::FirstBreach,
+    }
+}
+
+/// One call's value, with the rows it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallValue {
+    pub start: usize,
+    pub end: usize,
+    /// The call as written.
+    pub text: String,
+    pub stat: String,
+    /// How its values read (`ms`, `%`, `/s`, …).
+    pub unit: &'static str,
+    pub n: usize,
+    /// In the dimension's base unit; `None` when the call is not evaluable. `hi` is
+    /// infinite for a lower bound.
+    pub value: Option<Interval>,
+    /// The bootstrap interval of the statistic, with 3 or more repetitions.
+    pub interval: Option<Interval>,
+    /// Each row read: its run, value as metrics.csv has it, unit and note.
+    pub rows: Vec<(String, Option<f64>, String, String)>,
+    /// Why the call is not evaluable (empty when it is).
+    pub problems: Vec<String>,
+}
+
+/// A check's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    pub which: String,
+    pub check: String,
+    pub verdict: &'static str,
+    /// Across the bootstrap interval: `supported`, `not supported`, `undecided`.
+    pub interval: Option<&'static str>,
+    pub reasons: Vec<String>,
+    pub calls: Vec<CallValue>,
+}
+
+/// metrics.csv's rows without a second, by `(run, metric, definition, container)`.
+pub struct RowIndex<'a>(HashMap<(&'a str, &'a str, &'a str, &'a str), Vec<&'a Row>>);
+
+impl<'a> RowIndex<'a> {
+    pub fn new(rows: &'a [Row]) -> Self {
+        let mut m: HashMap<_, Vec<&Row>> = HashMap::new();
+        for r in rows.iter().filter(|r| r.second.is_none()) {
+            m.entry((
+                r.key.run.as_str(),
+                r.metric.as_str(),
+                r.definition.as_str(),
+                r.container.as_str(),
+            ))
+            .or_default()
+            .push(r);
+        }
+        RowIndex(m)
+    }
+
+    fn find(&self, k: &RowKey) -> Vec<&'a Row> {
+        let key = (
+            k.run.as_str(),
+            k.metric.as_str(),
+            k.definition.as_str(),
+            k.container.as_str(),
+        );
+        self.0
+            .get(&key)
+            .map(|rows| {
+                rows.iter()
+                    .filter(|r| k.any_step || r.step_rate == k.step_rate)
+                    .copied()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The factor from a metrics.csv unit to its dimension's base unit.
+pub fn unit_factor(unit: &str) -> f64 {
+    match unit {
+        "ms" => 1e-3,
+        "%" => 1e-2,
+        _ => 1.0,
+    }
+}
+
+/// Evaluates a resolved check against the rows.
+pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
+    let mut e = Evaluation {
+        which: r.which.clone(),
+        check: r.check.clone(),
+        verdict: NOT_EVALUABLE,
+        interval: None,
+        reasons: Vec::new(),
+        calls: Vec::new(),
+    };
+    if let Some(why) = &r.unresolved {
+        e.reasons.push(format!(
+            "the check does not resolve against the plan: {why}"
+        ));
+        return e;
+    }
+    let Ok(expr) = parse::parse(&r.check) else {
+        e.reasons.push("the check does not parse".into());
+        return e;
+    };
+    e.calls = r
+        .calls
+        .iter()
+        .map(|c| call_value(&r.check, c, rows))
+        .collect();
+    for c in &e.calls {
+        e.reasons
+            .extend(c.problems.iter().map(|p| format!("`{}`: {p}", c.text)));
+    }
+    if !e.reasons.is_empty() {
+        return e;
+    }
+    let at = |pick: fn(&CallValue) -> Option<Interval>| {
+        let calls = &e.calls;
+        move |s: check::Span| {
+            calls
+                .iter()
+                .find(|c| c.start == s.start && c.end == s.end)
+                .and_then(pick)
+                .unwrap_or(Interval {
+                    lo: f64::NEG_INFINITY,
+                    hi: f64::INFINITY,
+                })
+        }
+    };
+    let point = interval::evaluate(&expr, &at(|c| c.value));
+    e.verdict = match point {
+        Some(true) => SUPPORTED,
+        Some(false) => NOT_SUPPORTED,
+        None => {
+            e.reasons
+                .push("a value that is only a lower bound leaves the check open".to_string());
+            NOT_EVALUABLE
+        }
+    };
+    if e.calls.iter().all(|c| c.interval.is_some()) {
+        e.interval = Some(match interval::evaluate(&expr, &at(|c| c.interval)) {
+            Some(true) => SUPPORTED,
+            Some(false) => NOT_SUPPORTED,
+            None => UNDECIDED,
+        });
+    }
+    e
+}
+
+fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
+    let text = src.get(c.start..c.end).unwrap_or("?").to_string();
+    let dim = text
+        .split('(')
+        .next()
+        .and_then(|f| functions::find(f.trim()))
+        .map_or(Dim::Number, |f| f.dim);
+    let mut v = CallValue {
+        start: c.start,
+        end: c.end,
+        text,
+        stat: c.stat.clone(),
+        unit: shown_unit(dim),
+        n: 0,
+        value: None,
+        interval: None,
+        rows: Vec::new(),
+        problems: c
+            .not_standing
+            .iter()
+            .map(|s| format!("needs `{s}`"))
+            .collect(),
+    };
+    let (mut lows, mut highs) = (Vec::new(), Vec::new());
+    for k in &c.rows {
+        let found = index.find(k);
+        let [row] = found.as_slice() else {
+            v.problems.push(format!(
+                "`{}` has {} row `{}`{}{}{}",
+                k.run,
+                if found.is_empty() {
+                    "no"
+                } else {
+                    "more than one"
+                },
+                k.metric,
+                [&k.definition, &k.container]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .map(|s| format!(" {s}"))
+                    .collect::<String>(),
+                k.step_rate
+                    .map_or(String::new(), |s| format!(" at step {}/s", number(s))),
+                if k.any_step { " at any step" } else { "" }
+            ));
+            continue;
+        };
+        v.rows
+            .push((k.run.clone(), row.value, row.unit.clone(), row.note.clone()));
+        match row.value {
+            None => v.problems.push(format!(
+                "`{}` has no value for `{}` ({})",
+                k.run,
+                k.metric,
+                if row.note.is_empty() {
+                    "empty"
+                } else {
+                    &row.note
+                }
+            )),
+            Some(x) => {
+                let x = x * unit_factor(&row.unit);
+                lows.push(x);
+                highs.push(if row.note.is_empty() {
+                    x
+                } else {
+                    f64::INFINITY
+                });
+            }
+        }
+    }
+    v.n = lows.len();
+    if v.problems.is_empty() && !lows.is_empty() {
+        v.value = Some(Interval {
+            lo: stat(&c.stat, &lows),
+            hi: stat(&c.stat, &highs),
+        });
+        if let (Some(lo), Some(hi)) = (bootstrap(&c.stat, &lows), bootstrap(&c.stat, &highs)) {
+            v.interval = Some(Interval { lo: lo.0, hi: hi.1 });
+        }
+    } else if v.problems.is_empty() {
+        v.problems.push("the matrix plans no run for it".into());
+    }
+    v
+}
+
+/// How a dimension's base-unit values are shown.
+fn shown_unit(d: Dim) -> &'static str {
+    match d {
+        Dim::Number => "",
+        Dim::Time => "s",
+        Dim::Share => "%",
+        Dim::Rate => "/s",
+        Dim::Bytes => "MiB",
+        Dim::Efficiency => "/core-s",
+    }
+}
+
+/// A base-unit value in the call's shown unit.
+pub fn show(unit: &str, v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "∞".into() } else { "-∞".into() };
+    }
+    let (x, u) = match unit {
+        "s" if v.abs() < 1.0 => (v * 1e3, " ms"),
+        "s" => (v, " s"),
+        "%" => (v * 1e2, " %"),
+        "MiB" => (v / (1024.0 * 1024.0), " MiB"),
+        "/s" => (v, "/s"),
+        "/core-s" => (v, "/core-s"),
+        _ => (v, ""),
+    };
+    let r = if x.abs() >= 100.0 {
+        (x * 10.0).round() / 10.0
+    } else {
+        (x * 1000.0).round() / 1000.0
+    };
+    format!("{}{u}", number(r))
+}
+
+/// The statistic across repetitions (not empty).
+pub fn stat(name: &str, v: &[f64]) -> f64 {
+    match name {
+        "mean" => v.iter().sum::<f64>() / v.len() as f64,
+        "min" => v.iter().copied().fold(f64::INFINITY, f64::min),
+        "max" => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        _ => summary::median(v).unwrap_or(f64::NAN),
+    }
+}
+
+/// The summary's bootstrap with `name` in place of the median: `None` under 3 values.
+pub fn bootstrap(name: &str, values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 3 {
+        return None;
+    }
+    if name == "median" {
+        return summary::bootstrap(values);
+    }
+    let mut rng = SplitMix64::new(summary::SEED);
+    let mut draw = vec![0.0; n];
+    let mut stats = Vec::with_capacity(summary::RESAMPLES);
+    for _ in 0..summary::RESAMPLES {
+        for d in draw.iter_mut() {
+            *d = values[(rng.next_u64() % n as u64) as usize];
+        }
+        stats.push(stat(name, &draw));
+    }
+    Some((
+        summary::nth(&mut stats, 2.5),
+        summary::nth(&mut stats, 97.5),
+    ))
+}

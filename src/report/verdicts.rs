@@ -1,0 +1,121 @@
+//! report.md's "Hypotheses" section: each hypothesis's verdict with every number it used
+//! and the runs they came from, and the registered check beside an amended one.
+
+use std::fmt::Write as _;
+
+use feedbench_core::report::rows::number;
+use feedbench_core::report::verdicts::hypotheses::HypothesisVerdict;
+use feedbench_core::report::verdicts::{interval::Interval, show, CallValue, Evaluation};
+use feedbench_core::report::StudyReport;
+
+fn range(unit: &str, i: Interval) -> String {
+    if i.lo == i.hi {
+        show(unit, i.lo)
+    } else if i.hi.is_infinite() && i.lo.is_finite() {
+        format!("at least {}", show(unit, i.lo))
+    } else {
+        format!("[{}, {}]", show(unit, i.lo), show(unit, i.hi))
+    }
+}
+
+fn call_line(out: &mut String, c: &CallValue) {
+    let runs = c
+        .rows
+        .iter()
+        .map(|(run, v, unit, note)| {
+            let v = v.map_or_else(|| "empty".to_string(), |v| format!("{} {unit}", number(v)));
+            if note.is_empty() {
+                format!("`{run}` {v}")
+            } else {
+                format!("`{run}` {v} ({note})")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let value = c
+        .value
+        .map_or_else(|| "–".to_string(), |v| range(c.unit, v));
+    let _ = write!(out, "  - `{}` = {value}", c.text);
+    if c.n > 0 {
+        let _ = write!(out, " ({} of {}: {runs})", c.stat, c.n);
+    }
+    if let Some(i) = c.interval {
+        let _ = write!(out, "; 95 % interval {}", range(c.unit, i));
+    }
+    for p in &c.problems {
+        let _ = write!(out, "; {p}");
+    }
+    out.push('\n');
+}
+
+fn verdict(e: &Evaluation) -> String {
+    match e.interval {
+        Some(i) => format!("**{}**; across the 95 % intervals: **{i}**", e.verdict),
+        None => format!("**{}**", e.verdict),
+    }
+}
+
+fn evaluation(out: &mut String, label: &str, e: &Evaluation) {
+    let _ = writeln!(out, "- {label} `{}`: {}", e.check, verdict(e));
+    for c in &e.calls {
+        call_line(out, c);
+    }
+    for r in e.reasons.iter().filter(|r| !r.starts_with('`')) {
+        let _ = writeln!(out, "  - {r}");
+    }
+}
+
+fn one(out: &mut String, h: &HypothesisVerdict) {
+    let _ = writeln!(out, "**{}** ({}). {}\n", h.id, h.standing, h.text);
+    match &h.check {
+        Some(e) => evaluation(out, "Check", e),
+        None if h.standing == feedbench_core::report::verdicts::hypotheses::REMOVED => {}
+        None => {
+            let _ = writeln!(out, "- No check: the plan states this hypothesis in words only, so no verdict is computed.");
+        }
+    }
+    if h.standing == feedbench_core::report::verdicts::hypotheses::AMENDED
+        || h.standing == feedbench_core::report::verdicts::hypotheses::REMOVED
+    {
+        match (&h.registered_check, &h.registered) {
+            (Some(_), Some(e)) => evaluation(out, "Registered check", e),
+            _ => {
+                let _ = writeln!(out, "- Registered with no check.");
+            }
+        }
+    }
+    out.push('\n');
+}
+
+/// The section, when the plan states hypotheses.
+pub fn section(out: &mut String, report: &StudyReport) {
+    if report.hypotheses.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Hypotheses\n");
+    let _ = writeln!(out, "Each check is evaluated from metrics.csv as docs/analysis.md (\"Hypotheses' verdicts\") defines; a hypothesis amended after registration is shown with its registered check beside it.\n");
+    let _ = writeln!(
+        out,
+        "| hypothesis | verdict | across the intervals | registered check |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    for h in &report.hypotheses {
+        let (v, i) = h.check.as_ref().map_or(("no check", "–"), |e| {
+            (e.verdict, e.interval.unwrap_or("–"))
+        });
+        let reg = match (&h.registered_check, &h.registered) {
+            (_, Some(e)) => e.verdict.to_string(),
+            (None, None)
+                if h.standing == feedbench_core::report::verdicts::hypotheses::AS_REGISTERED =>
+            {
+                "the same".into()
+            }
+            _ => "none".into(),
+        };
+        let _ = writeln!(out, "| {} ({}) | {v} | {i} | {reg} |", h.id, h.standing);
+    }
+    out.push('\n');
+    for h in &report.hypotheses {
+        one(out, h);
+    }
+}
