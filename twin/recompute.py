@@ -3,10 +3,13 @@
 
 Written from docs/analysis.md and docs/results.md alone; it imports nothing of feedbench.
 
-    python3 twin/recompute.py --out DIR RUNDIR [RUNDIR...]
+    python3 twin/recompute.py --out DIR [--checks FILE] RUNDIR [RUNDIR...]
+    python3 twin/recompute.py --out DIR --checks FILE --metrics METRICS_CSV
 
 reads each run directory (run.json, requests.csv, containers.csv and, for a run with a
-fault, events.csv and health.csv) and writes DIR/metrics.csv and DIR/summary.csv.
+fault, events.csv and health.csv) and writes DIR/metrics.csv and DIR/summary.csv; with
+--checks, it evaluates checks.json's checks on those rows (or on the rows of the given
+metrics.csv) and writes DIR/verdicts.json (hypotheses.py).
 A damaged input is reported on stderr as `FILE:LINE: what` and the exit code is 2.
 """
 
@@ -973,10 +976,24 @@ def summary_rows(groups: dict):
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="recompute.py",
-        description="Recompute feedbench report's metrics.csv and summary.csv from run directories.")
-    ap.add_argument("--out", required=True, type=Path, help="directory to write the CSVs to")
-    ap.add_argument("runs", nargs="+", type=Path, metavar="RUNDIR")
+        description="Recompute feedbench report's metrics.csv and summary.csv from run "
+                    "directories, and with --checks the hypotheses' verdicts.")
+    ap.add_argument("--out", required=True, type=Path, help="directory to write the files to")
+    ap.add_argument("--checks", type=Path, metavar="FILE",
+                    help="checks.json: evaluate its checks and write DIR/verdicts.json")
+    ap.add_argument("--metrics", type=Path, metavar="METRICS_CSV",
+                    help="evaluate the checks on this metrics.csv's rows instead of on run "
+                         "directories (needs --checks; writes only verdicts.json)")
+    ap.add_argument("runs", nargs="*", type=Path, metavar="RUNDIR")
     args = ap.parse_args(argv)
+    if args.metrics is not None and args.runs:
+        ap.error("give either --metrics or run directories, not both")
+    if args.metrics is not None and args.checks is None:
+        ap.error("--metrics needs --checks (it only evaluates checks)")
+    if args.metrics is None and not args.runs:
+        ap.error("no run directory given (and no --metrics)")
+
+    import hypotheses  # here, so that it finds this module as `recompute` (below)
 
     try:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -985,54 +1002,84 @@ def main(argv=None):
         return 2
     metrics_path = args.out / "metrics.csv"
     summary_path = args.out / "summary.csv"
+    verdicts_path = args.out / "verdicts.json"
     tmp_metrics = args.out / ".metrics.csv.tmp"
     tmp_summary = args.out / ".summary.csv.tmp"
+    tmp_verdicts = args.out / ".verdicts.json.tmp"
+    temps = (tmp_metrics, tmp_summary, tmp_verdicts)
     groups = {}
     try:
-        with open(tmp_metrics, "w", newline="", encoding="utf-8") as mf:
-            w = csv.writer(mf, lineterminator="\n")
-            w.writerow(METRICS_COLUMNS)
-            seen = set()
-            for run_dir in args.runs:
-                if not run_dir.is_dir():
-                    raise InputError(run_dir, None, "not a run directory")
-                out = compute_run(run_dir)
-                if out.run_id in seen:
-                    raise InputError(run_dir / "run.json", None,
-                                     f"run {out.run_id} is given twice")
-                seen.add(out.run_id)
-                f = out.frame
-                head = [out.run_id, f["contender"], f["variant"], f["profile"], f["fault"],
-                        f["repetition"]]
-                for step_rate, second, container, definition, metric, value, unit, note in out.rows:
-                    sr = fmt(step_rate)
-                    w.writerow(head + [sr, "" if second is None else str(second), container,
-                                       definition, metric, fmt(value), unit, note])
-                    if second is None:
-                        key = (f["contender"], f["variant"], f["profile"], f["fault"], sr,
-                               container, definition, metric)
-                        g = groups.setdefault(key, {"unit": unit, "values": []})
-                        g["values"].append((out.run_id, value))
-                del out
-        with open(tmp_summary, "w", newline="", encoding="utf-8") as sf:
-            w = csv.writer(sf, lineterminator="\n")
-            w.writerow(SUMMARY_COLUMNS)
-            for row in summary_rows(groups):
-                w.writerow(row)
-        os.replace(tmp_metrics, metrics_path)
-        os.replace(tmp_summary, summary_path)
+        checks = hypotheses.read_checks(args.checks) if args.checks is not None else None
+        # only the rows the checks read are kept (none without checks)
+        wanted = hypotheses.wanted_keys(checks) if checks is not None else set()
+        if args.metrics is not None:
+            index = hypotheses.read_metrics(args.metrics, wanted)
+        else:
+            index = hypotheses.RowIndex(wanted)
+            compute_runs(args.runs, tmp_metrics, tmp_summary, groups, index)
+        if checks is not None:
+            text = hypotheses.verdicts_text(hypotheses.verdicts(checks, index))
+            with open(tmp_verdicts, "w", encoding="utf-8") as vf:
+                vf.write(text)
+        if args.metrics is None:
+            os.replace(tmp_metrics, metrics_path)
+            os.replace(tmp_summary, summary_path)
+        if checks is not None:
+            os.replace(tmp_verdicts, verdicts_path)
     except InputError as e:
         print(f"recompute.py: error: {e}", file=sys.stderr)
-        for p in (tmp_metrics, tmp_summary):
+        for p in temps:
             p.unlink(missing_ok=True)
         return 2
     except OSError as e:
         print(f"recompute.py: error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
-        for p in (tmp_metrics, tmp_summary):
+        for p in temps:
             p.unlink(missing_ok=True)
         return 2
     return 0
 
 
+def compute_runs(runs, tmp_metrics, tmp_summary, groups, index):
+    """metrics.csv and summary.csv to their temporary files; the rows the checks read
+    (as written) into index."""
+    with open(tmp_metrics, "w", newline="", encoding="utf-8") as mf:
+        w = csv.writer(mf, lineterminator="\n")
+        w.writerow(METRICS_COLUMNS)
+        seen = set()
+        for run_dir in runs:
+            if not run_dir.is_dir():
+                raise InputError(run_dir, None, "not a run directory")
+            out = compute_run(run_dir)
+            if out.run_id in seen:
+                raise InputError(run_dir / "run.json", None,
+                                 f"run {out.run_id} is given twice")
+            seen.add(out.run_id)
+            f = out.frame
+            head = [out.run_id, f["contender"], f["variant"], f["profile"], f["fault"],
+                    f["repetition"]]
+            for step_rate, second, container, definition, metric, value, unit, note in out.rows:
+                sr = fmt(step_rate)
+                v = fmt(value)
+                w.writerow(head + [sr, "" if second is None else str(second), container,
+                                   definition, metric, v, unit, note])
+                if second is None:
+                    key = (f["contender"], f["variant"], f["profile"], f["fault"], sr,
+                           container, definition, metric)
+                    g = groups.setdefault(key, {"unit": unit, "values": []})
+                    g["values"].append((out.run_id, value))
+                    # the checks read the rows as written, as from metrics.csv
+                    index.add(out.run_id, metric, definition, container,
+                              float(sr) if sr else None, float(v) if v else None, unit, note)
+            del out
+    with open(tmp_summary, "w", newline="", encoding="utf-8") as sf:
+        w = csv.writer(sf, lineterminator="\n")
+        w.writerow(SUMMARY_COLUMNS)
+        for row in summary_rows(groups):
+            w.writerow(row)
+
+
 if __name__ == "__main__":
+    # hypotheses.py imports this module as `recompute`: let it be this one, not a second
+    # copy with its own InputError.
+    sys.modules.setdefault("recompute", sys.modules[__name__])
     sys.exit(main())

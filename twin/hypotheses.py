@@ -1,0 +1,810 @@
+"""The twin's verdicts on the hypotheses' checks (docs/analysis.md, "Hypotheses' verdicts").
+
+Written from docs/analysis.md and docs/plan.md ("Hypotheses' checks") alone: its own lexer
+and recursive-descent parser of the check grammar, interval arithmetic, Kleene's logic and
+the bootstrap of summary.csv with the call's statistic. feedbench gives, in checks.json,
+each check's text and, per call, the byte span of the call in the text and the
+metrics.csv rows it reads; the twin writes verdicts.json (twin/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+import recompute as rc
+from recompute import InputError
+
+FORMAT_VERSION = 1
+INF = math.inf
+
+STATISTICS = ("median", "mean", "min", "max")
+WHICH = ("current", "registered")
+
+# Units glued to a number (docs/plan.md, "Units"), and the factor to the base unit.
+# Longest first, so that `/core-s` is not read as `/c...` and `ms` not as `m`.
+LITERAL_UNITS = (
+    ("/core-s", 1.0), ("/s", 1.0), ("ms", 0.001), ("s", 1.0), ("%", 0.01),
+    ("KiB", 1024.0), ("MiB", 1024.0 ** 2), ("GiB", 1024.0 ** 3),
+)
+# A row's unit (metrics.csv `unit`) to the base unit: `ms` 0.001, `%` 0.01, any other 1.
+ROW_UNIT_FACTORS = {"ms": 0.001, "%": 0.01}
+
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+KEYWORDS = ("not", "and", "or")
+
+
+# ---------------------------------------------------------------------------------------
+# The check's syntax
+
+
+class CheckSyntaxError(Exception):
+    def __init__(self, pos, message):
+        super().__init__(message)
+        self.pos = pos
+        self.message = message
+
+    def __str__(self):
+        return f"at byte {self.pos}: {self.message}"
+
+
+def _is_letter(c):
+    return ("a" <= c <= "z") or ("A" <= c <= "Z")
+
+
+def _is_digit(c):
+    return "0" <= c <= "9"
+
+
+def _is_segment_char(c):
+    return _is_letter(c) or _is_digit(c) or c in "-_"
+
+
+class Token:
+    __slots__ = ("kind", "text", "start", "end", "value")
+
+    def __init__(self, kind, text, start, end, value=None):
+        self.kind = kind      # "num", "name", "kw", "op", "end"
+        self.text = text
+        self.start = start
+        self.end = end
+        self.value = value    # a number's value in base units
+
+    def __repr__(self):
+        return f"Token({self.kind}, {self.text!r}, {self.start}, {self.end})"
+
+
+def tokenize(text: str):
+    """The check's tokens, with their byte spans (the text must be ASCII)."""
+    try:
+        text.encode("ascii")
+    except UnicodeEncodeError as e:
+        raise CheckSyntaxError(e.start, "a character that is not ASCII") from None
+    toks = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n":
+            i += 1
+            continue
+        start = i
+        if _is_digit(c):
+            while i < n and _is_digit(text[i]):
+                i += 1
+            if i < n and text[i] == ".":
+                if i + 1 < n and _is_digit(text[i + 1]):
+                    i += 1
+                    while i < n and _is_digit(text[i]):
+                        i += 1
+                else:
+                    raise CheckSyntaxError(i, "a number's `.` must be followed by digits")
+            digits = text[start:i]
+            factor = 1.0
+            for unit, f in LITERAL_UNITS:
+                if text.startswith(unit, i):
+                    after = i + len(unit)
+                    # a unit ends where a name could not go on (`5ms` but not `5mss`);
+                    # `-` after it is the operator (`2s-1s`)
+                    if after < n and (_is_letter(text[after]) or _is_digit(text[after])
+                                      or text[after] == "_"):
+                        continue
+                    factor = f
+                    i = after
+                    break
+            else:
+                if i < n and (_is_letter(text[i]) or text[i] == "_"):
+                    j = i
+                    while j < n and _is_segment_char(text[j]):
+                        j += 1
+                    raise CheckSyntaxError(i, f"unknown unit `{text[i:j]}`")
+            # The literal in base units: the number times its unit's factor, in floating
+            # point, as a row's value is (twin/README.md).
+            value = float(digits) * factor
+            toks.append(Token("num", text[start:i], start, i, value))
+            continue
+        if _is_letter(c):
+            while True:
+                while i < n and _is_segment_char(text[i]):
+                    i += 1
+                # a dot goes on with a segment (`feed-rs.indexed`); after a dot the
+                # segment may start with a digit (`p99.9`)
+                if i + 1 < n and text[i] == "." and (_is_letter(text[i + 1]) or _is_digit(text[i + 1])):
+                    i += 1
+                    continue
+                break
+            word = text[start:i]
+            toks.append(Token("kw" if word in KEYWORDS else "name", word, start, i))
+            continue
+        two = text[i:i + 2]
+        if two in ("<=", ">=", "==", "!="):
+            toks.append(Token("op", two, i, i + 2))
+            i += 2
+            continue
+        if c in "<>+-*/(),:":
+            toks.append(Token("op", c, i, i + 1))
+            i += 1
+            continue
+        raise CheckSyntaxError(i, f"unexpected character {c!r}")
+    toks.append(Token("end", "", n, n))
+    return toks
+
+
+class Call:
+    """A metric function call of a check: its name, arguments and byte span [start, end)."""
+
+    __slots__ = ("index", "function", "subject", "args", "start", "end")
+
+    def __init__(self, index, function, subject, args, start, end):
+        self.index = index
+        self.function = function
+        self.subject = subject
+        self.args = args  # name -> the value's text
+        self.start = start
+        self.end = end
+
+    def __repr__(self):
+        return f"Call({self.function}, {self.subject}, {self.args}, [{self.start}, {self.end}))"
+
+
+# The tree: ("num", value) | ("call", index) | ("neg", x) | ("arith", op, a, b)
+#         | ("cmp", op, a, b) | ("not", x) | ("and", [x...]) | ("or", [x...])
+CONDITIONS = ("cmp", "not", "and", "or")
+
+
+class Parser:
+    def __init__(self, text):
+        self.text = text
+        self.toks = tokenize(text)
+        self.i = 0
+        self.calls = []
+
+    def peek(self):
+        return self.toks[self.i]
+
+    def take(self):
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def at(self, kind, text=None):
+        t = self.toks[self.i]
+        return t.kind == kind and (text is None or t.text == text)
+
+    def expect(self, kind, text, what):
+        t = self.peek()
+        if not self.at(kind, text):
+            raise CheckSyntaxError(t.start, f"expected {what}, found {_describe(t)}")
+        return self.take()
+
+    def parse(self):
+        tree = self.or_()
+        t = self.peek()
+        if t.kind != "end":
+            raise CheckSyntaxError(t.start, f"unexpected {_describe(t)}")
+        self.condition(tree, 0, "the check")
+        return tree
+
+    def condition(self, node, pos, what):
+        if node[0] not in CONDITIONS:
+            raise CheckSyntaxError(pos, f"{what} is not a condition")
+
+    def quantity(self, node, pos, what):
+        if node[0] in CONDITIONS:
+            raise CheckSyntaxError(pos, f"{what} is a condition, not a quantity")
+
+    def or_(self):
+        pos = self.peek().start
+        items = [self.and_()]
+        while self.at("kw", "or"):
+            self.take()
+            p = self.peek().start
+            x = self.and_()
+            self.condition(x, p, "an operand of `or`")
+            items.append(x)
+        if len(items) == 1:
+            return items[0]
+        self.condition(items[0], pos, "an operand of `or`")
+        return ("or", items)
+
+    def and_(self):
+        pos = self.peek().start
+        items = [self.not_()]
+        while self.at("kw", "and"):
+            self.take()
+            p = self.peek().start
+            x = self.not_()
+            self.condition(x, p, "an operand of `and`")
+            items.append(x)
+        if len(items) == 1:
+            return items[0]
+        self.condition(items[0], pos, "an operand of `and`")
+        return ("and", items)
+
+    def not_(self):
+        if self.at("kw", "not"):
+            self.take()
+            p = self.peek().start
+            x = self.not_()
+            self.condition(x, p, "the operand of `not`")
+            return ("not", x)
+        return self.comparison()
+
+    def comparison(self):
+        pos = self.peek().start
+        a = self.sum_()
+        t = self.peek()
+        if t.kind == "op" and t.text in COMPARISONS:
+            self.take()
+            p = self.peek().start
+            b = self.sum_()
+            self.quantity(a, pos, "the left of a comparison")
+            self.quantity(b, p, "the right of a comparison")
+            u = self.peek()
+            if u.kind == "op" and u.text in COMPARISONS:
+                raise CheckSyntaxError(u.start, "a chained comparison")
+            return ("cmp", t.text, a, b)
+        return a
+
+    def sum_(self):
+        pos = self.peek().start
+        a = self.product()
+        while self.peek().kind == "op" and self.peek().text in "+-":
+            op = self.take().text
+            p = self.peek().start
+            b = self.product()
+            self.quantity(a, pos, f"the left of `{op}`")
+            self.quantity(b, p, f"the right of `{op}`")
+            a = ("arith", op, a, b)
+        return a
+
+    def product(self):
+        pos = self.peek().start
+        a = self.unary()
+        while self.peek().kind == "op" and self.peek().text in "*/":
+            op = self.take().text
+            p = self.peek().start
+            b = self.unary()
+            self.quantity(a, pos, f"the left of `{op}`")
+            self.quantity(b, p, f"the right of `{op}`")
+            a = ("arith", op, a, b)
+        return a
+
+    def unary(self):
+        if self.at("op", "-"):
+            self.take()
+            p = self.peek().start
+            x = self.unary()
+            self.quantity(x, p, "the operand of `-`")
+            return ("neg", x)
+        return self.primary()
+
+    def primary(self):
+        t = self.peek()
+        if t.kind == "num":
+            self.take()
+            return ("num", t.value)
+        if t.kind == "op" and t.text == "(":
+            self.take()
+            x = self.or_()
+            self.expect("op", ")", "`)`")
+            return x
+        if t.kind == "name":
+            self.take()
+            self.expect("op", "(", f"`(` after the function `{t.text}`")
+            return self.call(t)
+        raise CheckSyntaxError(t.start, f"expected a number, a call or `(`, found {_describe(t)}")
+
+    def call(self, fn):
+        subject = None
+        args = {}
+        first = True
+        if not self.at("op", ")"):
+            while True:
+                t = self.peek()
+                if t.kind == "name" and self.toks[self.i + 1].kind == "op" \
+                        and self.toks[self.i + 1].text == ":":
+                    self.take()
+                    self.take()
+                    v = self.value()
+                    if t.text in args:
+                        raise CheckSyntaxError(t.start, f"the argument `{t.text}` is given twice")
+                    args[t.text] = v
+                else:
+                    v = self.value()
+                    if not first:
+                        raise CheckSyntaxError(t.start, "an unnamed argument after the first")
+                    subject = v
+                first = False
+                if self.at("op", ","):
+                    self.take()
+                    continue
+                break
+        close = self.expect("op", ")", "`,` or `)`")
+        call = Call(len(self.calls), fn.text, subject, args, fn.start, close.end)
+        self.calls.append(call)
+        return ("call", call.index)
+
+    def value(self):
+        t = self.peek()
+        if t.kind in ("name", "num"):
+            self.take()
+            return t.text
+        raise CheckSyntaxError(t.start, f"expected a name or a quantity, found {_describe(t)}")
+
+
+def _describe(t):
+    if t.kind == "end":
+        return "the end of the check"
+    return f"`{t.text}`"
+
+
+def parse_check(text: str):
+    """The check's tree and its calls (in text order, each with its byte span)."""
+    p = Parser(text)
+    tree = p.parse()
+    return tree, p.calls
+
+
+# ---------------------------------------------------------------------------------------
+# Intervals and Kleene's logic
+
+
+def _sum(x, y, lower):
+    s = x + y
+    if math.isnan(s):  # +inf + -inf: the widest end
+        return -INF if lower else INF
+    return s
+
+
+def iv_add(a, b):
+    return (_sum(a[0], b[0], True), _sum(a[1], b[1], False))
+
+
+def iv_neg(a):
+    return (-a[1], -a[0])
+
+
+def iv_sub(a, b):
+    return iv_add(a, iv_neg(b))
+
+
+def _mul(x, y):
+    if x == 0 or y == 0:  # a product of 0 and an infinity is 0
+        return 0.0
+    return x * y
+
+
+def iv_mul(a, b):
+    p = [_mul(x, y) for x in a for y in b]
+    return (min(p), max(p))
+
+
+def _recip(x):
+    return 0.0 if math.isinf(x) else 1.0 / x
+
+
+def iv_div(a, b):
+    if b[0] <= 0 <= b[1]:
+        return (-INF, INF)
+    return iv_mul(a, (_recip(b[1]), _recip(b[0])))
+
+
+def compare(op, a, b):
+    """True, False or None (unknown)."""
+    if op == "<":
+        return True if a[1] < b[0] else False if a[0] >= b[1] else None
+    if op == "<=":
+        return True if a[1] <= b[0] else False if a[0] > b[1] else None
+    if op == ">":
+        return compare("<", b, a)
+    if op == ">=":
+        return compare("<=", b, a)
+    if op == "==":
+        if a[0] == a[1] == b[0] == b[1]:
+            return True
+        if a[1] < b[0] or b[1] < a[0]:
+            return False
+        return None
+    if op == "!=":
+        return k_not(compare("==", a, b))
+    raise ValueError(op)
+
+
+def k_not(x):
+    return None if x is None else not x
+
+
+def k_and(xs):
+    if any(x is False for x in xs):
+        return False
+    if all(x is True for x in xs):
+        return True
+    return None
+
+
+def k_or(xs):
+    if any(x is True for x in xs):
+        return True
+    if all(x is False for x in xs):
+        return False
+    return None
+
+
+ARITH = {"+": iv_add, "-": iv_sub, "*": iv_mul, "/": iv_div}
+
+
+def evaluate(node, values):
+    """The node's value: an interval (lo, hi), or True / False / None for a condition.
+    values: call index -> interval."""
+    kind = node[0]
+    if kind == "num":
+        return (node[1], node[1])
+    if kind == "call":
+        return values[node[1]]
+    if kind == "neg":
+        return iv_neg(evaluate(node[1], values))
+    if kind == "arith":
+        return ARITH[node[1]](evaluate(node[2], values), evaluate(node[3], values))
+    if kind == "cmp":
+        return compare(node[1], evaluate(node[2], values), evaluate(node[3], values))
+    if kind == "not":
+        return k_not(evaluate(node[1], values))
+    if kind == "and":
+        return k_and([evaluate(x, values) for x in node[1]])
+    if kind == "or":
+        return k_or([evaluate(x, values) for x in node[1]])
+    raise ValueError(kind)
+
+
+# ---------------------------------------------------------------------------------------
+# A call's value: the statistic over the repetitions, and its bootstrap interval
+
+
+def statistic(stat, values):
+    """median (the middle value, or the mean of the two middle ones), mean, min or max of a
+    non-empty list, in floating point; the mean sums in the given order."""
+    if stat == "median":
+        v = sorted(values)
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    if stat == "mean":
+        s = 0.0
+        for x in values:
+            s += x
+        return s / len(values)
+    if stat == "min":
+        return min(values)
+    if stat == "max":
+        return max(values)
+    raise ValueError(stat)
+
+
+def statistic_rows(stat, drawn: np.ndarray) -> np.ndarray:
+    """The statistic of each row of drawn (R, n), as statistic() computes it for one."""
+    R, n = drawn.shape
+    if stat == "median":
+        s = np.sort(drawn, axis=1)
+        return s[:, n // 2] if n % 2 else (s[:, n // 2 - 1] + s[:, n // 2]) / 2
+    if stat == "mean":
+        acc = drawn[:, 0].copy()
+        for j in range(1, n):  # in draw order, one addition at a time
+            acc += drawn[:, j]
+        return acc / n
+    if stat == "min":
+        return drawn.min(axis=1)
+    if stat == "max":
+        return drawn.max(axis=1)
+    raise ValueError(stat)
+
+
+_INDEX_CACHE = {}
+
+
+def bootstrap_percentile(values, stat, p: Fraction) -> float:
+    """summary.csv's bootstrap with `stat` in place of the median: 10,000 resamples of n
+    indices (SplitMix64 from the seed, `next() mod n`), the nearest-rank p-th percentile of
+    their statistics. values in the given order."""
+    n = len(values)
+    idx = _INDEX_CACHE.get(n)
+    if idx is None:
+        idx = _INDEX_CACHE[n] = rc.splitmix_indices(n)
+    drawn = np.asarray(values, dtype=float)[idx]
+    stats = np.sort(statistic_rows(stat, drawn))
+    return float(stats[rc.rank(p, len(stats)) - 1])
+
+
+class RowIndex:
+    """metrics.csv's rows without `second`, by (run, metric, definition, container)."""
+
+    def __init__(self, wanted=None):
+        self.wanted = wanted  # a set of keys to keep, or None for every row
+        self.rows = {}
+
+    def add(self, run, metric, definition, container, step_rate, value, unit, note):
+        key = (run, metric, definition, container)
+        if self.wanted is not None and key not in self.wanted:
+            return
+        self.rows.setdefault(key, []).append((step_rate, value, unit, note))
+
+    def find(self, spec):
+        rows = self.rows.get((spec["run"], spec["metric"], spec["definition"], spec["container"]), [])
+        if spec["any_step"]:
+            return rows
+        if spec["step_rate"] is None:
+            return [r for r in rows if r[0] is None]
+        return [r for r in rows if r[0] is not None and r[0] == spec["step_rate"]]
+
+
+def row_interval(value, unit, note):
+    v = value * ROW_UNIT_FACTORS.get(unit, 1.0)
+    return (v, INF) if note else (v, v)
+
+
+def call_value(call, index: RowIndex):
+    """The call's entry of verdicts.json, and its value and interval (or None)."""
+    out = {"start": call["start"], "end": call["end"], "evaluable": False, "n": 0,
+           "low": None, "high": None, "ci_low": None, "ci_high": None}
+    found = []
+    for spec in call["rows"]:
+        rows = index.find(spec)
+        if len(rows) != 1:
+            return out, None, None
+        found.append(rows[0])
+    out["n"] = len(found)
+    if call["not_standing"] or not found or any(r[1] is None for r in found):
+        return out, None, None
+    ivs = [row_interval(value, unit, note) for _, value, unit, note in found]
+    lows = [lo for lo, _ in ivs]
+    highs = [hi for _, hi in ivs]
+    stat = call["stat"]
+    value = (statistic(stat, lows), statistic(stat, highs))
+    out.update(evaluable=True, low=value[0], high=value[1])
+    interval = None
+    if len(found) >= 3:
+        interval = (bootstrap_percentile(lows, stat, rc.P2_5),
+                    bootstrap_percentile(highs, stat, rc.P97_5))
+        out.update(ci_low=interval[0], ci_high=interval[1])
+    return out, value, interval
+
+
+VERDICT = {True: "supported", False: "not supported", None: "not evaluable"}
+INTERVAL_VERDICT = {True: "supported", False: "not supported", None: "undecided"}
+
+
+def verdict(check, index: RowIndex):
+    """One entry of verdicts.json for one parsed check of checks.json."""
+    entry = {"hypothesis": check["hypothesis"], "which": check["which"],
+             "verdict": "not evaluable", "interval": None, "calls": []}
+    if check["unresolved"] is not None:
+        return entry
+    values, intervals = {}, {}
+    for call in check["calls"]:
+        out, value, interval = call_value(call, index)
+        entry["calls"].append(out)
+        values[call["index"]] = value
+        intervals[call["index"]] = interval
+    if any(v is None for v in values.values()):
+        return entry
+    entry["verdict"] = VERDICT[evaluate(check["tree"], values)]
+    if all(iv is not None for iv in intervals.values()):
+        entry["interval"] = INTERVAL_VERDICT[evaluate(check["tree"], intervals)]
+    return entry
+
+
+def verdicts(checks, index: RowIndex):
+    return {"format_version": FORMAT_VERSION, "verdicts": [verdict(c, index) for c in checks]}
+
+
+def _json_number(x):
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if math.isnan(x):
+        raise ValueError("NaN in a verdict")
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return x + 0.0  # -0.0 as 0.0
+
+
+def verdicts_text(doc) -> str:
+    def conv(o):
+        if isinstance(o, dict):
+            return {k: conv(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [conv(v) for v in o]
+        if isinstance(o, float):
+            return _json_number(o)
+        return o
+    return json.dumps(conv(doc), indent=2, allow_nan=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Reading checks.json
+
+
+def _field(path, obj, key, where):
+    if not isinstance(obj, dict):
+        raise InputError(path, None, f"{where} is not an object")
+    if key not in obj:
+        raise InputError(path, None, f"no field {where}.{key}" if where else f"no field {key}")
+    return obj[key]
+
+
+def _string(path, obj, key, where, nullable=False):
+    v = _field(path, obj, key, where)
+    if v is None and nullable:
+        return None
+    if not isinstance(v, str):
+        raise InputError(path, None, f"{where}.{key} is not a string: {json.dumps(v)}")
+    return v
+
+
+def _int(path, obj, key, where):
+    v = _field(path, obj, key, where)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(path, None, f"{where}.{key} is not an integer: {json.dumps(v)}")
+    return v
+
+
+def _list(path, obj, key, where):
+    v = _field(path, obj, key, where)
+    if not isinstance(v, list):
+        raise InputError(path, None, f"{where}.{key} is not a list: {json.dumps(v)}")
+    return v
+
+
+def read_checks(path: Path):
+    """checks.json, validated, each check parsed and its calls matched to their entries."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, None, "missing file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, None, f"not UTF-8 text: {e}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"{e.lineno}:{e.colno}", f"does not parse: {e.msg}") from None
+    if not isinstance(doc, dict):
+        raise InputError(path, None, "is not a JSON object")
+    fv = _field(path, doc, "format_version", "")
+    if fv != FORMAT_VERSION or isinstance(fv, bool):
+        raise InputError(path, None,
+                         f"format_version is {json.dumps(fv)}, the twin reads {FORMAT_VERSION}")
+    checks = []
+    for i, c in enumerate(_list(path, doc, "checks", "")):
+        checks.append(_read_check(path, c, f"checks[{i}]"))
+    return checks
+
+
+def _read_check(path, c, where):
+    out = {
+        "hypothesis": _string(path, c, "hypothesis", where),
+        "which": _string(path, c, "which", where),
+        "check": _string(path, c, "check", where),
+        "unresolved": _string(path, c, "unresolved", where, nullable=True),
+    }
+    if out["which"] not in WHICH:
+        raise InputError(path, None, f"{where}.which is {json.dumps(out['which'])}, "
+                                     f"not `current` or `registered`")
+    raw_calls = _list(path, c, "calls", where)
+    calls = [_read_call(path, k, f"{where}.calls[{j}]") for j, k in enumerate(raw_calls)]
+    if out["unresolved"] is not None:
+        # A check that no longer resolves is not evaluated, so it is not parsed either.
+        if calls:
+            raise InputError(path, None, f"{where}: a check that does not resolve has calls")
+        out["calls"] = []
+        return out
+    text = out["check"]
+    try:
+        tree, parsed = parse_check(text)
+    except CheckSyntaxError as e:
+        raise InputError(path, None, f"{where}.check: unparsable check {e}: {text!r}") from None
+    # Each call of the text has exactly one entry, found by its span (white space around
+    # the call inside the span aside).
+    byte_len = len(text.encode("utf-8"))
+    entry_of = {}
+    for j, call in enumerate(calls):
+        w = f"{where}.calls[{j}]"
+        s, e = call["start"], call["end"]
+        if not (0 <= s < e <= byte_len):
+            raise InputError(path, None, f"{w}: the span [{s}, {e}) is outside the check "
+                                         f"({byte_len} bytes)")
+        ws = s + (len(text[s:e]) - len(text[s:e].lstrip()))
+        we = e - (len(text[s:e]) - len(text[s:e].rstrip()))
+        hit = [p for p in parsed if p.start == ws and p.end == we]
+        if not hit:
+            raise InputError(path, None, f"{w}: the span [{s}, {e}) is not on a call of the "
+                                         f"check: {text[s:e]!r}")
+        if hit[0].index in entry_of:
+            raise InputError(path, None, f"{w}: the call {text[ws:we]!r} has two entries "
+                                         f"(calls[{entry_of[hit[0].index]}] and calls[{j}])")
+        entry_of[hit[0].index] = j
+        call["index"] = hit[0].index
+    for p in parsed:
+        if p.index not in entry_of:
+            raise InputError(path, None, f"{where}: the call {text[p.start:p.end]!r} at "
+                                         f"[{p.start}, {p.end}) has no entry in calls")
+    out["tree"] = tree
+    out["calls"] = calls
+    return out
+
+
+def _read_call(path, k, where):
+    call = {"start": _int(path, k, "start", where), "end": _int(path, k, "end", where),
+            "stat": _string(path, k, "stat", where)}
+    if call["stat"] not in STATISTICS:
+        raise InputError(path, None, f"{where}.stat is {json.dumps(call['stat'])}, not one of "
+                                     + ", ".join(STATISTICS))
+    rows = []
+    for r, row in enumerate(_list(path, k, "rows", where)):
+        w = f"{where}.rows[{r}]"
+        spec = {key: _string(path, row, key, w)
+                for key in ("run", "metric", "definition", "container")}
+        sr = _field(path, row, "step_rate", w)
+        if sr is not None and (isinstance(sr, bool) or not isinstance(sr, (int, float))):
+            raise InputError(path, None, f"{w}.step_rate is not a number or null: {json.dumps(sr)}")
+        spec["step_rate"] = None if sr is None else float(sr)
+        any_step = _field(path, row, "any_step", w)
+        if not isinstance(any_step, bool):
+            raise InputError(path, None, f"{w}.any_step is not true or false: {json.dumps(any_step)}")
+        spec["any_step"] = any_step
+        rows.append(spec)
+    call["rows"] = rows
+    ns = _list(path, k, "not_standing", where)
+    for s, item in enumerate(ns):
+        if not isinstance(item, str):
+            raise InputError(path, None, f"{where}.not_standing[{s}] is not a string: {json.dumps(item)}")
+    call["not_standing"] = ns
+    return call
+
+
+def wanted_keys(checks):
+    return {(spec["run"], spec["metric"], spec["definition"], spec["container"])
+            for c in checks for call in c["calls"] for spec in call["rows"]}
+
+
+# ---------------------------------------------------------------------------------------
+# Reading metrics.csv (the --metrics mode)
+
+
+def read_metrics(path: Path, wanted=None) -> RowIndex:
+    df = rc.read_table(Path(path), {
+        "run": ("str", True), "metric": ("str", True), "definition": ("str", False),
+        "container": ("str", False), "step_rate": ("float", False), "second": ("str", False),
+        "value": ("float", False), "unit": ("str", False), "note": ("str", False),
+    })
+    index = RowIndex(wanted)
+    for run, metric, definition, container, sr, second, value, unit, note in zip(
+            df["run"], df["metric"], df["definition"], df["container"], df["step_rate"],
+            df["second"], df["value"], df["unit"], df["note"]):
+        if second != "":
+            continue
+        index.add(run, metric, definition, container,
+                  None if np.isnan(sr) else float(sr),
+                  None if np.isnan(value) else float(value), unit, note)
+    return index

@@ -1,0 +1,683 @@
+"""Tests of the twin's verdicts on the hypotheses' checks (twin/hypotheses.py).
+
+    python3 -m unittest discover twin/tests     (with the venv's python3, see twin/README.md)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import numpy as np  # noqa: E402
+
+import gen  # noqa: E402
+import hypotheses as h  # noqa: E402
+import recompute  # noqa: E402
+from test_recompute import nearest_rank, plain_bootstrap, read_summary, splitmix64  # noqa: E402
+
+SCRIPT = HERE.parent / "recompute.py"
+INF = math.inf
+T, F, U = True, False, None
+
+
+def twin(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def plain_stat(stat, values):
+    if stat == "median":
+        v = sorted(values)
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    if stat == "mean":
+        s = 0.0
+        for x in values:
+            s += x
+        return s / len(values)
+    return {"min": min, "max": max}[stat](values)
+
+
+def plain_call_bootstrap(stat, values, p):
+    """docs/analysis.md's bootstrap with `stat`, one value at a time."""
+    n = len(values)
+    nxt = splitmix64(0x5EEDF00D00000013)
+    stats = [plain_stat(stat, [values[nxt() % n] for _ in range(n)]) for _ in range(10_000)]
+    return nearest_rank(stats, p)
+
+
+def call_of(text, function_text, stat="median", rows=(), not_standing=()):
+    start = text.index(function_text)
+    return {"start": start, "end": start + len(function_text), "stat": stat,
+            "rows": [dict(r) for r in rows], "not_standing": list(not_standing)}
+
+
+def spec(run, metric, definition="", container="", step_rate=None, any_step=False):
+    return {"run": run, "metric": metric, "definition": definition, "container": container,
+            "step_rate": step_rate, "any_step": any_step}
+
+
+def metrics_csv(path, rows):
+    """rows: (run, metric, value, unit, note) or dicts with more columns."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, recompute.METRICS_COLUMNS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            if not isinstance(r, dict):
+                run, metric, value, unit, note = r
+                r = {"run": run, "metric": metric, "value": value, "unit": unit, "note": note}
+            w.writerow({c: r.get(c, "") for c in recompute.METRICS_COLUMNS})
+
+
+# ---------------------------------------------------------------------------------------
+# The parser
+
+
+class Parsing(unittest.TestCase):
+    def test_precedence(self):
+        tree, _ = h.parse_check("1 + 2 * 3 < 7 - -2 / 4")
+        self.assertEqual(tree, (
+            "cmp", "<",
+            ("arith", "+", ("num", 1.0), ("arith", "*", ("num", 2.0), ("num", 3.0))),
+            ("arith", "-", ("num", 7.0), ("arith", "/", ("neg", ("num", 2.0)), ("num", 4.0)))))
+        tree, _ = h.parse_check("not 1 < 2 or 3 < 4 and not not 5 < 6")
+        self.assertEqual(tree, (
+            "or", [("not", ("cmp", "<", ("num", 1.0), ("num", 2.0))),
+                   ("and", [("cmp", "<", ("num", 3.0), ("num", 4.0)),
+                            ("not", ("not", ("cmp", "<", ("num", 5.0), ("num", 6.0))))])]))
+        tree, _ = h.parse_check("(1 + 2) * 3 == 9")
+        self.assertEqual(tree[2][0:2], ("arith", "*"))
+        self.assertEqual(tree[2][2], ("arith", "+", ("num", 1.0), ("num", 2.0)))
+        # left to right: 10 - 2 - 3 is 5, 8 / 2 / 2 is 2
+        for text, want in (("10 - 2 - 3 == 5", T), ("10 - 2 - 3 == 11", F),
+                           ("8 / 2 / 2 == 2", T), ("-2 * -3 == 6", T), ("10/2 == 5", T),
+                           ("(1 < 2) and (2 < 1 or 3 > 2)", T), ("not(2 < 1)", T)):
+            self.assertEqual(h.evaluate(h.parse_check(text)[0], {}), want, text)
+
+    def test_spans_and_arguments(self):
+        text = "saturation(feed-rs.indexed) >= 5 * saturation(feed-rs.production)"
+        _, calls = h.parse_check(text)
+        self.assertEqual([(c.function, c.subject, c.start, c.end) for c in calls],
+                         [("saturation", "feed-rs.indexed", 0, 27),
+                          ("saturation", "feed-rs.production", 35, 65)])
+        text = ("cpu(database, at: first-breach, of: feed-rs.indexed) >= 90%\n"
+                "and cpu(replicas, at: first-breach, of: feed-rs.indexed) < 60%")
+        _, calls = h.parse_check(text)
+        self.assertEqual([(c.start, c.end) for c in calls], [(0, 52), (64, 116)])
+        self.assertEqual(calls[1].args, {"at": "first-breach", "of": "feed-rs.indexed"})
+        self.assertEqual(calls[1].subject, "replicas")
+        text = "efficiency(feed-rs.indexed, at: 20/s) / p99.9(x,stat:max) >= 2"
+        _, calls = h.parse_check(text)
+        self.assertEqual([(c.function, c.args, c.start, c.end) for c in calls],
+                         [("efficiency", {"at": "20/s"}, 0, 37),
+                          ("p99.9", {"stat": "max"}, 40, 57)])
+        # a function with no argument is a call too (feedbench names what is missing)
+        _, calls = h.parse_check("f() < 1")
+        self.assertEqual((calls[0].start, calls[0].end, calls[0].subject), (0, 3, None))
+
+    def test_units(self):
+        for text, want in (("500ms", 0.5), ("90%", 0.9), ("1KiB", 1024.0),
+                           ("2MiB", 2 * 1024.0 ** 2), ("1GiB", 1024.0 ** 3), ("20/s", 20.0),
+                           ("3/core-s", 3.0), ("1.5s", 1.5), ("7", 7.0), ("0.25", 0.25),
+                           # the row's own product, not the nearest double to 0.95
+                           ("95%", 95 * 0.01), ("9ms", 9 * 0.001)):
+            tree, _ = h.parse_check(f"{text} == 0")
+            self.assertEqual(tree[2], ("num", want), text)
+        self.assertNotEqual(95 * 0.01, 0.95)
+        self.assertEqual(h.evaluate(h.parse_check("500ms + 1s < 2s")[0], {}), T)
+        self.assertEqual(h.evaluate(h.parse_check("2s-1s == 1s")[0], {}), T)
+
+    def test_syntax_errors(self):
+        for text, pos, needle in (
+                ("1 < 2 < 3", 6, "chained"),
+                ("p99(x) < 5sec", 10, "unknown unit `sec`"),
+                ("f(a, b) < 1", 5, "unnamed argument after the first"),
+                ("f(a, at: 1s, at: 2s) < 1", 13, "given twice"),
+                ("1 + 2", 0, "not a condition"),
+                ("(1 < 2) == 1", 0, "a condition, not a quantity"),
+                ("1 < 2 and 3", 10, "not a condition"),
+                ("p99(x) < 1s @", 12, "unexpected character"),
+                ("p99(x) < 1s )", 12, "unexpected `)`"),
+                ("p99 < 1s", 4, "`(` after the function `p99`"),
+                ("p99(x < 1s", 6, "`,` or `)`"),
+                ("1. < 2", 1, "followed by digits"),
+                ("p99(x) < 1s and", 15, "the end of the check"),
+                ("p99(x) < 5µs", 10, "not ASCII")):
+            with self.subTest(text=text):
+                with self.assertRaises(h.CheckSyntaxError) as cm:
+                    h.parse_check(text)
+                self.assertEqual(cm.exception.pos, pos, str(cm.exception))
+                self.assertIn(needle, str(cm.exception))
+
+    def test_the_plans_checks_parse(self):
+        plan = (HERE.parent.parent / "tests" / "plans" / "valid" / "hypotheses.yaml")
+        if not plan.is_file():
+            self.skipTest("no tests/plans/valid/hypotheses.yaml")
+        for text in (
+                "saturation(feed-rs.indexed) >= 5 * saturation(feed-rs.production)",
+                "recovery(feed-rs.indexed, fault: replica-kill, origin: restart) < 5s",
+                "failed(feed-rs.indexed, profile: baseline, fault: db-latency) < 1%",
+                "p99(feed-py, fault: db-latency) <= 500ms\n"
+                "or not (detect(feed-py, fault: db-latency, detect: failed-request) > 2s)",
+                "efficiency(feed-rs.indexed, at: 20/s) / efficiency(feed-py, at: 20/s) >= 2\n"
+                "and memory(replica-1, of: feed-py, stat: max) < 256MiB\n"):
+            h.parse_check(text)
+
+
+# ---------------------------------------------------------------------------------------
+# Intervals and Kleene's logic
+
+
+class Intervals(unittest.TestCase):
+    def test_arithmetic(self):
+        self.assertEqual(h.iv_add((1, 2), (10, INF)), (11, INF))
+        self.assertEqual(h.iv_sub((1, 2), (10, INF)), (-INF, -8))
+        self.assertEqual(h.iv_sub((40, INF), (10, 20)), (20, INF))
+        self.assertEqual(h.iv_neg((3, INF)), (-INF, -3))
+        self.assertEqual(h.iv_mul((-2, 3), (4, 5)), (-10, 15))
+        self.assertEqual(h.iv_mul((-2, -1), (-3, 4)), (-8, 6))
+        self.assertEqual(h.iv_mul((5, 5), (30, INF)), (150, INF))
+        # a product of 0 and an infinity is 0
+        self.assertEqual(h.iv_mul((0, 0), (30, INF)), (0, 0))
+        self.assertEqual(h.iv_mul((0, 2), (1, INF)), (0, INF))
+        self.assertEqual(h.iv_mul((-INF, INF), (0, 0)), (0, 0))
+        # division: by an interval holding 0 anything goes; 1/inf is 0
+        self.assertEqual(h.iv_div((1, 2), (-1, 1)), (-INF, INF))
+        self.assertEqual(h.iv_div((1, 2), (0, 1)), (-INF, INF))
+        self.assertEqual(h.iv_div((40, INF), (20, 20)), (2, INF))
+        self.assertEqual(h.iv_div((40, 40), (20, INF)), (0, 2))
+        self.assertEqual(h.iv_div((6, 8), (2, 4)), (1.5, 4))
+        self.assertEqual(h.iv_div((6, 8), (-4, -2)), (-4, -1.5))
+        # +inf + -inf would be NaN: the widest end
+        self.assertEqual(h.iv_add((-INF, INF), (-INF, INF)), (-INF, INF))
+
+    def test_comparisons(self):
+        c = h.compare
+        a, b = (1, 2), (2, 3)
+        self.assertEqual([c(op, a, b) for op in h.COMPARISONS], [U, T, F, U, U, U])
+        a, b = (1, 2), (3, 4)
+        self.assertEqual([c(op, a, b) for op in h.COMPARISONS], [T, T, F, F, F, T])
+        a, b = (3, 3), (3, 3)
+        self.assertEqual([c(op, a, b) for op in h.COMPARISONS], [F, T, F, T, T, F])
+        a, b = (1, 2), (1, 2)
+        self.assertEqual([c(op, a, b) for op in h.COMPARISONS], [U, U, U, U, U, U])
+        # a lower bound that still decides, and one that leaves it open
+        self.assertEqual(c(">=", (40, INF), (20, 20)), T)
+        self.assertEqual(c("<", (40, INF), (20, 20)), F)
+        self.assertEqual(c(">=", (30, INF), (50, 50)), U)
+        self.assertEqual(c("<", (30, INF), (50, 50)), U)
+        self.assertEqual(c("==", (30, INF), (20, 20)), F)
+        self.assertEqual(c("!=", (30, INF), (40, 40)), U)
+
+    def test_kleene(self):
+        vals = (T, F, U)
+        want_and = {(T, T): T, (T, F): F, (T, U): U, (F, T): F, (F, F): F, (F, U): F,
+                    (U, T): U, (U, F): F, (U, U): U}
+        want_or = {(T, T): T, (T, F): T, (T, U): T, (F, T): T, (F, F): F, (F, U): U,
+                   (U, T): T, (U, F): U, (U, U): U}
+        for a in vals:
+            for b in vals:
+                self.assertIs(h.k_and([a, b]), want_and[(a, b)], (a, b))
+                self.assertIs(h.k_or([a, b]), want_or[(a, b)], (a, b))
+        self.assertEqual([h.k_not(x) for x in vals], [F, T, U])
+        self.assertIs(h.k_and([T, U, F]), F)
+        self.assertIs(h.k_or([F, U, T]), T)
+
+
+# ---------------------------------------------------------------------------------------
+# Verdicts
+
+
+def index_of(rows):
+    """rows: (run, metric, value or None, unit, note[, step_rate[, definition, container]])."""
+    ix = h.RowIndex()
+    for r in rows:
+        run, metric, value, unit, note = r[:5]
+        step_rate = r[5] if len(r) > 5 else None
+        definition, container = r[6:8] if len(r) > 6 else ("", "")
+        ix.add(run, metric, definition, container, step_rate, value, unit, note)
+    return ix
+
+
+def check_of(text, calls, unresolved=None, hypothesis="H1", which="current"):
+    """A check as read_checks returns it (the calls matched by their spans)."""
+    doc = {"format_version": 1, "checks": [{"hypothesis": hypothesis, "which": which,
+                                            "check": text, "unresolved": unresolved,
+                                            "calls": calls}]}
+    with tempfile.TemporaryDirectory() as t:
+        p = Path(t) / "checks.json"
+        p.write_text(json.dumps(doc))
+        return h.read_checks(p)[0]
+
+
+IDX = "feed-rs.indexed/ramp/r{}"
+PROD = "feed-rs.production/ramp/r{}"
+SAT = "saturation(feed-rs.indexed) >= 5 * saturation(feed-rs.production)"
+
+
+def sat_calls(reps_a=(1,), reps_b=(1,), not_standing=()):
+    return [call_of(SAT, "saturation(feed-rs.indexed)",
+                    rows=[spec(IDX.format(r), "saturation", "objective-windows") for r in reps_a],
+                    not_standing=not_standing),
+            call_of(SAT, "saturation(feed-rs.production)",
+                    rows=[spec(PROD.format(r), "saturation", "objective-windows") for r in reps_b])]
+
+
+def sat_rows(a, b, note_a="", note_b=""):
+    ows = ("objective-windows", "")
+    return ([(IDX.format(i + 1), "saturation", v, "1/s", note_a, None, *ows)
+             for i, v in enumerate(a)] +
+            [(PROD.format(i + 1), "saturation", v, "1/s", note_b, None, *ows)
+             for i, v in enumerate(b)])
+
+
+class Verdicts(unittest.TestCase):
+    def verdict(self, text, calls, rows):
+        return h.verdict(check_of(text, calls), index_of(rows))
+
+    def test_supported_and_not(self):
+        v = self.verdict(SAT, sat_calls(), sat_rows([40], [5]))
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", None))
+        self.assertEqual(v["calls"], [
+            {"start": 0, "end": 27, "evaluable": True, "n": 1, "low": 40.0, "high": 40.0,
+             "ci_low": None, "ci_high": None},
+            {"start": 35, "end": 65, "evaluable": True, "n": 1, "low": 5.0, "high": 5.0,
+             "ci_low": None, "ci_high": None}])
+        v = self.verdict(SAT, sat_calls(), sat_rows([40], [10]))
+        self.assertEqual((v["verdict"], v["interval"]), ("not supported", None))
+        # exactly at the bound
+        v = self.verdict(SAT, sat_calls(), sat_rows([40], [8]))
+        self.assertEqual(v["verdict"], "supported")
+
+    def test_not_evaluable_when_a_run_does_not_stand(self):
+        calls = sat_calls(not_standing=["feed-rs.indexed/ramp/r2: invalid"])
+        v = self.verdict(SAT, calls, sat_rows([40], [5]))
+        self.assertEqual((v["verdict"], v["interval"]), ("not evaluable", None))
+        self.assertEqual([(c["evaluable"], c["n"], c["low"], c["high"]) for c in v["calls"]],
+                         [(False, 1, None, None), (True, 1, 5.0, 5.0)])
+
+    def test_not_evaluable_when_a_row_is_missing(self):
+        v = self.verdict(SAT, sat_calls(reps_a=(1, 2)), sat_rows([40], [5]))
+        self.assertEqual(v["verdict"], "not evaluable")
+        self.assertEqual([(c["evaluable"], c["n"]) for c in v["calls"]], [(False, 0), (True, 1)])
+        # a row at the wrong definition is not the row
+        rows = sat_rows([40], [5])
+        rows[0] = rows[0][:6] + ("every-second", "")
+        v = self.verdict(SAT, sat_calls(), rows)
+        self.assertEqual((v["verdict"], v["calls"][0]["n"]), ("not evaluable", 0))
+        # two rows for one key
+        v = self.verdict(SAT, sat_calls(), sat_rows([40], [5]) + sat_rows([41], []))
+        self.assertEqual((v["verdict"], v["calls"][0]["evaluable"], v["calls"][0]["n"]),
+                         ("not evaluable", False, 0))
+
+    def test_not_evaluable_when_a_value_is_empty(self):
+        v = self.verdict(SAT, sat_calls(), sat_rows([None], [5], note_a="none"))
+        self.assertEqual(v["verdict"], "not evaluable")
+        self.assertEqual(v["calls"][0], {"start": 0, "end": 27, "evaluable": False, "n": 1,
+                                         "low": None, "high": None, "ci_low": None,
+                                         "ci_high": None})
+
+    def test_a_lower_bound_that_leaves_it_open(self):
+        # 30/s, not reached: [30, +inf] >= 5 × 10 is unknown
+        v = self.verdict(SAT, sat_calls(), sat_rows([30], [10], note_a="not reached"))
+        self.assertEqual((v["verdict"], v["interval"]), ("not evaluable", None))
+        self.assertEqual((v["calls"][0]["evaluable"], v["calls"][0]["low"],
+                          v["calls"][0]["high"]), (True, 30.0, INF))
+        # and the same bound on the right: 5 × [2, +inf] ≤ 40 is unknown as well
+        v = self.verdict(SAT, sat_calls(), sat_rows([40], [2], note_b="censored at the stop"))
+        self.assertEqual(v["verdict"], "not evaluable")
+
+    def test_a_lower_bound_that_still_decides(self):
+        text = "saturation(feed-rs.indexed) >= 20/s"
+        calls = [call_of(text, "saturation(feed-rs.indexed)",
+                         rows=[spec(IDX.format(1), "saturation", "objective-windows")])]
+        v = self.verdict(text, calls, sat_rows([40], [], note_a="not reached"))
+        self.assertEqual(v["verdict"], "supported")
+        self.assertEqual((v["calls"][0]["low"], v["calls"][0]["high"]), (40.0, INF))
+        # [40, inf] < 20 is false, the other way round
+        text = "saturation(feed-rs.indexed) < 20/s"
+        calls = [call_of(text, "saturation(feed-rs.indexed)",
+                         rows=[spec(IDX.format(1), "saturation", "objective-windows")])]
+        v = self.verdict(text, calls, sat_rows([40], [], note_a="censored at the stop"))
+        self.assertEqual(v["verdict"], "not supported")
+
+    def p99_verdict(self, values, stat="median", limit="500ms"):
+        text = f"p99(svc, stat: {stat}) < {limit}"
+        runs = [f"svc/baseline/r{i + 1}" for i in range(len(values))]
+        calls = [call_of(text, f"p99(svc, stat: {stat})", stat=stat,
+                         rows=[spec(r, "latency_p99") for r in runs])]
+        rows = [(r, "latency_p99", v, "ms", "") for r, v in zip(runs, values)]
+        return self.verdict(text, calls, rows)
+
+    def test_undecided_with_three_repetitions(self):
+        v = self.p99_verdict([400.0, 450.0, 600.0])
+        c = v["calls"][0]
+        self.assertEqual((c["n"], c["low"], c["high"]), (3, 0.45, 0.45))
+        # a median of 3 resampled values is 0.4 with probability 7/27 > 2.5 %
+        self.assertEqual((c["ci_low"], c["ci_high"]), (0.4, 0.6))
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", "undecided"))
+
+    def test_interval_supported_and_not(self):
+        v = self.p99_verdict([100.0, 110.0, 120.0])
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", "supported"))
+        self.assertEqual((v["calls"][0]["ci_low"], v["calls"][0]["ci_high"]), (0.1, 0.12))
+        v = self.p99_verdict([700.0, 800.0, 900.0, 1000.0])
+        self.assertEqual((v["verdict"], v["interval"]), ("not supported", "not supported"))
+        # the mean of the two middle ones, in floating point: not 0.85
+        self.assertEqual(v["calls"][0]["low"], 0.8500000000000001)
+        # two repetitions: a value, no interval
+        v = self.p99_verdict([100.0, 110.0])
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", None))
+        self.assertEqual((v["calls"][0]["ci_low"], v["calls"][0]["ci_high"]), (None, None))
+
+    def test_statistics(self):
+        values = [100.0, 200.0, 600.0, 250.0]
+        for stat, want in (("median", 0.225), ("mean", 0.2875), ("min", 0.1), ("max", 0.6)):
+            v = self.p99_verdict(values, stat=stat, limit="250ms")
+            c = v["calls"][0]
+            self.assertEqual((c["low"], c["high"]), (want, want), stat)
+            base = [x * 0.001 for x in values]
+            self.assertEqual(c["ci_low"], plain_call_bootstrap(stat, base, 2.5), stat)
+            self.assertEqual(c["ci_high"], plain_call_bootstrap(stat, base, 97.5), stat)
+            self.assertEqual(v["verdict"], "supported" if want < 0.25 else "not supported")
+        # summed in order, one addition at a time: 0.9999999999999999 / 10
+        self.assertEqual(h.statistic("mean", [0.1] * 10), 0.09999999999999999)
+        self.assertEqual(h.statistic("mean", [1e16, 1.0, -1e16, 1.0]), 0.25)
+        self.assertEqual(h.statistic("median", [3.0, 1.0, 2.0]), 2.0)
+        self.assertEqual(h.statistic("median", [INF, 1.0, 2.0, INF]), INF)
+
+    def test_bootstrap_of_the_median_is_the_summarys(self):
+        values = [12.5, 7.0, 9.25, 30.0, 8.0]
+        lo, hi = recompute.bootstrap_many(np.array([values]), {})
+        self.assertEqual(h.bootstrap_percentile(values, "median", recompute.P2_5), lo[0])
+        self.assertEqual(h.bootstrap_percentile(values, "median", recompute.P97_5), hi[0])
+        self.assertEqual((lo[0], hi[0]), plain_bootstrap(values))
+        self.assertEqual(plain_bootstrap(values), (7.0, 30.0))
+        # a lower bound's highs are +inf: so is ci_high
+        text = "saturation(feed-rs.indexed) >= 20/s"
+        calls = [call_of(text, "saturation(feed-rs.indexed)",
+                         rows=[spec(IDX.format(r), "saturation", "objective-windows")
+                               for r in (1, 2, 3)])]
+        rows = sat_rows([40, 50, 30], [])
+        rows[1] = rows[1][:4] + ("not reached",) + rows[1][5:]
+        v = h.verdict(check_of(text, calls), index_of(rows))
+        c = v["calls"][0]
+        # lows 40, 50, 30; highs 40, +inf, 30
+        self.assertEqual((c["low"], c["high"]), (40.0, 40.0))
+        self.assertEqual((c["ci_low"], c["ci_high"]), (30.0, INF))
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", "supported"))
+
+    def test_step_rates(self):
+        text = "cpu(database, at: first-breach, of: svc) >= 90%"
+        call = call_of(text, "cpu(database, at: first-breach, of: svc)")
+        key = ("svc/ramp/r1", "cpu_mean_pct_of_cap", 95.0, "%", "")
+        rows = [key + (40.0, "first-breach", "svc-database"),
+                key[:2] + (10.0, "%", "", 30.0, "step", "svc-database"),
+                key[:2] + (91.0, "%", "", 40.0, "step", "svc-database")]
+        for s, want in ((spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "first-breach",
+                              "svc-database", any_step=True), (True, 95 * 0.01)),
+                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
+                              step_rate=40), (True, 0.91)),
+                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
+                              step_rate=30), (False, 0.1)),
+                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
+                              step_rate=50), None),
+                        # several steps match any_step: not one row
+                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
+                              any_step=True), None),
+                        # no step rate asked: a row with one is not it
+                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "first-breach",
+                              "svc-database"), None)):
+            with self.subTest(spec=s):
+                c = dict(call, rows=[s])
+                v = h.verdict(check_of(text, [c]), index_of(rows))
+                if want is None:
+                    self.assertEqual((v["verdict"], v["calls"][0]["n"]), ("not evaluable", 0))
+                else:
+                    self.assertEqual((v["verdict"] == "supported", v["calls"][0]["low"]), want)
+
+    def test_percent_rows_at_the_literal(self):
+        # the row 95 (%) and the literal 95% are one number: `<=` holds at the bound
+        text = "cpu(database, of: svc) <= 95%"
+        c = call_of(text, "cpu(database, of: svc)",
+                    rows=[spec("svc/b/r1", "cpu_mean_pct_of_cap", "measured", "svc-database")])
+        rows = [("svc/b/r1", "cpu_mean_pct_of_cap", 95.0, "%", "", None, "measured", "svc-database")]
+        v = h.verdict(check_of(text, [c]), index_of(rows))
+        self.assertEqual(v["verdict"], "supported")
+        v = h.verdict(check_of(text.replace("<=", "<"), [dict(c)]), index_of(rows))
+        self.assertEqual(v["verdict"], "not supported")
+
+    def test_logic_over_calls(self):
+        text = ("p99(svc) <= 500ms or not (detect(svc, fault: f, detect: failed-request) > 2s)")
+        c1 = call_of(text, "p99(svc)", rows=[spec("svc/b/r1", "latency_p99")])
+        c2 = call_of(text, "detect(svc, fault: f, detect: failed-request)",
+                     rows=[spec("svc/b+f/r1", "detect_failed_request")])
+        for p99, detect, want in ((600, 1.5, "supported"), (600, 3, "not supported"),
+                                  (400, 3, "supported")):
+            rows = [("svc/b/r1", "latency_p99", float(p99), "ms", ""),
+                    ("svc/b+f/r1", "detect_failed_request", float(detect), "s", "")]
+            self.assertEqual(h.verdict(check_of(text, [c1, c2]), index_of(rows))["verdict"],
+                             want, (p99, detect))
+        # one call not evaluable makes the check not evaluable, even where `or` would hold
+        rows = [("svc/b/r1", "latency_p99", 400.0, "ms", "")]
+        v = h.verdict(check_of(text, [c1, c2]), index_of(rows))
+        self.assertEqual(v["verdict"], "not evaluable")
+
+    def test_unresolved(self):
+        v = h.verdict(check_of("p99(gone) < 1s", [], unresolved="unknown contender `gone`",
+                               which="registered"), h.RowIndex())
+        self.assertEqual(v, {"hypothesis": "H1", "which": "registered",
+                             "verdict": "not evaluable", "interval": None, "calls": []})
+
+    def test_json_numbers(self):
+        text = h.verdicts_text({"format_version": 1, "verdicts": [
+            {"low": 40.0, "high": INF, "ci_low": -INF, "ci_high": None, "n": 3, "x": -0.0}]})
+        self.assertEqual(json.loads(text)["verdicts"][0],
+                         {"low": 40.0, "high": "+inf", "ci_low": "-inf", "ci_high": None,
+                          "n": 3, "x": 0.0})
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+
+
+class Command(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        self.checks = self.root / "checks.json"
+        self.metrics = self.root / "metrics.csv"
+        self.out = self.root / "out"
+        self.doc = {"format_version": 1, "checks": [
+            {"hypothesis": "H1", "which": "current", "check": SAT, "unresolved": None,
+             "calls": sat_calls()},
+            {"hypothesis": "H1", "which": "registered", "check": "p99(x) < 1s",
+             "unresolved": "unknown contender `x`", "calls": []}]}
+        self.write_checks()
+        metrics_csv(self.metrics, [
+            {"run": IDX.format(1), "metric": "saturation", "definition": "objective-windows",
+             "value": "30", "unit": "1/s", "note": "not reached"},
+            {"run": PROD.format(1), "metric": "saturation", "definition": "objective-windows",
+             "value": "5", "unit": "1/s"},
+            {"run": PROD.format(1), "metric": "saturation", "definition": "objective-windows",
+             "second": "3", "value": "7", "unit": "1/s"}])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write_checks(self):
+        self.checks.write_text(json.dumps(self.doc, indent=1))
+
+    def test_metrics_mode(self):
+        p = twin("--out", self.out, "--checks", self.checks, "--metrics", self.metrics)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(x.name for x in self.out.iterdir()), ["verdicts.json"])
+        doc = json.loads((self.out / "verdicts.json").read_text())
+        self.assertEqual(doc, {"format_version": 1, "verdicts": [
+            {"hypothesis": "H1", "which": "current", "verdict": "supported", "interval": None,
+             "calls": [{"start": 0, "end": 27, "evaluable": True, "n": 1, "low": 30.0,
+                        "high": "+inf", "ci_low": None, "ci_high": None},
+                       {"start": 35, "end": 65, "evaluable": True, "n": 1, "low": 5.0,
+                        "high": 5.0, "ci_low": None, "ci_high": None}]},
+            {"hypothesis": "H1", "which": "registered", "verdict": "not evaluable",
+             "interval": None, "calls": []}]})
+
+    def test_a_span_with_white_space_around_the_call(self):
+        self.doc["checks"][0]["calls"][0]["end"] = 28  # "saturation(feed-rs.indexed) "
+        self.write_checks()
+        p = twin("--out", self.out, "--checks", self.checks, "--metrics", self.metrics)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads((self.out / "verdicts.json").read_text())
+        self.assertEqual(doc["verdicts"][0]["calls"][0]["end"], 28)  # as given
+        self.assertEqual(doc["verdicts"][0]["verdict"], "supported")
+
+    def test_usage_errors(self):
+        for args, needle in (
+                (["--checks", self.checks, "--metrics", self.metrics, self.root],
+                 "either --metrics or run directories"),
+                (["--metrics", self.metrics], "--metrics needs --checks"),
+                (["--checks", self.checks], "no run directory")):
+            with self.subTest(args=args):
+                p = twin("--out", self.out, *args)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(needle, p.stderr)
+                self.assertFalse(self.out.exists())
+
+    def fails(self, needle):
+        p = twin("--out", self.out, "--checks", self.checks, "--metrics", self.metrics)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn(needle, lines[0])
+        self.assertFalse((self.out / "verdicts.json").exists())
+        self.assertEqual([x.name for x in self.out.iterdir()] if self.out.exists() else [], [])
+        return lines[0]
+
+    def test_damaged_checks(self):
+        good = json.loads(json.dumps(self.doc))
+
+        def case(edit, needle):
+            self.doc = json.loads(json.dumps(good))
+            edit(self.doc)
+            self.write_checks()
+            with self.subTest(needle=needle):
+                line = self.fails(needle)
+                self.assertIn("checks.json", line)
+
+        case(lambda d: d.update(format_version=2), "format_version is 2, the twin reads 1")
+        case(lambda d: d.pop("checks"), "no field checks")
+        case(lambda d: d["checks"][0].pop("check"), "no field checks[0].check")
+        case(lambda d: d["checks"][0]["calls"][1]["rows"][0].pop("any_step"),
+             "no field checks[0].calls[1].rows[0].any_step")
+        case(lambda d: d["checks"][0]["calls"][0].update(stat="mode"),
+             "checks[0].calls[0].stat is \"mode\"")
+        case(lambda d: d["checks"][0].update(which="now"), "checks[0].which")
+        case(lambda d: d["checks"][0]["calls"][0].update(end=200), "outside the check")
+        case(lambda d: d["checks"][0]["calls"][0].update(start=1), "not on a call")
+        case(lambda d: d["checks"][0]["calls"][1].update(start=0, end=27), "two entries")
+        case(lambda d: d["checks"][0]["calls"].pop(), "has no entry in calls")
+        case(lambda d: d["checks"][0].update(check=SAT + " >= 1"),
+             "checks[0].check: unparsable check at byte 66: a chained comparison")
+        case(lambda d: d["checks"][1].update(calls=good["checks"][0]["calls"]),
+             "a check that does not resolve has calls")
+        self.checks.write_text('{"format_version": 1,\n "checks": [}')
+        self.assertRegex(self.fails("does not parse"), r"checks\.json:2:\d+: does not parse")
+
+    def test_damaged_metrics(self):
+        text = self.metrics.read_text().splitlines(keepends=True)
+        text[2] = text[2].replace(",5,", ",5x,")
+        self.metrics.write_text("".join(text))
+        self.assertIn("metrics.csv:3: unparsable row: value '5x'", self.fails("metrics.csv:3:"))
+        self.metrics.write_text("run,metric\n")
+        self.fails("metrics.csv:1: no column")
+
+
+class OnRunDirectories(unittest.TestCase):
+    """The checks on the rows the twin recomputed, agreeing with --metrics on its own
+    metrics.csv and with its summary.csv."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        root = Path(cls.tmp.name)
+        runs = root / "runs"
+        cls.dirs = [gen.constant_run(runs, repetition=r, shift_ms=0.5 * (r - 1)) for r in (1, 2, 3)]
+        cls.dirs.append(gen.ramp_run(runs))
+        base = [f"feed-rs.indexed/baseline/r{r}" for r in (1, 2, 3)]
+        ramp = "feed-rs.indexed/ramp/r1"
+        checks = []
+
+        def add(text, *calls):
+            checks.append({"hypothesis": f"H{len(checks) + 1}", "which": "current",
+                           "check": text, "unresolved": None,
+                           "calls": [call_of(text, t, stat=s, rows=r) for t, s, r in calls]})
+
+        p50 = "p50(feed-rs.indexed)"
+        add(f"{p50} < 1s", (p50, "median", [spec(r, "latency_p50") for r in base]))
+        add(f"{p50} > 1s", (p50, "median", [spec(r, "latency_p50") for r in base]))
+        sat = "saturation(feed-rs.indexed, definition: {})"
+        for d, limit in (("objective-windows", "30/s"), ("throughput-knee", "40/s"),
+                         ("errors-only", "50/s"), ("errors-only", "60/s")):
+            add(f"{sat.format(d)} >= {limit}",
+                (sat.format(d), "median", [spec(ramp, "saturation", d)]))
+        cpu = "cpu(replica-1, at: first-breach, of: feed-rs.indexed)"
+        add(f"{cpu} < 100%", (cpu, "max", [spec(ramp, "cpu_mean_pct_of_cap", "first-breach",
+                                                "feedbench-replica-1", any_step=True)]))
+        cls.doc = {"format_version": 1, "checks": checks}
+        cls.checks = root / "checks.json"
+        cls.checks.write_text(json.dumps(cls.doc))
+        cls.out = root / "out"
+        p = twin("--out", cls.out, "--checks", cls.checks, *cls.dirs)
+        if p.returncode != 0:
+            raise AssertionError(p.stderr)
+        cls.v = json.loads((cls.out / "verdicts.json").read_text())
+        cls.s = read_summary(cls.out / "summary.csv")
+        cls.out2 = root / "out2"
+        p = twin("--out", cls.out2, "--checks", cls.checks, "--metrics", cls.out / "metrics.csv")
+        if p.returncode != 0:
+            raise AssertionError(p.stderr)
+        cls.v2 = json.loads((cls.out2 / "verdicts.json").read_text())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_all_files_written(self):
+        self.assertEqual(sorted(x.name for x in self.out.iterdir()),
+                         ["metrics.csv", "summary.csv", "verdicts.json"])
+
+    def test_verdicts(self):
+        got = [(v["verdict"], v["interval"]) for v in self.v["verdicts"]]
+        self.assertEqual(got, [("supported", "supported"), ("not supported", "not supported"),
+                               ("supported", None), ("supported", None), ("supported", None),
+                               ("not evaluable", None), ("supported", None)])
+        # errors-only never breached: [50, +inf]
+        c = self.v["verdicts"][4]["calls"][0]
+        self.assertEqual((c["low"], c["high"]), (50.0, "+inf"))
+
+    def test_the_median_interval_is_the_summarys(self):
+        row = self.s[("feed-rs", "indexed", "baseline", "", "", "", "", "latency_p50")]
+        c = self.v["verdicts"][0]["calls"][0]
+        self.assertEqual(c["n"], 3)
+        self.assertEqual(c["low"], float(row["median"]) * 0.001)
+        self.assertEqual(c["ci_low"], float(row["ci_low"]) * 0.001)
+        self.assertEqual(c["ci_high"], float(row["ci_high"]) * 0.001)
+        self.assertLess(c["ci_low"], c["ci_high"])
+
+    def test_the_same_on_its_own_metrics_csv(self):
+        self.assertEqual(self.v, self.v2)
+
+
+if __name__ == "__main__":
+    unittest.main()
