@@ -34,6 +34,18 @@ fn a_study_reports_verifies_and_catches_an_edit() {
     assert!(md.contains(head.trim()), "the registration commit:\n{md}");
     assert!(md.contains("Audit: clean"), "{md}");
     assert!(md.contains("3 runs analysed"), "{md}");
+    let h1 = md
+        .lines()
+        .find(|l| l.starts_with("- Check `saturation(feed-rs)"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(
+        h1,
+        "- Check `saturation(feed-rs) >= 20/s and failed(feed-rs, profile: baseline, fault: replica-kill) < 1%`: **supported**"
+    );
+    assert!(
+        md.contains("  - `saturation(feed-rs)` = 30/s (median of 1: `feed-rs/ramp/r1` 30 1/s)"),
+        "{md}"
+    );
     // The kill's recovery, as the scenario was built to have it.
     let kill = md
         .lines()

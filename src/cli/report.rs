@@ -105,21 +105,35 @@ impl ReportArgs {
         if !self.verify {
             return Ok(());
         }
-        let d =
-            verify::verify(&metrics, &built.run_dirs).map_err(|e| CliError::Failure(e.into()))?;
-        if d.is_empty() {
+        let (d, v) = verify::verify(&metrics, &built).map_err(|e| CliError::Failure(e.into()))?;
+        let evaluated = verify::evaluations(&built).len();
+        if d.is_empty() && v.is_empty() {
             eprintln!(
-                "verified: the recomputation agrees with `{}` on all {} rows",
+                "verified: the recomputation agrees with `{}` on all {} rows and {evaluated} check verdicts",
                 metrics.display(),
                 built.metrics.len()
             );
             return Ok(());
         }
+        let mut why = Vec::new();
+        if !d.is_empty() {
+            why.push(format!(
+                "on {} rows (a raw file changed after the report was written, or the two implementations differ):{}",
+                d.len(),
+                differences(&d)
+            ));
+        }
+        if !v.is_empty() {
+            why.push(format!(
+                "on {} points of the hypotheses' verdicts:{}",
+                v.len(),
+                differences(&v)
+            ));
+        }
         Err(CliError::Failure(anyhow::anyhow!(
-            "the recomputation disagrees with `{}` on {} rows (a raw file changed after the report was written, or the two implementations differ):{}",
+            "the recomputation disagrees with `{}` {}",
             metrics.display(),
-            d.len(),
-            differences(&d)
+            why.join("; and ")
         )))
     }
 }

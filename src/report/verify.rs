@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use feedbench_core::report::rows::{self, Difference, Row};
+use feedbench_core::report::verdicts::twin::{self, Theirs, CHECKS_JSON, VERDICTS_JSON};
+use feedbench_core::report::verdicts::Resolved;
+use feedbench_core::report::StudyReport;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
@@ -19,6 +22,14 @@ pub enum VerifyError {
     Rows(#[from] rows::RowsError),
     #[error("cannot make a scratch directory: {0}")]
     Scratch(#[source] std::io::Error),
+    #[error("the recomputation's verdicts: {0}")]
+    Verdicts(#[from] twin::TwinFileError),
+    #[error("cannot read the recomputation's `{file}`: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Where the twin is: $FEEDBENCH_TWIN, else `twin/` next to the checkout this binary was
@@ -70,8 +81,20 @@ impl Drop for Scratch {
     }
 }
 
-/// The twin's metrics.csv for these run directories.
-pub fn recompute(run_dirs: &[PathBuf]) -> Result<Vec<Row>, VerifyError> {
+/// What the twin computed: its rows (when given run directories) and its verdicts (when
+/// given checks).
+pub struct Recomputed {
+    pub rows: Vec<Row>,
+    pub verdicts: Vec<Theirs>,
+}
+
+/// Runs the twin on these run directories, or, with `metrics`, on that metrics.csv's rows
+/// alone; with checks, it evaluates them too.
+pub fn recompute(
+    run_dirs: &[PathBuf],
+    metrics: Option<&Path>,
+    checks: &[Resolved],
+) -> Result<Recomputed, VerifyError> {
     let twin = twin_dir();
     let script = twin.join("recompute.py");
     if !script.is_file() {
@@ -79,10 +102,17 @@ pub fn recompute(run_dirs: &[PathBuf]) -> Result<Vec<Row>, VerifyError> {
     }
     let py = python(&twin);
     let scratch = Scratch::new()?;
-    let out = Command::new(&py)
-        .arg(&script)
-        .arg("--out")
-        .arg(&scratch.0)
+    let mut cmd = Command::new(&py);
+    cmd.arg(&script).arg("--out").arg(&scratch.0);
+    if !checks.is_empty() {
+        let file = scratch.0.join(CHECKS_JSON);
+        std::fs::write(&file, twin::checks_json(checks)).map_err(VerifyError::Scratch)?;
+        cmd.arg("--checks").arg(file);
+    }
+    if let Some(m) = metrics {
+        cmd.arg("--metrics").arg(m);
+    }
+    let out = cmd
         .args(run_dirs)
         .output()
         .map_err(|e| VerifyError::NoPython {
@@ -95,14 +125,44 @@ pub fn recompute(run_dirs: &[PathBuf]) -> Result<Vec<Row>, VerifyError> {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
-    Ok(rows::read(
-        &scratch.0.join(feedbench_core::rundir::METRICS_CSV),
-    )?)
+    let rows = if metrics.is_none() {
+        rows::read(&scratch.0.join(feedbench_core::rundir::METRICS_CSV))?
+    } else {
+        Vec::new()
+    };
+    let verdicts = if checks.is_empty() {
+        Vec::new()
+    } else {
+        let file = scratch.0.join(VERDICTS_JSON);
+        let text = std::fs::read_to_string(&file).map_err(|source| VerifyError::Read {
+            file: VERDICTS_JSON.into(),
+            source,
+        })?;
+        twin::read(VERDICTS_JSON, &text)?
+    };
+    Ok(Recomputed { rows, verdicts })
 }
 
-/// The report's rows (as written) against the twin's.
-pub fn verify(report_metrics: &Path, run_dirs: &[PathBuf]) -> Result<Vec<Difference>, VerifyError> {
+/// Our evaluations, each with its hypothesis.
+pub fn evaluations(
+    report: &StudyReport,
+) -> Vec<(&str, &feedbench_core::report::verdicts::Evaluation)> {
+    report
+        .hypotheses
+        .iter()
+        .flat_map(|h| h.evaluations().map(move |e| (h.id.as_str(), e)))
+        .collect()
+}
+
+/// The report's rows (as written) and verdicts against the twin's: `(rows, verdicts)`.
+pub fn verify(
+    report_metrics: &Path,
+    report: &StudyReport,
+) -> Result<(Vec<Difference>, Vec<Difference>), VerifyError> {
     let ours = rows::read(report_metrics)?;
-    let theirs = recompute(run_dirs)?;
-    Ok(rows::compare(&ours, &theirs))
+    let theirs = recompute(&report.run_dirs, None, &report.checks)?;
+    Ok((
+        rows::compare(&ours, &theirs.rows),
+        twin::compare(&evaluations(report), &theirs.verdicts),
+    ))
 }

@@ -244,17 +244,17 @@ pub fn build(
     }
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
-    let standing = verdicts::Standing {
-        frames: runs
-            .iter()
-            .map(|r| (r.key.run.as_str(), &r.frame))
-            .collect(),
+    let mut standing = verdicts::Standing {
         not_standing: excluded
             .iter()
             .chain(&gaps)
             .map(|l| (l.run.as_str(), l.state.clone()))
             .collect(),
+        ..Default::default()
     };
+    for r in &runs {
+        standing.add(&r.key.run, &r.frame);
+    }
     let (hypotheses, checks) = match history.current().plan.as_deref() {
         Some(plan) => verdicts::hypotheses::judge(
             plan,

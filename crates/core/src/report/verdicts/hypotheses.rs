@@ -30,6 +30,13 @@ pub struct HypothesisVerdict {
     pub registered: Option<Evaluation>,
 }
 
+impl HypothesisVerdict {
+    /// Its evaluations, current first.
+    pub fn evaluations(&self) -> impl Iterator<Item = &Evaluation> {
+        self.check.iter().chain(self.registered.iter())
+    }
+}
+
 /// `(id, text, check)` of a plan document's hypotheses.
 fn stated(document: Option<&Value>) -> Vec<(String, String, Option<String>)> {
     let Some(list) = document

@@ -5,6 +5,7 @@
 
 pub mod hypotheses;
 pub mod interval;
+pub mod twin;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -66,11 +67,24 @@ pub struct RowKey {
     pub any_step: bool,
 }
 
-/// What the runs hold for the resolution: each standing run's frame, and why each other
-/// planned run does not stand.
+/// What the runs hold for the resolution: each standing run's containers by role (its
+/// frame's caps), and why each other planned run does not stand.
+#[derive(Debug, Default)]
 pub struct Standing<'a> {
-    pub frames: BTreeMap<&'a str, &'a Frame>,
+    pub containers: BTreeMap<&'a str, BTreeMap<&'a str, &'a str>>,
     pub not_standing: BTreeMap<&'a str, String>,
+}
+
+impl<'a> Standing<'a> {
+    /// A standing run's containers by role, from its frame.
+    pub fn add(&mut self, run: &'a str, frame: &'a Frame) {
+        let roles = frame
+            .caps
+            .iter()
+            .map(|(name, cap)| (cap.role.as_str(), name.as_str()))
+            .collect();
+        self.containers.insert(run, roles);
+    }
 }
 
 /// Resolves one check against the plan.
@@ -107,8 +121,8 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
             .iter()
             .filter(|r| r.contender == q.contender && r.profile == q.profile && r.fault == q.fault);
         for r in of_query {
-            match runs.frames.get(r.id.as_str()) {
-                Some(frame) => call.rows.push(row_key(q, &r.id, frame)),
+            match runs.containers.get(r.id.as_str()) {
+                Some(roles) => call.rows.push(row_key(q, &r.id, roles)),
                 None => call.not_standing.push(format!(
                     "{}: {}",
                     r.id,
@@ -123,15 +137,12 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
     out
 }
 
-fn row_key(q: &Query, run: &str, frame: &Frame) -> RowKey {
+fn row_key(q: &Query, run: &str, roles: &BTreeMap<&str, &str>) -> RowKey {
     let container = match q.role.as_deref() {
         None => String::new(),
         Some(functions::REPLICAS) => functions::REPLICAS.to_string(),
-        Some(role) => frame
-            .caps
-            .iter()
-            .find(|(_, c)| c.role == role)
-            .map_or_else(|| role.to_string(), |(name, _)| name.clone()),
+        // A role the run had no container for reads no row, and says so.
+        Some(role) => roles.get(role).map_or(role, |name| *name).to_string(),
     };
     RowKey {
         run: run.to_string(),
@@ -353,7 +364,9 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
                 }
             )),
             Some(x) => {
-                let x = x * unit_factor(&row.unit);
+                // The value as metrics.csv writes it, which is what the twin reads back.
+                let written = number(x).parse().unwrap_or(x);
+                let x = written * unit_factor(&row.unit);
                 lows.push(x);
                 highs.push(if row.note.is_empty() {
                     x

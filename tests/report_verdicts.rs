@@ -1,0 +1,280 @@
+//! Hypotheses' verdicts with known answers: tests/plans/valid/verdicts.yaml's checks on
+//! synthetic metrics.csv rows give each verdict kind (supported, not supported, not
+//! evaluable from a missing run and from a lower bound, undecided across the intervals),
+//! and the twin, evaluating the same checks from the same rows by its own code, agrees.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::repo;
+use feedbench::report::verify;
+use feedbench_core::plan::{load_str, validate::Context};
+use feedbench_core::report::rows::{self, Row, RunKey};
+use feedbench_core::report::verdicts::{
+    evaluate, resolve, twin, Evaluation, RowIndex, Standing, CURRENT,
+};
+
+const PLAN: &str = "tests/plans/valid/verdicts.yaml";
+/// The run that does not stand.
+const INVALID: &str = "slow/baseline+kill/r2";
+
+fn row(
+    run: &str,
+    container: &str,
+    definition: &str,
+    metric: &str,
+    value: f64,
+    unit: &str,
+    note: &str,
+) -> Row {
+    // `contender/profile[+fault]/rN`.
+    let parts: Vec<&str> = run.split('/').collect();
+    let (profile, fault) = parts[1].split_once('+').unwrap_or((parts[1], ""));
+    let (contender, profile, fault) =
+        (parts[0].to_string(), profile.to_string(), fault.to_string());
+    let repetition = parts[2][1..].parse().unwrap();
+    Row {
+        key: RunKey {
+            run: run.into(),
+            contender,
+            variant: String::new(),
+            profile,
+            fault,
+            repetition,
+        },
+        step_rate: None,
+        second: None,
+        container: container.into(),
+        definition: definition.into(),
+        metric: metric.into(),
+        value: Some(value),
+        unit: unit.into(),
+        note: note.into(),
+    }
+}
+
+/// Per repetition 1, 2, 3: the rows the checks read, and one they do not.
+fn rows() -> Vec<Row> {
+    let mut out = Vec::new();
+    let reps = |v: [f64; 3]| v.into_iter().zip(1..=3);
+    for (v, r) in reps([40.0, 40.0, 50.0]) {
+        out.push(row(
+            &format!("fast/ramp/r{r}"),
+            "",
+            "objective-windows",
+            "saturation",
+            v,
+            "1/s",
+            "",
+        ));
+        out.push(row(
+            &format!("fast/ramp/r{r}"),
+            "",
+            "errors-only",
+            "saturation",
+            60.0,
+            "1/s",
+            "not reached",
+        ));
+    }
+    for (v, r) in reps([10.0, 20.0, 20.0]) {
+        out.push(row(
+            &format!("slow/ramp/r{r}"),
+            "",
+            "objective-windows",
+            "saturation",
+            v,
+            "1/s",
+            "",
+        ));
+        out.push(row(
+            &format!("slow/ramp/r{r}"),
+            "",
+            "errors-only",
+            "saturation",
+            20.0,
+            "1/s",
+            "not reached",
+        ));
+    }
+    for (v, r) in reps([120.0, 130.0, 140.0]) {
+        out.push(row(
+            &format!("fast/baseline/r{r}"),
+            "",
+            "",
+            "latency_p99",
+            v,
+            "ms",
+            "",
+        ));
+    }
+    for (v, r) in reps([40.0, 50.0, 55.0]) {
+        out.push(row(
+            &format!("fast/baseline/r{r}"),
+            "replicas",
+            "measured",
+            "cpu_mean_pct_of_cap",
+            v,
+            "%",
+            "",
+        ));
+        // Another container's row, which no check reads.
+        out.push(row(
+            &format!("fast/baseline/r{r}"),
+            "fb-verdicts-x-database",
+            "measured",
+            "cpu_mean_pct_of_cap",
+            99.0,
+            "%",
+            "",
+        ));
+    }
+    for (v, r) in reps([0.005, 0.008, 0.02]) {
+        out.push(row(
+            &format!("slow/baseline/r{r}"),
+            "",
+            "",
+            "failed_share",
+            v,
+            "ratio",
+            "",
+        ));
+    }
+    for (v, r) in reps([200.0, 250.0, 400.0]) {
+        out.push(row(
+            &format!("slow/baseline/r{r}"),
+            "",
+            "",
+            "latency_p99",
+            v,
+            "ms",
+            "",
+        ));
+    }
+    for (v, r) in [(3.0, 1), (4.0, 3)] {
+        out.push(row(
+            &format!("slow/baseline+kill/r{r}"),
+            "",
+            "clear",
+            "time_to_recover",
+            v,
+            "s",
+            "",
+        ));
+    }
+    out
+}
+
+fn judged() -> (
+    Vec<(String, Evaluation)>,
+    Vec<feedbench_core::report::verdicts::Resolved>,
+) {
+    let text = std::fs::read_to_string(repo().join(PLAN)).unwrap();
+    let ctx = Context {
+        host_cores: None,
+        exists: None,
+    };
+    let plan = load_str(PLAN, &text, &ctx).unwrap().plan;
+    let runs = feedbench_core::plan::expand(&plan);
+    let mut standing = Standing::default();
+    let none = BTreeMap::new();
+    for r in &runs {
+        if r.id == INVALID {
+            standing
+                .not_standing
+                .insert(r.id.as_str(), "invalid".into());
+        } else {
+            standing.containers.insert(r.id.as_str(), none.clone());
+        }
+    }
+    let rows = rows();
+    let index = RowIndex::new(&rows);
+    let mut out = Vec::new();
+    let mut resolved = Vec::new();
+    for h in &plan.study.hypotheses {
+        let r = resolve(
+            &plan,
+            &h.id,
+            CURRENT,
+            h.check.as_deref().unwrap(),
+            &standing,
+        );
+        out.push((h.id.clone(), evaluate(&r, &index)));
+        resolved.push(r);
+    }
+    (out, resolved)
+}
+
+#[test]
+fn each_verdict_kind_comes_where_the_rows_put_it() {
+    let (judged, _) = judged();
+    let got: Vec<(&str, &str, Option<&str>)> = judged
+        .iter()
+        .map(|(h, e)| (h.as_str(), e.verdict, e.interval))
+        .collect();
+    assert_eq!(
+        got[..6],
+        [
+            // 40 ≥ 2 × 20, and the intervals [40, 50] and 2 × [10, 20] meet only at 40.
+            ("H1", "supported", Some("supported")),
+            ("H2", "not supported", Some("not supported")),
+            // The median 0.8 % is under 1 %; the interval [0.5 %, 2 %] is not.
+            ("H3", "supported", Some("undecided")),
+            ("H4", "not evaluable", None),
+            // At least 20/s says nothing of 30/s; at least 60/s does.
+            ("H5", "not evaluable", Some("undecided")),
+            ("H6", "supported", Some("supported")),
+        ]
+    );
+    assert_eq!(got[6].1, "supported", "{:?}", judged[6].1);
+    assert_eq!(got[7].1, "supported", "{:?}", judged[7].1);
+    let h4 = &judged[3].1;
+    assert!(
+        h4.reasons
+            .iter()
+            .any(|r| r.contains("needs `slow/baseline+kill/r2: invalid`")),
+        "{:?}",
+        h4.reasons
+    );
+    let h5 = &judged[4].1;
+    assert!(
+        h5.reasons.iter().any(|r| r.contains("lower bound")),
+        "{:?}",
+        h5.reasons
+    );
+    // H7's three statistics of 200, 250 and 400 ms.
+    let h7: Vec<(f64, f64)> = judged[6]
+        .1
+        .calls
+        .iter()
+        .map(|c| (c.value.unwrap().lo, c.value.unwrap().hi))
+        .collect();
+    assert_eq!(h7[0], (0.4, 0.4));
+    assert_eq!(h7[1], (0.2, 0.2));
+    assert!((h7[2].0 - 0.85 / 3.0).abs() < 1e-12, "{h7:?}");
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn the_twin_reaches_the_same_verdicts_from_the_same_rows() {
+    let _ = common::report::python();
+    let (judged, resolved) = judged();
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("metrics.csv");
+    std::fs::write(&metrics, rows::render(&rows())).unwrap();
+    let theirs = verify::recompute(&[], Some(&metrics), &resolved).unwrap();
+    assert_eq!(theirs.verdicts.len(), judged.len());
+    let ours: Vec<(&str, &Evaluation)> = judged.iter().map(|(h, e)| (h.as_str(), e)).collect();
+    assert_eq!(twin::compare(&ours, &theirs.verdicts), []);
+
+    // A verdict of the twin's changed is caught.
+    let mut edited = theirs.verdicts;
+    edited[2].interval = Some("supported".into());
+    let d = twin::compare(&ours, &edited);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(
+        d[0].row,
+        "hypothesis H3 (current check): across the intervals"
+    );
+}
