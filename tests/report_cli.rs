@@ -5,9 +5,10 @@
 
 mod common;
 
-use common::audit::Repo;
+use common::audit::{audit, Repo};
 use common::report::{complete_all, generated, report, study, text, PLAN};
 use feedbench::audit::fixture::Fixture;
+use feedbench::plan::{expand, load_file};
 use serde_json::Value;
 
 #[test]
@@ -170,4 +171,64 @@ fn an_unwritable_output_directory_is_named_and_the_previous_report_kept() {
         "{err}"
     );
     assert_eq!(repo.read("plain-file"), "x");
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn an_edited_check_fails_the_audit_naming_the_hypothesis_and_is_reported_beside_the_registered_one()
+{
+    let gen = tempfile::tempdir().unwrap();
+    let (repo, mut f, runs) = study();
+    complete_all(&mut f, &runs, &generated(gen.path()));
+    let registered = "saturation(feed-rs) >= 20/s";
+    let amended = "saturation(feed-rs) >= 40/s";
+    let text0 = repo.read(PLAN);
+    assert!(text0.contains(registered));
+    repo.write(PLAN, &text0.replace(registered, amended));
+    repo.commit("ask more of the ramp");
+
+    let a = audit(repo.dir.path(), &[PLAN]);
+    assert_eq!(a.code, 1, "{}", a.stderr);
+    assert!(
+        a.stderr
+            .contains("`study.hypotheses[0].check` (hypothesis H1's check changed)"),
+        "{}",
+        a.stderr
+    );
+    assert!(
+        a.stdout
+            .contains(&format!("hypothesis H1: check was `{registered} and")),
+        "{}",
+        a.stdout
+    );
+
+    let loaded = load_file(&repo.path(PLAN), None).unwrap();
+    f.amend(
+        "the pilot showed 20/s was too easy",
+        &loaded.plan_hash,
+        &runs,
+        &expand(&loaded.plan),
+    )
+    .unwrap();
+    let a = audit(repo.dir.path(), &[PLAN, "--format", "json"]);
+    assert_eq!(a.code, 0, "{}\n{}", a.stderr, a.stdout);
+    assert_eq!(a.json()["deviations"][0]["standing"], "declared");
+
+    let o = report(&repo, &["--verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("2 check verdicts"),
+        "{}",
+        text(&o)
+    );
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("| H1 (check amended after registration) | not supported | – | supported |"),
+        "{md}"
+    );
+    assert!(md.contains(&format!("- Check `{amended} and")), "{md}");
+    assert!(
+        md.contains(&format!("- Registered check `{registered} and")),
+        "{md}"
+    );
 }

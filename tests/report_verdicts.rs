@@ -54,6 +54,11 @@ fn row(
     }
 }
 
+/// A run's container of a role, as its frame's caps would name it.
+fn container(run: &str, role: &str) -> String {
+    format!("fb-verdicts-{}-{role}", run.replace(['/', '+'], "_"))
+}
+
 /// Per repetition 1, 2, 3: the rows the checks read, and one they do not.
 fn rows() -> Vec<Row> {
     let mut out = Vec::new();
@@ -110,9 +115,11 @@ fn rows() -> Vec<Row> {
         ));
     }
     for (v, r) in reps([40.0, 50.0, 55.0]) {
+        let run = format!("fast/baseline/r{r}");
+        let one = container(&run, "replica-1");
         out.push(row(
-            &format!("fast/baseline/r{r}"),
-            "replicas",
+            &run,
+            &one,
             "measured",
             "cpu_mean_pct_of_cap",
             v,
@@ -120,9 +127,10 @@ fn rows() -> Vec<Row> {
             "",
         ));
         // Another container's row, which no check reads.
+        let two = container(&run, "replica-2");
         out.push(row(
-            &format!("fast/baseline/r{r}"),
-            "fb-verdicts-x-database",
+            &run,
+            &two,
             "measured",
             "cpu_mean_pct_of_cap",
             99.0,
@@ -178,14 +186,18 @@ fn judged() -> (
     let plan = load_str(PLAN, &text, &ctx).unwrap().plan;
     let runs = feedbench_core::plan::expand(&plan);
     let mut standing = Standing::default();
-    let none = BTreeMap::new();
-    for r in &runs {
+    let names: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| (container(&r.id, "replica-1"), container(&r.id, "replica-2")))
+        .collect();
+    for (r, (one, two)) in runs.iter().zip(&names) {
         if r.id == INVALID {
             standing
                 .not_standing
                 .insert(r.id.as_str(), "invalid".into());
         } else {
-            standing.containers.insert(r.id.as_str(), none.clone());
+            let roles = BTreeMap::from([("replica-1", one.as_str()), ("replica-2", two.as_str())]);
+            standing.containers.insert(r.id.as_str(), roles);
         }
     }
     let rows = rows();

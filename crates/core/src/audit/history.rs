@@ -2,6 +2,7 @@
 //! (and the working-tree file when it differs), each with its plan hash, its document as
 //! JSON and its expanded runs, and the differences between versions in plan terms.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -248,6 +249,21 @@ impl std::fmt::Display for FieldChange {
             show(&self.new)
         )
     }
+}
+
+/// A plan document's hypotheses as it states them: `id → (text, check)`.
+pub fn stated_hypotheses(doc: Option<&Value>) -> BTreeMap<String, (String, Option<String>)> {
+    doc.and_then(|d| d.pointer("/study/hypotheses"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|h| {
+                    let s = |k: &str| h.get(k).and_then(Value::as_str).map(String::from);
+                    Some((s("id")?, (s("text").unwrap_or_default(), s("check"))))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The differences between two plan documents, field by field, in document order of keys

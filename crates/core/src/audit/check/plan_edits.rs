@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use super::{hash_or_none, quoted, Draft, Entries};
-use crate::audit::history::{diff, short, History, PlanVersion, Rev};
+use crate::audit::history::{diff, short, stated_hypotheses, History, PlanVersion, Rev};
 use crate::audit::report::{Amendment, Change, Kind, Standing, Superseded};
 use crate::ledger::journal::Event;
 
@@ -71,6 +73,8 @@ pub(super) fn check(
             hash_or_none(&b.plan_hash)
         )];
         evidence.extend(fields.iter().map(ToString::to_string));
+        let predictions = hypotheses_changed(a.document.as_ref(), b.document.as_ref());
+        evidence.extend(predictions.iter().map(|(_, line)| line.clone()));
         if let Some(err) = &b.error {
             evidence.push(format!(
                 "the plan at {} does not load: {err}",
@@ -120,7 +124,12 @@ pub(super) fn check(
             draft: Draft {
                 kind: Kind::PlanEdit,
                 standing,
-                title: format!("{what}: {}", quoted(&paths)),
+                title: if predictions.is_empty() {
+                    format!("{what}: {}", quoted(&paths))
+                } else {
+                    let named: Vec<&str> = predictions.iter().map(|(n, _)| n.as_str()).collect();
+                    format!("{what}: {} ({})", quoted(&paths), named.join("; "))
+                },
                 subject: paths.join(", "),
                 reason,
                 evidence,
@@ -139,6 +148,52 @@ pub(super) fn check(
         });
     }
     edits
+}
+
+/// The predictions a change touched, by hypothesis id (not by position, which an insertion
+/// shifts): `(what, the evidence line)`, e.g. `hypothesis H1's check changed` with both
+/// checks. A changed prediction is named, never only a field path.
+fn hypotheses_changed(old: Option<&Value>, new: Option<&Value>) -> Vec<(String, String)> {
+    let (a, b) = (stated_hypotheses(old), stated_hypotheses(new));
+    let check = |c: &Option<String>| {
+        c.as_deref()
+            .map_or("(no check)".into(), |c| format!("`{c}`"))
+    };
+    let mut out = Vec::new();
+    for (id, (text, c)) in &a {
+        match b.get(id) {
+            None => out.push((
+                format!("hypothesis {id} removed"),
+                format!(
+                    "hypothesis {id} removed: it stated \"{text}\", check {}",
+                    check(c)
+                ),
+            )),
+            Some((text2, c2)) => {
+                if c != c2 {
+                    out.push((
+                        format!("hypothesis {id}'s check changed"),
+                        format!("hypothesis {id}: check was {}, now {}", check(c), check(c2)),
+                    ));
+                }
+                if text != text2 {
+                    out.push((
+                        format!("hypothesis {id}'s text changed"),
+                        format!("hypothesis {id}: text was \"{text}\", now \"{text2}\""),
+                    ));
+                }
+            }
+        }
+    }
+    for (id, (text, c)) in &b {
+        if !a.contains_key(id) {
+            out.push((
+                format!("hypothesis {id} added"),
+                format!("hypothesis {id} added: \"{text}\", check {}", check(c)),
+            ));
+        }
+    }
+    out
 }
 
 /// The journal lines of an amendment and of the runs it superseded.

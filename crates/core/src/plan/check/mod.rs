@@ -103,7 +103,7 @@ mod tests {
         );
         // The second line of a folded block scalar.
         assert_eq!(
-            wrong("and cpu(replicas,", "and cpu(replica,"),
+            wrong("and cpu(replica-1,", "and cpu(replica,"),
             ["t.yaml:17:17: study.hypotheses[1].check: unknown role `replica`\n  hint: did you mean `replicas`? (the roles are: `replicas`, `replica-1`, `replica-2`, `database`, `balancer`, `fault-proxy`, `load-generator`)"]
         );
         // Inside double quotes, and inside single quotes.

@@ -267,6 +267,24 @@ impl Checker<'_> {
             Subject::Role => Some(self.role(ci, subject)?),
             Subject::Contender => None,
         };
+        // The replicas' sum row has CPU seconds, not a share of a cap (docs/analysis.md):
+        // a CPU share is per replica.
+        if role.as_deref() == Some(functions::REPLICAS)
+            && matches!(f.reads, Reads::PerContainer { metric } if metric.starts_with("cpu_"))
+        {
+            let c = &self.contenders[ci];
+            let each: Vec<String> = (1..=c.replicas.min(3))
+                .map(|i| format!("{}(replica-{i}, of: {}) …", f.name, c.name))
+                .collect();
+            return Err(CheckError::new(
+                subject.span,
+                format!(
+                    "can never be evaluated: `{}` of `replicas` has no row, as the replicas' sum row holds CPU seconds, not a share of a cap",
+                    f.name
+                ),
+            )
+            .hint(format!("name each replica: `{}`", each.join(" and "))));
+        }
         let pick = |k: Arg, known: &[&str], what: &str| -> Result<Option<String>, CheckError> {
             let Some(a) = arg(k) else { return Ok(None) };
             let w = name_value(a, what)?;
@@ -839,7 +857,7 @@ mod tests {
             err("p99(feed-py, stat: p95) < 1s").1,
             "unknown statistic `p95`"
         );
-        let (_, m, h) = err("cpu(replicas, of: feed-py, at: baseline) < 1%");
+        let (_, m, h) = err("cpu(replica-1, of: feed-py, at: baseline) < 1%");
         assert_eq!(m, "unknown span `baseline`");
         assert!(
             h.ends_with("for the profile write `profile: baseline`"),
@@ -916,7 +934,7 @@ mod tests {
         );
         let (at, m, _) = err("recovery(feed-py, fault: replica-kill) < 1s");
         assert_eq!((at, m.as_str()), (0, "can never be evaluated: the matrix runs `feed-py` under no profile with the fault `replica-kill`"));
-        let (_, m, _) = err("cpu(replicas, of: feed-py, profile: baseline, fault: db-latency, at: first-breach) < 1%");
+        let (_, m, _) = err("cpu(replica-1, of: feed-py, profile: baseline, fault: db-latency, at: first-breach) < 1%");
         assert_eq!(m, "can never be evaluated: this reads a step ramp's rows, but `baseline` is a constant profile");
         let (_, m, _) = err("saturation(feed-py, fault: db-latency) > 1/s");
         assert_eq!(m, "can never be evaluated: the matrix runs `feed-py` under no step-ramp profile with the fault `db-latency`");

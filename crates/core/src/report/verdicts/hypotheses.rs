@@ -2,13 +2,10 @@
 //! the registration commit states another check (or none, or the hypothesis is gone), the
 //! registered one beside it, so that a changed prediction never passes silently.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{evaluate, resolve, Evaluation, Resolved, RowIndex, Standing, CURRENT, REGISTERED};
-use crate::audit::history::History;
+use crate::audit::history::{stated_hypotheses, History};
 use crate::plan::Plan;
 
 /// How a hypothesis stands against its registration.
@@ -37,22 +34,6 @@ impl HypothesisVerdict {
     }
 }
 
-/// `(id, text, check)` of a plan document's hypotheses.
-fn stated(document: Option<&Value>) -> Vec<(String, String, Option<String>)> {
-    let Some(list) = document
-        .and_then(|d| d.pointer("/study/hypotheses"))
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    list.iter()
-        .filter_map(|h| {
-            let s = |k: &str| h.get(k).and_then(Value::as_str).map(String::from);
-            Some((s("id")?, s("text").unwrap_or_default(), s("check")))
-        })
-        .collect()
-}
-
 /// Every hypothesis's verdict, and the resolved checks (what the twin is given).
 pub fn judge(
     plan: &Plan,
@@ -60,11 +41,7 @@ pub fn judge(
     runs: &Standing,
     index: &RowIndex,
 ) -> (Vec<HypothesisVerdict>, Vec<Resolved>) {
-    let registered: BTreeMap<String, (String, Option<String>)> =
-        stated(history.registration().document.as_ref())
-            .into_iter()
-            .map(|(id, text, check)| (id, (text, check)))
-            .collect();
+    let registered = stated_hypotheses(history.registration().document.as_ref());
     let mut resolved = Vec::new();
     let mut run = |id: &str, which: &str, src: &str| {
         let r = resolve(plan, id, which, src, runs);
