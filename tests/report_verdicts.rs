@@ -83,6 +83,59 @@ fn rows() -> Vec<Row> {
             "not reached",
         ));
     }
+    // fast breaches at 50, 50 and 60/s; its database's rows at two steps each.
+    for (v, r) in reps([50.0, 50.0, 60.0]) {
+        let run = format!("fast/ramp/r{r}");
+        out.push(row(
+            &run,
+            "",
+            "objective-windows",
+            "first_breach",
+            v,
+            "1/s",
+            "",
+        ));
+        let db = container(&run, "database");
+        for (step, cpu) in [(v - 10.0, 70.0), (v, 95.0)] {
+            let mut x = row(
+                &run,
+                &db,
+                "first-breach",
+                "cpu_mean_pct_of_cap",
+                cpu,
+                "%",
+                "",
+            );
+            x.step_rate = Some(step);
+            out.push(x);
+        }
+    }
+    // slow never breached: its `first-breach` rows are at the last step, and not read.
+    for r in 1..=3 {
+        let run = format!("slow/ramp/r{r}");
+        let mut b = row(
+            &run,
+            "",
+            "objective-windows",
+            "first_breach",
+            0.0,
+            "1/s",
+            "not reached",
+        );
+        b.value = None;
+        out.push(b);
+        let mut x = row(
+            &run,
+            &container(&run, "database"),
+            "first-breach",
+            "cpu_mean_pct_of_cap",
+            99.0,
+            "%",
+            "",
+        );
+        x.step_rate = Some(60.0);
+        out.push(x);
+    }
     for (v, r) in reps([10.0, 20.0, 20.0]) {
         out.push(row(
             &format!("slow/ramp/r{r}"),
@@ -186,17 +239,27 @@ fn judged() -> (
     let plan = load_str(PLAN, &text, &ctx).unwrap().plan;
     let runs = feedbench_core::plan::expand(&plan);
     let mut standing = Standing::default();
-    let names: Vec<(String, String)> = runs
+    let names: Vec<(String, String, String)> = runs
         .iter()
-        .map(|r| (container(&r.id, "replica-1"), container(&r.id, "replica-2")))
+        .map(|r| {
+            (
+                container(&r.id, "replica-1"),
+                container(&r.id, "replica-2"),
+                container(&r.id, "database"),
+            )
+        })
         .collect();
-    for (r, (one, two)) in runs.iter().zip(&names) {
+    for (r, (one, two, db)) in runs.iter().zip(&names) {
         if r.id == INVALID {
             standing
                 .not_standing
                 .insert(r.id.as_str(), "invalid".into());
         } else {
-            let roles = BTreeMap::from([("replica-1", one.as_str()), ("replica-2", two.as_str())]);
+            let roles = BTreeMap::from([
+                ("replica-1", one.as_str()),
+                ("replica-2", two.as_str()),
+                ("database", db.as_str()),
+            ]);
             standing.containers.insert(r.id.as_str(), roles);
         }
     }
@@ -241,6 +304,22 @@ fn each_verdict_kind_comes_where_the_rows_put_it() {
     );
     assert_eq!(got[6].1, "supported", "{:?}", judged[6].1);
     assert_eq!(got[7].1, "supported", "{:?}", judged[7].1);
+    // The database at the first breach's step (95 %), never at the step below (70 %).
+    assert_eq!(
+        got[8],
+        ("H9", "supported", Some("supported")),
+        "{:?}",
+        judged[8].1
+    );
+    let h9 = &judged[8].1.calls[0];
+    assert_eq!(h9.value.map(|v| (v.lo, v.hi)), Some((95.0 * 0.01, 95.0 * 0.01)));
+    // A ramp that never breached has no first breach to look at.
+    assert_eq!(got[9].1, "not evaluable");
+    assert!(
+        judged[9].1.reasons[0].contains("`slow/ramp/r1` has no first breach (not reached)"),
+        "{:?}",
+        judged[9].1.reasons
+    );
     let h4 = &judged[3].1;
     assert!(
         h4.reasons

@@ -63,8 +63,9 @@ pub struct RowKey {
     pub definition: String,
     pub container: String,
     pub step_rate: Option<f64>,
-    /// `at: first-breach`: whichever step the run's row is at.
-    pub any_step: bool,
+    /// `at: first-breach`: the row at the step of the run's own `first_breach` row under
+    /// `objective-windows`; a run whose ramp never breached has none to read.
+    pub at_first_breach: bool,
 }
 
 /// What the runs hold for the resolution: each standing run's containers by role (its
@@ -153,7 +154,7 @@ fn row_key(q: &Query, run: &str, roles: &BTreeMap<&str, &str>) -> RowKey {
             At::Step(rate) => Some(rate),
             _ => None,
         },
-        any_step: q.at == At::FirstBreach,
+        at_first_breach: q.at == At::FirstBreach,
     }
 }
 
@@ -192,42 +193,77 @@ pub struct Evaluation {
 }
 
 /// metrics.csv's rows without a second, by `(run, metric, definition, container)`.
-pub struct RowIndex<'a>(HashMap<(&'a str, &'a str, &'a str, &'a str), Vec<&'a Row>>);
+pub struct RowIndex<'a>(HashMap<String, Vec<&'a Row>>);
+
+/// The index's key: the four fields, joined by a byte no field holds.
+fn key(run: &str, metric: &str, definition: &str, container: &str) -> String {
+    [run, metric, definition, container].join("\u{1f}")
+}
 
 impl<'a> RowIndex<'a> {
     pub fn new(rows: &'a [Row]) -> Self {
         let mut m: HashMap<_, Vec<&Row>> = HashMap::new();
         for r in rows.iter().filter(|r| r.second.is_none()) {
-            m.entry((
-                r.key.run.as_str(),
-                r.metric.as_str(),
-                r.definition.as_str(),
-                r.container.as_str(),
-            ))
-            .or_default()
-            .push(r);
+            m.entry(key(&r.key.run, &r.metric, &r.definition, &r.container))
+                .or_default()
+                .push(r);
         }
         RowIndex(m)
     }
 
-    fn find(&self, k: &RowKey) -> Vec<&'a Row> {
-        let key = (
-            k.run.as_str(),
-            k.metric.as_str(),
-            k.definition.as_str(),
-            k.container.as_str(),
-        );
+    fn get(&self, run: &str, metric: &str, definition: &str, container: &str) -> &[&'a Row] {
         self.0
-            .get(&key)
-            .map(|rows| {
-                rows.iter()
-                    .filter(|r| k.any_step || r.step_rate == k.step_rate)
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
+            .get(&key(run, metric, definition, container))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The rows a key finds, or why there is no step to look at.
+    fn find(&self, k: &RowKey) -> Result<Vec<&'a Row>, String> {
+        let step = if k.at_first_breach {
+            let breach: Vec<&Row> = self
+                .get(&k.run, FIRST_BREACH, FIRST_BREACH_DEFINITION, "")
+                .iter()
+                .filter(|r| r.step_rate.is_none())
+                .copied()
+                .collect();
+            match breach.as_slice() {
+                [r] => match r.value {
+                    Some(v) => Some(v),
+                    None => {
+                        return Err(format!(
+                            "`{}` has no first breach ({})",
+                            k.run,
+                            if r.note.is_empty() { "empty" } else { &r.note }
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(format!(
+                        "`{}` has {} row `{FIRST_BREACH}` {FIRST_BREACH_DEFINITION}",
+                        k.run,
+                        if breach.is_empty() {
+                            "no"
+                        } else {
+                            "more than one"
+                        }
+                    ))
+                }
+            }
+        } else {
+            k.step_rate
+        };
+        Ok(self
+            .get(&k.run, &k.metric, &k.definition, &k.container)
+            .iter()
+            .filter(|r| r.step_rate == step)
+            .copied()
+            .collect())
     }
 }
+
+/// The row whose step `at: first-breach` reads.
+const FIRST_BREACH: &str = "first_breach";
+const FIRST_BREACH_DEFINITION: &str = "objective-windows";
 
 /// The factor from a metrics.csv unit to its dimension's base unit.
 pub fn unit_factor(unit: &str) -> f64 {
@@ -328,7 +364,13 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
     };
     let (mut lows, mut highs) = (Vec::new(), Vec::new());
     for k in &c.rows {
-        let found = index.find(k);
+        let found = match index.find(k) {
+            Ok(found) => found,
+            Err(why) => {
+                v.problems.push(why);
+                continue;
+            }
+        };
         let [row] = found.as_slice() else {
             v.problems.push(format!(
                 "`{}` has {} row `{}`{}{}{}",
@@ -346,7 +388,11 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
                     .collect::<String>(),
                 k.step_rate
                     .map_or(String::new(), |s| format!(" at step {}/s", number(s))),
-                if k.any_step { " at any step" } else { "" }
+                if k.at_first_breach {
+                    " at the first breach"
+                } else {
+                    ""
+                }
             ));
             continue;
         };
