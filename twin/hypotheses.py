@@ -537,6 +537,11 @@ def bootstrap_percentile(values, stat, p: Fraction) -> float:
     return float(stats[rc.rank(p, len(stats)) - 1])
 
 
+def first_breach_key(run):
+    """The key of the row that an `at_first_breach` spec's step rate is read from."""
+    return (run, "first_breach", "objective-windows", "")
+
+
 class RowIndex:
     """metrics.csv's rows without `second`, by (run, metric, definition, container)."""
 
@@ -550,10 +555,23 @@ class RowIndex:
             return
         self.rows.setdefault(key, []).append((step_rate, value, unit, note))
 
+    def first_breach(self, run):
+        """The run's first breach under objective-windows (its row with metric
+        `first_breach`, no container, no step rate), or None when there is no such row,
+        more than one, or its value is empty (not reached, censored)."""
+        rows = [r for r in self.rows.get(first_breach_key(run), []) if r[0] is None]
+        if len(rows) != 1 or rows[0][1] is None:
+            return None
+        return rows[0][1]
+
     def find(self, spec):
         rows = self.rows.get((spec["run"], spec["metric"], spec["definition"], spec["container"]), [])
-        if spec["any_step"]:
-            return rows
+        if spec["at_first_breach"]:
+            # the row at the step of the run's first breach; none if it never breached
+            rate = self.first_breach(spec["run"])
+            if rate is None:
+                return []
+            return [r for r in rows if r[0] is not None and r[0] == rate]
         if spec["step_rate"] is None:
             return [r for r in rows if r[0] is None]
         return [r for r in rows if r[0] is not None and r[0] == spec["step_rate"]]
@@ -769,10 +787,11 @@ def _read_call(path, k, where):
         if sr is not None and (isinstance(sr, bool) or not isinstance(sr, (int, float))):
             raise InputError(path, None, f"{w}.step_rate is not a number or null: {json.dumps(sr)}")
         spec["step_rate"] = None if sr is None else float(sr)
-        any_step = _field(path, row, "any_step", w)
-        if not isinstance(any_step, bool):
-            raise InputError(path, None, f"{w}.any_step is not true or false: {json.dumps(any_step)}")
-        spec["any_step"] = any_step
+        at_fb = _field(path, row, "at_first_breach", w)
+        if not isinstance(at_fb, bool):
+            raise InputError(path, None,
+                             f"{w}.at_first_breach is not true or false: {json.dumps(at_fb)}")
+        spec["at_first_breach"] = at_fb
         rows.append(spec)
     call["rows"] = rows
     ns = _list(path, k, "not_standing", where)
@@ -784,8 +803,16 @@ def _read_call(path, k, where):
 
 
 def wanted_keys(checks):
-    return {(spec["run"], spec["metric"], spec["definition"], spec["container"])
-            for c in checks for call in c["calls"] for spec in call["rows"]}
+    """The keys of the rows the checks read: each spec's, and for a spec at the first
+    breach, its run's first_breach row as well."""
+    keys = set()
+    for c in checks:
+        for call in c["calls"]:
+            for spec in call["rows"]:
+                keys.add((spec["run"], spec["metric"], spec["definition"], spec["container"]))
+                if spec["at_first_breach"]:
+                    keys.add(first_breach_key(spec["run"]))
+    return keys
 
 
 # ---------------------------------------------------------------------------------------

@@ -62,9 +62,9 @@ def call_of(text, function_text, stat="median", rows=(), not_standing=()):
             "rows": [dict(r) for r in rows], "not_standing": list(not_standing)}
 
 
-def spec(run, metric, definition="", container="", step_rate=None, any_step=False):
+def spec(run, metric, definition="", container="", step_rate=None, at_first_breach=False):
     return {"run": run, "metric": metric, "definition": definition, "container": container,
-            "step_rate": step_rate, "any_step": any_step}
+            "step_rate": step_rate, "at_first_breach": at_first_breach}
 
 
 def metrics_csv(path, rows):
@@ -420,21 +420,16 @@ class Verdicts(unittest.TestCase):
     def test_step_rates(self):
         text = "cpu(database, at: first-breach, of: svc) >= 90%"
         call = call_of(text, "cpu(database, at: first-breach, of: svc)")
-        key = ("svc/ramp/r1", "cpu_mean_pct_of_cap", 95.0, "%", "")
-        rows = [key + (40.0, "first-breach", "svc-database"),
-                key[:2] + (10.0, "%", "", 30.0, "step", "svc-database"),
-                key[:2] + (91.0, "%", "", 40.0, "step", "svc-database")]
-        for s, want in ((spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "first-breach",
-                              "svc-database", any_step=True), (True, 95 * 0.01)),
-                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
+        key = ("svc/ramp/r1", "cpu_mean_pct_of_cap")
+        rows = [key + (95.0, "%", "", 40.0, "first-breach", "svc-database"),
+                key + (10.0, "%", "", 30.0, "step", "svc-database"),
+                key + (91.0, "%", "", 40.0, "step", "svc-database")]
+        for s, want in ((spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
                               step_rate=40), (True, 0.91)),
                         (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
                               step_rate=30), (False, 0.1)),
                         (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
                               step_rate=50), None),
-                        # several steps match any_step: not one row
-                        (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "step", "svc-database",
-                              any_step=True), None),
                         # no step rate asked: a row with one is not it
                         (spec("svc/ramp/r1", "cpu_mean_pct_of_cap", "first-breach",
                               "svc-database"), None)):
@@ -487,6 +482,95 @@ class Verdicts(unittest.TestCase):
                           "n": 3, "x": 0.0})
 
 
+FB_TEXT = "cpu(database, at: first-breach, of: svc) >= 90%"
+FB_CALL = "cpu(database, at: first-breach, of: svc)"
+RAMP = "svc/ramp/r1"
+
+
+def fb_rows(first_breach=40.0, note="", last=50.0, definition="objective-windows"):
+    """A ramp of steps 30, 40, 50: its database's CPU per step (10, 91, 97 %), the
+    first-breach row (95 %) at `last`, and its first_breach row under `definition` (its
+    value None for an empty one; no row for False)."""
+    cpu = (RAMP, "cpu_mean_pct_of_cap")
+    rows = [cpu + (10.0, "%", "", 30.0, "step", "svc-database"),
+            cpu + (91.0, "%", "", 40.0, "step", "svc-database"),
+            cpu + (97.0, "%", "", 50.0, "step", "svc-database"),
+            cpu + (95.0, "%", "", last, "first-breach", "svc-database")]
+    if first_breach is not False:
+        rows.append((RAMP, "first_breach", first_breach, "1/s", note, None, definition, ""))
+    return rows
+
+
+def fb_spec(definition="first-breach"):
+    return spec(RAMP, "cpu_mean_pct_of_cap", definition, "svc-database", at_first_breach=True)
+
+
+class AtFirstBreach(unittest.TestCase):
+    """`at_first_breach`: the row at the step rate of the run's first_breach row
+    (objective-windows), and none when the ramp never breached."""
+
+    def verdict(self, rows, s=None):
+        c = call_of(FB_TEXT, FB_CALL, rows=[s or fb_spec()])
+        return h.verdict(check_of(FB_TEXT, [c]), index_of(rows))
+
+    def assertNotEvaluable(self, v):
+        self.assertEqual((v["verdict"], v["calls"][0]["evaluable"], v["calls"][0]["n"],
+                          v["calls"][0]["low"]), ("not evaluable", False, 0, None))
+
+    def test_the_row_at_the_first_breach(self):
+        # first_breach 40, rows at 30 and 40 (and 50): the 40 row
+        v = self.verdict(fb_rows(), fb_spec("step"))
+        self.assertEqual((v["verdict"], v["calls"][0]["n"], v["calls"][0]["low"]),
+                         ("supported", 1, 0.91))
+        v = self.verdict(fb_rows(last=40.0))
+        self.assertEqual((v["verdict"], v["calls"][0]["low"]), ("supported", 95 * 0.01))
+        # the first-breach row at another step than the first breach is not it
+        self.assertNotEvaluable(self.verdict(fb_rows(last=50.0)))
+
+    def test_a_ramp_that_never_breached(self):
+        # the first-breach row is at the last step, but the ramp did not breach
+        rows = fb_rows(first_breach=None, note="not reached", last=50.0)
+        self.assertNotEvaluable(self.verdict(rows))
+        self.assertNotEvaluable(self.verdict(rows, fb_spec("step")))
+        rows = fb_rows(first_breach=None, note="censored at the stop", last=50.0)
+        self.assertNotEvaluable(self.verdict(rows))
+
+    def test_no_first_breach_row(self):
+        self.assertNotEvaluable(self.verdict(fb_rows(first_breach=False, last=40.0)))
+        # another definition's first_breach is not it
+        self.assertNotEvaluable(self.verdict(fb_rows(last=40.0, definition="throughput-knee")))
+        # nor another run's
+        rows = fb_rows(first_breach=False, last=40.0)
+        rows.append(("svc/ramp/r2", "first_breach", 40.0, "1/s", "", None, "objective-windows", ""))
+        self.assertNotEvaluable(self.verdict(rows))
+        # nor one with a step rate or a container
+        rows = fb_rows(first_breach=False, last=40.0)
+        rows.append((RAMP, "first_breach", 40.0, "1/s", "", 40.0, "objective-windows", ""))
+        rows.append((RAMP, "first_breach", 40.0, "1/s", "", None, "objective-windows", "x"))
+        self.assertNotEvaluable(self.verdict(rows))
+
+    def test_two_first_breach_rows(self):
+        rows = fb_rows(last=40.0)
+        rows.append((RAMP, "first_breach", 40.0, "1/s", "", None, "objective-windows", ""))
+        self.assertNotEvaluable(self.verdict(rows))
+
+    def test_one_row_at_that_step(self):
+        # a first breach at a step with no row, or with two
+        self.assertNotEvaluable(self.verdict(fb_rows(first_breach=60.0), fb_spec("step")))
+        rows = fb_rows()
+        rows.append(rows[1])
+        self.assertNotEvaluable(self.verdict(rows, fb_spec("step")))
+
+    def test_wanted_keys_hold_the_first_breach(self):
+        c = call_of(FB_TEXT, FB_CALL, rows=[fb_spec()])
+        self.assertEqual(h.wanted_keys([check_of(FB_TEXT, [c])]),
+                         {(RAMP, "cpu_mean_pct_of_cap", "first-breach", "svc-database"),
+                          (RAMP, "first_breach", "objective-windows", "")})
+        c = call_of(FB_TEXT, FB_CALL, rows=[dict(fb_spec(), at_first_breach=False)])
+        self.assertEqual(h.wanted_keys([check_of(FB_TEXT, [c])]),
+                         {(RAMP, "cpu_mean_pct_of_cap", "first-breach", "svc-database")})
+
+
 # ---------------------------------------------------------------------------------------
 # The command
 
@@ -531,6 +615,41 @@ class Command(unittest.TestCase):
                         "high": 5.0, "ci_low": None, "ci_high": None}]},
             {"hypothesis": "H1", "which": "registered", "verdict": "not evaluable",
              "interval": None, "calls": []}]})
+
+    def test_metrics_mode_at_first_breach(self):
+        # the first_breach rows are kept with the rows the checks read
+        text = "cpu(replica-1, at: first-breach, of: svc) < 50%"
+        c = call_of(text, "cpu(replica-1, at: first-breach, of: svc)", stat="max",
+                    rows=[spec(f"svc/ramp/r{r}", "cpu_mean_pct_of_cap", "first-breach", "r-1",
+                               at_first_breach=True) for r in (1, 2)])
+        self.doc = {"format_version": 1, "checks": [
+            {"hypothesis": "H2", "which": "current", "check": text, "unresolved": None,
+             "calls": [c]}]}
+        self.write_checks()
+
+        def row(r, metric, value, step_rate="", definition="first-breach", container="r-1",
+                unit="%", note=""):
+            return {"run": f"svc/ramp/r{r}", "metric": metric, "definition": definition,
+                    "container": container, "step_rate": step_rate, "value": value,
+                    "unit": unit, "note": note}
+
+        fb = dict(definition="objective-windows", container="", unit="1/s")
+        cpu = [row(1, "cpu_mean_pct_of_cap", "20", "30"), row(1, "cpu_mean_pct_of_cap", "40", "40"),
+               row(2, "cpu_mean_pct_of_cap", "45", "50")]
+        for first_breaches, want in (
+                ([row(1, "first_breach", "40", **fb), row(2, "first_breach", "50", **fb)],
+                 ("supported", 2, 0.45)),
+                # r2 never breached: its first-breach row at the last step is not read
+                ([row(1, "first_breach", "40", **fb),
+                  row(2, "first_breach", "", note="not reached", **fb)],
+                 ("not evaluable", 0, None)),
+                ([row(1, "first_breach", "40", **fb)], ("not evaluable", 0, None))):
+            with self.subTest(first_breaches=first_breaches):
+                metrics_csv(self.metrics, cpu + first_breaches)
+                p = twin("--out", self.out, "--checks", self.checks, "--metrics", self.metrics)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                v = json.loads((self.out / "verdicts.json").read_text())["verdicts"][0]
+                self.assertEqual((v["verdict"], v["calls"][0]["n"], v["calls"][0]["low"]), want)
 
     def test_a_span_with_white_space_around_the_call(self):
         self.doc["checks"][0]["calls"][0]["end"] = 28  # "saturation(feed-rs.indexed) "
@@ -578,8 +697,10 @@ class Command(unittest.TestCase):
         case(lambda d: d.update(format_version=2), "format_version is 2, the twin reads 1")
         case(lambda d: d.pop("checks"), "no field checks")
         case(lambda d: d["checks"][0].pop("check"), "no field checks[0].check")
-        case(lambda d: d["checks"][0]["calls"][1]["rows"][0].pop("any_step"),
-             "no field checks[0].calls[1].rows[0].any_step")
+        case(lambda d: d["checks"][0]["calls"][1]["rows"][0].pop("at_first_breach"),
+             "no field checks[0].calls[1].rows[0].at_first_breach")
+        case(lambda d: d["checks"][0]["calls"][0]["rows"][0].update(at_first_breach="yes"),
+             "checks[0].calls[0].rows[0].at_first_breach is not true or false: \"yes\"")
         case(lambda d: d["checks"][0]["calls"][0].update(stat="mode"),
              "checks[0].calls[0].stat is \"mode\"")
         case(lambda d: d["checks"][0].update(which="now"), "checks[0].which")
@@ -633,7 +754,11 @@ class OnRunDirectories(unittest.TestCase):
                 (sat.format(d), "median", [spec(ramp, "saturation", d)]))
         cpu = "cpu(replica-1, at: first-breach, of: feed-rs.indexed)"
         add(f"{cpu} < 100%", (cpu, "max", [spec(ramp, "cpu_mean_pct_of_cap", "first-breach",
-                                                "feedbench-replica-1", any_step=True)]))
+                                                "feedbench-replica-1", at_first_breach=True)]))
+        # the step rows at the first breach (40/s under objective-windows)
+        cpu = "cpu_seconds(replicas, at: first-breach, of: feed-rs.indexed)"
+        add(f"{cpu} > 0", (cpu, "median", [spec(ramp, "cpu_seconds", "step", "replicas",
+                                                 at_first_breach=True)]))
         cls.doc = {"format_version": 1, "checks": checks}
         cls.checks = root / "checks.json"
         cls.checks.write_text(json.dumps(cls.doc))
@@ -661,10 +786,28 @@ class OnRunDirectories(unittest.TestCase):
         got = [(v["verdict"], v["interval"]) for v in self.v["verdicts"]]
         self.assertEqual(got, [("supported", "supported"), ("not supported", "not supported"),
                                ("supported", None), ("supported", None), ("supported", None),
-                               ("not evaluable", None), ("supported", None)])
+                               ("not evaluable", None), ("supported", None),
+                               ("supported", None)])
         # errors-only never breached: [50, +inf]
         c = self.v["verdicts"][4]["calls"][0]
         self.assertEqual((c["low"], c["high"]), (50.0, "+inf"))
+
+    def test_at_first_breach(self):
+        m = {}
+        with open(self.out / "metrics.csv", newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                m[(r["run"], r["step_rate"], r["second"], r["container"], r["definition"],
+                   r["metric"])] = r["value"]
+        ramp = "feed-rs.indexed/ramp/r1"
+        self.assertEqual(m[(ramp, "", "", "", "objective-windows", "first_breach")], "40")
+        c = self.v["verdicts"][7]["calls"][0]
+        want = float(m[(ramp, "40", "", "replicas", "step", "cpu_seconds")])
+        self.assertNotEqual(want, float(m[(ramp, "50", "", "replicas", "step", "cpu_seconds")]))
+        self.assertEqual((c["n"], c["low"], c["high"]), (1, want, want))
+        c = self.v["verdicts"][6]["calls"][0]
+        want = float(m[(ramp, "40", "", "feedbench-replica-1", "first-breach",
+                        "cpu_mean_pct_of_cap")]) * 0.01
+        self.assertEqual((c["n"], c["low"]), (1, want))
 
     def test_the_median_interval_is_the_summarys(self):
         row = self.s[("feed-rs", "indexed", "baseline", "", "", "", "", "latency_p50")]
