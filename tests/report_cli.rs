@@ -232,3 +232,19 @@ fn an_edited_check_fails_the_audit_naming_the_hypothesis_and_is_reported_beside_
         "{md}"
     );
 }
+
+#[test]
+fn a_plan_that_does_not_load_now_is_named_and_nothing_is_written() {
+    let (repo, mut f, runs) = study();
+    f.complete(&runs[0]).unwrap();
+    let plan = repo.read(PLAN);
+    repo.write(PLAN, &plan.replace("repetitions: 1", "repetitions: one"));
+    let o = report(&repo, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("does not load as it is now") && err.contains("matrix.repetitions"),
+        "{err}"
+    );
+    assert!(!repo.path("results/smoke/report").exists());
+}

@@ -312,7 +312,10 @@ fn each_verdict_kind_comes_where_the_rows_put_it() {
         judged[8].1
     );
     let h9 = &judged[8].1.calls[0];
-    assert_eq!(h9.value.map(|v| (v.lo, v.hi)), Some((95.0 * 0.01, 95.0 * 0.01)));
+    assert_eq!(
+        h9.value.map(|v| (v.lo, v.hi)),
+        Some((95.0 * 0.01, 95.0 * 0.01))
+    );
     // A ramp that never breached has no first breach to look at.
     assert_eq!(got[9].1, "not evaluable");
     assert!(

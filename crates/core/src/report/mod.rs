@@ -47,6 +47,8 @@ pub enum ReportError {
         found: String,
         plan_hash: String,
     },
+    #[error("`{plan}` does not load as it is now, so its hypotheses cannot be judged: {error}; fix the plan (`feedbench plan {plan}` shows where)")]
+    PlanDoesNotLoad { plan: String, error: String },
     #[error("cannot read the journal of `{dir}`: {message}")]
     Journal { dir: PathBuf, message: String },
 }
@@ -159,6 +161,14 @@ pub fn build(
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<StudyReport, ReportError> {
     let (audited, history) = audit::run_with_history(req.plan, req.registered, req.results)?;
+    let current = history.current();
+    let plan = current
+        .plan
+        .as_deref()
+        .ok_or_else(|| ReportError::PlanDoesNotLoad {
+            plan: req.plan.display().to_string(),
+            error: current.error.clone().unwrap_or_default(),
+        })?;
     let dir = req.results.join(&audited.study);
     let plan_hash = audited.runs_for.plan_hash.clone().unwrap_or_default();
     let journal = journal::read(&dir.join(journal::FILE)).map_err(|e| ReportError::Journal {
@@ -255,15 +265,12 @@ pub fn build(
     for r in &runs {
         standing.add(&r.key.run, &r.frame);
     }
-    let (hypotheses, checks) = match history.current().plan.as_deref() {
-        Some(plan) => verdicts::hypotheses::judge(
-            plan,
-            &history,
-            &standing,
-            &verdicts::RowIndex::new(&metrics),
-        ),
-        None => (Vec::new(), Vec::new()),
-    };
+    let (hypotheses, checks) = verdicts::hypotheses::judge(
+        plan,
+        &history,
+        &standing,
+        &verdicts::RowIndex::new(&metrics),
+    );
     let s = &audited.summary;
     Ok(StudyReport {
         format_version: FORMAT_VERSION,
