@@ -79,13 +79,7 @@ impl Summary {
                 .count(),
             runs_that_may_stop_early: runs
                 .iter()
-                .filter(|r| {
-                    loaded
-                        .plan
-                        .profiles
-                        .get(r.profile.as_str())
-                        .is_some_and(|p| p.stops_at_knee().is_some())
-                })
+                .filter(|r| r.may_stop_early(&loaded.plan))
                 .count(),
             runs,
             estimated_duration_s: estimated,

@@ -46,7 +46,13 @@ pub enum StudyEvent<'a> {
         event: &'a RunEvent,
     },
     /// How far the study is, with each progress event of a run.
-    StudyProgress { elapsed_s: f64, left_s: f64 },
+    /// `upper_bound`: every run left has a known length and some may stop early (a ramp
+    /// that stops at its knee), so the time left is at most `left_s`.
+    StudyProgress {
+        elapsed_s: f64,
+        left_s: f64,
+        upper_bound: bool,
+    },
     /// A run ended with this record (before it is settled).
     RunEnded(&'a RunRecord),
     /// Every selected run was already settled.

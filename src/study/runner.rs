@@ -264,13 +264,16 @@ async fn study_loop<T: Testbed>(
             dir: session.relative(&dir),
         })?;
         let later: f64 = to_do[i + 1..].iter().map(|r| estimate(r)).sum();
+        let rest = &to_do[i..];
+        let upper_bound = rest.iter().any(|r| r.may_stop_early(&loaded.plan))
+            && rest.iter().all(|r| r.estimated_duration_s.is_some());
         let ended = execute_or_interrupt(
             session,
             testbed,
             interrupt,
             request,
             (run, &topo, &measured, &dir),
-            (study_started, later),
+            (study_started, later, upper_bound),
         )
         .await;
         let record = match ended {
@@ -366,7 +369,7 @@ async fn execute_or_interrupt<T: Testbed>(
     interrupt: &mut Interrupt,
     request: &StudyRequest<'_>,
     (run, topo, measured, dir): (&RunSpec, &RunTopology, &Saturations, &Path),
-    (study_started, later): (std::time::Instant, f64),
+    (study_started, later, upper_bound): (std::time::Instant, f64, bool),
 ) -> Ended {
     let reporter = session.reporter();
     let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
@@ -377,6 +380,7 @@ async fn execute_or_interrupt<T: Testbed>(
             reporter.report(StudyEvent::StudyProgress {
                 elapsed_s: study_started.elapsed().as_secs_f64(),
                 left_s: (total_s - elapsed_s).max(0.0) + later,
+                upper_bound,
             });
         }
         reporter.report(StudyEvent::Run {

@@ -19,13 +19,35 @@ impl Reporter for Show {
         match event {
             StudyEvent::Journal(e) => journal_line(self.json, e),
             StudyEvent::Run { run, stamp, event } => print_event(self.json, run, stamp, event),
-            StudyEvent::StudyProgress { .. } if self.json => {}
-            StudyEvent::StudyProgress { elapsed_s, left_s } => {
+            StudyEvent::StudyProgress {
+                elapsed_s,
+                left_s,
+                upper_bound,
+            } if self.json => {
+                let v = serde_json::json!({
+                    "event": "study-progress",
+                    "elapsed_s": elapsed_s,
+                    "left_s": left_s,
+                    "left_is_upper_bound": upper_bound,
+                });
+                let _ = writeln!(std::io::stdout().lock(), "{v}");
+            }
+            StudyEvent::StudyProgress {
+                elapsed_s,
+                left_s,
+                upper_bound,
+            } => {
                 let _ = writeln!(
                     std::io::stderr().lock(),
-                    "  study: {} elapsed, about {} left",
+                    "  study: {} elapsed, {} {} left{}",
                     clock(elapsed_s),
-                    clock(left_s)
+                    if upper_bound { "at most" } else { "about" },
+                    clock(left_s),
+                    if upper_bound {
+                        " (ramps may stop at their knee)"
+                    } else {
+                        ""
+                    }
                 );
             }
             StudyEvent::RunEnded(r) => summarise(r),

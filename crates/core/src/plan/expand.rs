@@ -124,6 +124,16 @@ pub struct RunSpec {
     pub estimated_duration_s: Option<f64>,
 }
 
+impl RunSpec {
+    /// Whether the run may end before its estimate: a step ramp that stops at its knee.
+    /// Its estimate counts every step, so an estimate over it is an upper bound.
+    pub fn may_stop_early(&self, plan: &Plan) -> bool {
+        plan.profiles
+            .get(self.profile.as_str())
+            .is_some_and(|p| p.stops_at_knee().is_some())
+    }
+}
+
 /// Everything that defines a run; its canonical JSON is what the run hash is taken of.
 /// Guards, hypotheses, notes and the run order are not in it: they judge or schedule a run,
 /// they do not change what it does.
