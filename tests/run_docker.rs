@@ -335,13 +335,58 @@ fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("tests/plans/docker/knee.yaml"));
     let results = tempfile::tempdir().unwrap();
-    let out = run_plan("tests/plans/docker/knee.yaml", results.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args([
+            "run",
+            "tests/plans/docker/knee.yaml",
+            "--no-build",
+            "--format",
+            "json",
+            "--results",
+        ])
+        .arg(results.path())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let runs = results.path().join("test-knee/runs");
+    let stream: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // The live display's rate and schedule are of the same seconds: within a step (the
+    // steps are 5 s, so every window straddles a change of rate) and after the schedule's
+    // end alike. Round 1 compared a window's requests with the rate of its last second.
+    let progress: Vec<&serde_json::Value> = stream
+        .iter()
+        .filter(|e| e["event"] == "progress" && e["run"] == "feed-rs/every-step/r1")
+        .collect();
+    assert!(progress.len() >= 4, "{stream:?}");
+    for p in &progress {
+        let (a, s) = (
+            p["achieved_rate"].as_f64().unwrap(),
+            p["scheduled_rate"].as_f64().unwrap(),
+        );
+        assert!(
+            (a - s).abs() <= 2.0 + 0.25 * s,
+            "achieved {a}/s against {s}/s scheduled: {p}"
+        );
+    }
+    // The time left is an upper bound while the ramp that stops at its knee is to run, and
+    // an estimate once only the ramp that runs every step is left.
+    let bounds: Vec<bool> = stream
+        .iter()
+        .filter(|e| e["event"] == "study-progress")
+        .map(|e| e["left_is_upper_bound"].as_bool().unwrap())
+        .collect();
+    assert!(
+        bounds.first() == Some(&true) && bounds.last() == Some(&false),
+        "{bounds:?}"
+    );
 
     // Stopping: the first step (5/s) breaks the 1 ms bound; one more step runs, then k6 stops.
     let dir = runs.join("feed-rs_stops_r1");
