@@ -391,7 +391,6 @@ async fn measure(
         .and_then(|p| p.stops_at_knee())
         .map(|c| c as usize);
     let mut stopped: Option<RampStop> = None;
-    let mut stopped_after: Option<usize> = None;
     let mut shown: Vec<Shown> = Vec::new();
 
     let trip: Option<Trip> = loop {
@@ -442,7 +441,7 @@ async fn measure(
                     topo,
                     saturations,
                     t0,
-                    stops_at_knee.unwrap_or(1),
+                    stops_at_knee.map(|c| c as usize),
                 ) {
                     follower.judge_with(judge);
                     shown = windows;
@@ -450,9 +449,6 @@ async fn measure(
             }
         }
         for (i, v) in look.judged {
-            if stopped_after.is_some_and(|l| i > l) {
-                continue; // cut short by the stop: not run as a step
-            }
             if let Some(e) = window_judged(i, &v, &shown) {
                 events.emit(e);
             }
@@ -460,7 +456,6 @@ async fn measure(
         // The knee: once the stream is past the last confirming step, the load stops.
         if let (Some(confirm), Some(stop), None) = (stops_at_knee, look.stop, stopped) {
             if look.watermark.is_some_and(|w| w >= stop.at_ns) {
-                stopped_after = Some(stop.last);
                 stopped = Some(RampStop {
                     breach_rate: stop.breach_rate,
                     last_rate: stop.last_rate,
@@ -575,20 +570,16 @@ async fn measure(
         }
     }
     record.monitors = Some(monitors.stop().await?);
-    let (live, last) = follower.finish().await;
+    let raw = rt
+        .download(&loadgen, crate::spec::commands::K6_OUTPUT)
+        .await;
+    let (live, last) = follower.finish(raw.as_deref().ok()).await;
     for (i, v) in last {
-        // A step the stop cut short was not run as a step: it is not judged.
-        if stopped_after.is_some_and(|l| i > l) {
-            continue;
-        }
         if let Some(e) = window_judged(i, &v, &shown) {
             events.emit(e);
         }
     }
 
-    let raw = rt
-        .download(&loadgen, crate::spec::commands::K6_OUTPUT)
-        .await;
     match raw {
         Ok(bytes) if !bytes.is_empty() => {
             write(dir, rundir::K6_CSV_GZ, &gzip(&bytes))?;
@@ -837,7 +828,7 @@ fn live_judge(
     topo: &RunTopology,
     saturations: &IndexMap<Name, f64>,
     t0: u64,
-    confirm: usize,
+    confirm: Option<usize>,
 ) -> Option<(LiveRamp, Vec<Shown>)> {
     let t0 = i128::from(t0);
     let frame = Frame::of(&FrameInputs {

@@ -6,7 +6,9 @@
 //!
 //! What is followed serves the run while it runs. When the load generator has exited, the
 //! executor downloads k6's whole file and writes requests.csv from it again: a stream cut
-//! by the container's stop may lack its last bytes, the file does not.
+//! by the container's stop may lack its last bytes, the file does not. Those last bytes
+//! (k6's final flush) are handed to the live judge too, so that the last window is judged
+//! on every request it holds.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -37,7 +39,8 @@ struct Shared {
 
 pub struct Follower {
     shared: Arc<Mutex<Shared>>,
-    stream: tokio::task::JoinHandle<()>,
+    /// Ends with the stream, handing back where it stopped and the way to the conversion.
+    stream: tokio::task::JoinHandle<Option<(u64, Sender<Vec<u8>>)>>,
     convert: tokio::task::JoinHandle<()>,
 }
 
@@ -178,17 +181,25 @@ impl Follower {
         }
     }
 
-    /// The load generator has exited: reads what is left of the stream, judges every step
+    /// The load generator has exited: reads what is left of the stream and, from `whole`
+    /// (k6's whole file, downloaded), the bytes the stream did not bring; judges every step
     /// not judged yet and hands back the judge.
-    pub async fn finish(self) -> (Option<LiveRamp>, Vec<(usize, StepVerdict)>) {
+    pub async fn finish(
+        self,
+        whole: Option<&[u8]>,
+    ) -> (Option<LiveRamp>, Vec<(usize, StepVerdict)>) {
         // The stream ends with the container; a stream still open after this long is
         // stuck, and what it would add the downloaded file has.
         let mut stream = self.stream;
-        if tokio::time::timeout(Duration::from_secs(10), &mut stream)
-            .await
-            .is_err()
-        {
-            stream.abort();
+        match tokio::time::timeout(Duration::from_secs(10), &mut stream).await {
+            Ok(Ok(Some((offset, tx)))) => {
+                let rest = whole.and_then(|w| w.get(usize::try_from(offset).ok()?..));
+                if let Some(rest) = rest.filter(|r| !r.is_empty()) {
+                    let _ = tx.send(rest.to_vec()).await;
+                }
+            }
+            Ok(_) => {}
+            Err(_) => stream.abort(),
         }
         let _ = self.convert.await;
         let mut g = lock(&self.shared);
@@ -199,8 +210,14 @@ impl Follower {
 }
 
 /// Streams k6's output file from its first byte into `tx`; when the stream breaks while
-/// the container still runs, follows again from the byte it had reached.
-async fn stream(rt: Runtime, container: String, tx: Sender<Vec<u8>>, shared: Arc<Mutex<Shared>>) {
+/// the container still runs, follows again from the byte it had reached. Once the
+/// container has stopped, hands back how many bytes it sent, and `tx`.
+async fn stream(
+    rt: Runtime,
+    container: String,
+    tx: Sender<Vec<u8>>,
+    shared: Arc<Mutex<Shared>>,
+) -> Option<(u64, Sender<Vec<u8>>)> {
     let mut offset: u64 = 0;
     loop {
         let mut argv = commands::k6_follow_args();
@@ -216,7 +233,7 @@ async fn stream(rt: Runtime, container: String, tx: Sender<Vec<u8>>, shared: Arc
                         Ok(bytes) => {
                             offset += bytes.len() as u64;
                             if tx.send(bytes).await.is_err() {
-                                return;
+                                return None;
                             }
                         }
                         Err(e) => {
@@ -230,7 +247,7 @@ async fn stream(rt: Runtime, container: String, tx: Sender<Vec<u8>>, shared: Arc
         }
         match rt.state(&container).await {
             Ok((true, _)) => tokio::time::sleep(Duration::from_millis(200)).await,
-            _ => return,
+            _ => return Some((offset, tx)),
         }
     }
 }

@@ -33,7 +33,9 @@ pub struct LiveRamp {
     steps: Vec<Step>,
     objective: Objective,
     settle_ns: i128,
-    confirm: usize,
+    /// Steps run after the first breaching one before the load stops; `None`: the ramp
+    /// runs every step (`stop-on-breach: false`, or a profile that is no ramp).
+    confirm: Option<usize>,
     /// The requests that started in each step not yet judged.
     pending: Vec<Vec<Request>>,
     judged: Vec<StepVerdict>,
@@ -43,8 +45,14 @@ pub struct LiveRamp {
 
 impl LiveRamp {
     /// `settle_ns`: the request timeout plus the output's disorder; `confirm`: how many
-    /// steps run after the first breaching one before the load stops.
-    pub fn new(steps: Vec<Step>, objective: Objective, settle_ns: i128, confirm: usize) -> Self {
+    /// steps run after the first breaching one before the load stops (`None`: it never
+    /// stops).
+    pub fn new(
+        steps: Vec<Step>,
+        objective: Objective,
+        settle_ns: i128,
+        confirm: Option<usize>,
+    ) -> Self {
         LiveRamp {
             pending: vec![Vec::new(); steps.len()],
             steps,
@@ -79,7 +87,7 @@ impl LiveRamp {
     pub fn advance(&mut self) -> Vec<(usize, StepVerdict)> {
         let mut out = Vec::new();
         while let Some(step) = self.steps.get(self.judged.len()) {
-            if self.watermark < step.end_ns.saturating_add(self.settle_ns) {
+            if self.watermark < step.end_ns.saturating_add(self.settle_ns) || self.stopped() {
                 break;
             }
             out.push(self.judge_next());
@@ -88,12 +96,13 @@ impl LiveRamp {
     }
 
     /// The stream has ended: every step it reached (one that began before the latest end
-    /// seen) and not yet judged is judged with what it holds; steps never reached (the
-    /// load stopped first) are not judged.
+    /// seen) and not yet judged is judged with what it holds; steps never reached, or cut
+    /// short by the stop (the load stopped at the end of the stop's last step), are not
+    /// judged.
     pub fn finish(&mut self) -> Vec<(usize, StepVerdict)> {
         let mut out = Vec::new();
         while let Some(step) = self.steps.get(self.judged.len()) {
-            if step.start_ns >= self.watermark {
+            if step.start_ns >= self.watermark || self.stopped() {
                 break;
             }
             out.push(self.judge_next());
@@ -110,11 +119,18 @@ impl LiveRamp {
         (i, v)
     }
 
+    /// Every step up to the stop's last is judged: no later one ran as a step.
+    fn stopped(&self) -> bool {
+        self.stop().is_some_and(|s| self.judged.len() > s.last)
+    }
+
     /// The stop, once the first breaching step has been judged and steps remain after the
-    /// breach and its confirmations; `None` while every judged step met the objective.
+    /// breach and its confirmations; `None` while every judged step met the objective, and
+    /// for a ramp that runs every step.
     pub fn stop(&self) -> Option<Stop> {
+        let confirm = self.confirm?;
         let breach = self.judged.iter().position(|v| !v.met)?;
-        let last = breach + self.confirm;
+        let last = breach + confirm;
         if last + 1 >= self.steps.len() {
             return None; // the ramp ends there anyway
         }
@@ -226,7 +242,7 @@ mod tests {
             let offline: Vec<Request> = reqs.iter().map(|r| r.0).collect();
             let want = saturation::saturation(&offline, &steps, &objective());
             assert_eq!(want.first_breach, breach, "the fixture's knee");
-            let mut live = LiveRamp::new(steps, objective(), S + 2 * S, 1);
+            let mut live = LiveRamp::new(steps, objective(), S + 2 * S, None);
             let mut given = Vec::new();
             for (r, end) in stream(reqs, seed) {
                 live.push(r, end);
@@ -243,11 +259,30 @@ mod tests {
     }
 
     #[test]
+    fn no_step_past_the_stop_is_judged_and_a_ramp_that_runs_every_step_never_stops() {
+        let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
+        for (confirm, judged) in [(Some(1), 3), (Some(0), 2), (None, 6)] {
+            let (steps, reqs) = ramp(&rates, 20.0, 5);
+            let mut live = LiveRamp::new(steps, objective(), 3 * S, confirm);
+            let mut given = Vec::new();
+            // The stream goes on past the stop (the load generator was slow to stop).
+            for (r, end) in stream(reqs, 5) {
+                live.push(r, end);
+                given.extend(live.advance());
+            }
+            given.extend(live.finish());
+            assert_eq!(given.len(), judged, "{confirm:?}");
+            assert_eq!(live.stop().is_some(), confirm.is_some(), "{confirm:?}");
+            assert_eq!(live.saturation().first_breach, Some(20.0));
+        }
+    }
+
+    #[test]
     fn the_ramp_stops_after_its_first_breach_and_its_confirmations() {
         let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0];
         for confirm in [0, 1, 2] {
             let (steps, reqs) = ramp(&rates, 40.0, 7);
-            let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, confirm);
+            let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, Some(confirm));
             let mut stopped = None;
             for (r, end) in stream(reqs, 7) {
                 live.push(r, end);
@@ -274,7 +309,7 @@ mod tests {
     fn no_stop_without_a_breach_or_when_the_ramp_ends_anyway() {
         let rates = [10.0, 20.0, 30.0];
         let (steps, reqs) = ramp(&rates, 1000.0, 9);
-        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 1);
+        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, Some(1));
         for (r, end) in stream(reqs.clone(), 9) {
             live.push(r, end);
             live.advance();
@@ -282,7 +317,7 @@ mod tests {
         }
         // A breach at the second-to-last step with one confirmation: the ramp ends there.
         let (steps, reqs) = ramp(&rates, 20.0, 9);
-        let mut live = LiveRamp::new(steps, objective(), 3 * S, 1);
+        let mut live = LiveRamp::new(steps, objective(), 3 * S, Some(1));
         for (r, end) in stream(reqs, 9) {
             live.push(r, end);
             live.advance();
@@ -295,7 +330,7 @@ mod tests {
     #[test]
     fn a_request_for_a_judged_step_is_counted_late() {
         let (steps, _) = ramp(&[10.0, 20.0], 1000.0, 5);
-        let mut live = LiveRamp::new(steps.clone(), objective(), S, 0);
+        let mut live = LiveRamp::new(steps.clone(), objective(), S, Some(0));
         let r = |start_ns| Request {
             start_ns,
             duration_ms: 10.0,
