@@ -441,7 +441,7 @@ async fn measure(
                     topo,
                     saturations,
                     t0,
-                    stops_at_knee.map(|c| c as usize),
+                    stops_at_knee,
                 ) {
                     follower.judge_with(judge);
                     shown = windows;
