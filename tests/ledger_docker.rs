@@ -470,3 +470,66 @@ fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
         (vec![], vec![])
     );
 }
+
+#[test]
+#[ignore = "needs the Docker engine"]
+fn a_ramp_killed_mid_ramp_keeps_the_requests_it_measured_when_resume_finds_it() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    let plan = common::repo().join("tests/plans/docker/ramp-kill.yaml");
+    rt.block_on(common::plan_images("tests/plans/docker/ramp-kill.yaml"));
+    let results = tempfile::tempdir().unwrap();
+    let study = results.path().join("test-ramp-kill");
+    // Killed once its first step (5/s for 5 s) is judged: by then the ramp is some steps on.
+    let first_judged =
+        |v: &serde_json::Value| event_is(v, "window-judged") && v["step_rate"] == 5.0;
+    assert!(
+        kill_at(&plan, results.path(), &[], &first_judged),
+        "no step was judged"
+    );
+    let resumed = feedbench(&plan, results.path(), &["--resume"])
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+
+    let j = journal_of(&study);
+    assert_eq!(
+        j.events()
+            .filter(|e| matches!(e, Event::RunInterrupted { .. }))
+            .count(),
+        1
+    );
+    let interrupted: Vec<PathBuf> = std::fs::read_dir(study.join("_interrupted"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(interrupted.len(), 1, "{interrupted:?}");
+    // Every request of the first two steps (25 and 50) and some of the third were followed
+    // into requests.csv before the kill.
+    let kept = std::fs::read_to_string(interrupted[0].join(feedbench::rundir::REQUESTS_CSV))
+        .unwrap_or_default();
+    let starts: Vec<u64> = kept
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        starts.len() >= 75,
+        "the interrupted ramp kept {} requests",
+        starts.len()
+    );
+    let span_s = (starts.iter().max().unwrap() - starts.iter().min().unwrap()) as f64 / 1e9;
+    assert!(span_s >= 10.0, "its requests span {span_s} s");
+    // The resumed study ran the ramp whole.
+    let s = status(&plan, results.path());
+    assert_eq!(s["counts"]["completed valid"], 1, "{s:#}");
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-ramp-kill")),
+        (vec![], vec![])
+    );
+}

@@ -434,15 +434,9 @@ async fn measure(
         let look = follower.look();
         if !follower.judging() {
             if let Some(t0) = look.scenario_start_ns {
-                if let Some((judge, windows)) = live_judge(
-                    plan,
-                    run,
-                    script,
-                    topo,
-                    saturations,
-                    t0,
-                    stops_at_knee,
-                ) {
+                if let Some((judge, windows)) =
+                    live_judge(plan, run, script, topo, saturations, t0, stops_at_knee)
+                {
                     follower.judge_with(judge);
                     shown = windows;
                 }
