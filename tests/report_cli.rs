@@ -34,6 +34,14 @@ fn a_study_reports_verifies_and_catches_an_edit() {
     let head = repo.git(&["rev-parse", "HEAD"]);
     assert!(md.contains(head.trim()), "the registration commit:\n{md}");
     assert!(md.contains("Audit: clean"), "{md}");
+    // The appendix: where the study's time went, its parts adding up to the whole.
+    let appendix = md
+        .split("## Appendix: where the study's time went")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no appendix:\n{md}"));
+    for part in ["| gates |", "| deploy |", "| measuring |", "| waiting |"] {
+        assert!(appendix.contains(part), "{appendix}");
+    }
     assert!(md.contains("3 runs analysed"), "{md}");
     let h1 = md
         .lines()

@@ -169,6 +169,7 @@ impl Testbed for Fake {
             } else {
                 Vec::new()
             },
+            seed: None,
             started_wall_ns: clock.start_wall_ns(),
             ended_wall_ns: clock.now().wall_ns,
         };

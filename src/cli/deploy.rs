@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::CliError;
-use crate::engine::deploy::{check_caps, deploy, teardown};
+use crate::engine::deploy::{check_caps, deploy_with, teardown, Seeding};
 use crate::engine::runtime::Runtime;
 use crate::engine::topology::{Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
 
@@ -19,12 +19,26 @@ pub struct DeployArgs {
     /// How long the whole topology may take to become ready, in seconds.
     #[arg(long, default_value_t = 180)]
     pub deadline: u64,
+    /// How a database with init scripts starts: from a copy of its seeded snapshot (seeded
+    /// once per seeding input), or running its scripts (what `feedbench run` did before).
+    #[arg(long, value_enum, default_value_t = SeedingArg::Snapshot)]
+    pub seeding: SeedingArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SeedingArg {
+    Snapshot,
+    Scripts,
 }
 
 impl DeployArgs {
     pub fn exec(self) -> Result<(), CliError> {
         let (loaded, topo) = super::run_topology(&self.plan, &self.run)?;
         let allowed = loaded.plan.caps.allow_oversubscription;
+        let seeding = match self.seeding {
+            SeedingArg::Snapshot => Seeding::Snapshot,
+            SeedingArg::Scripts => Seeding::Scripts,
+        };
         super::block_on(async move {
             let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
             let facts = rt.facts().await.map_err(anyhow::Error::from)?;
@@ -41,7 +55,7 @@ impl DeployArgs {
             );
             let logs = std::env::temp_dir().join(format!("{}-logs", topo.network));
             let outcome = tokio::select! {
-                r = deploy(&rt, &topo, Duration::from_secs(self.deadline), Some(&logs)) => Some(r),
+                r = deploy_with(&rt, &topo, Duration::from_secs(self.deadline), Some(&logs), seeding) => Some(r),
                 _ = super::interrupted() => None,
             };
             match outcome {
@@ -52,6 +66,18 @@ impl DeployArgs {
                             .unwrap_or_default()
                     };
                     println!("ready in {:.1} s", d.ready_after.as_secs_f64());
+                    if let Some(s) = &d.snapshot {
+                        println!(
+                            "database     from snapshot {} ({}, copied in {:.1} s)",
+                            s.template,
+                            if s.seeded_now {
+                                format!("seeded now in {:.1} s", s.seed_s)
+                            } else {
+                                "seeded before".to_string()
+                            },
+                            s.copy_s
+                        );
+                    }
                     println!("balancer     http://{}/", at(Role::Balancer, BALANCER_PORT));
                     println!(
                         "stats        http://{}/stats",

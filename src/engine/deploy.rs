@@ -14,11 +14,14 @@ use super::fault_proxy::FaultProxy;
 use super::http::request;
 use super::runtime::{Runtime, RuntimeError};
 use super::topology::{ContainerSpec, Readiness, Role, RunTopology, FAULT_PROXY_API_PORT};
+use feedbench_core::spec::seed;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Seed(#[from] super::seed::SeedError),
     #[error("the caps of run `{run}` sum to {total} cores but the engine's host has {cores}; lower the caps or set `caps.allow-oversubscription: true`")]
     Oversubscribed { run: String, total: f64, cores: f64 },
     #[error("the {role} (`{container}`) was not ready: {reason}{}", .logs.as_ref().map(|p| format!("; container logs are in {}", p.display())).unwrap_or_default())]
@@ -59,6 +62,8 @@ pub fn check_caps(
 pub struct Deployed {
     pub addresses: HashMap<Role, IpAddr>,
     pub ready_after: Duration,
+    /// The snapshot the database started from, when it did.
+    pub snapshot: Option<seed::Snapshot>,
 }
 
 impl Deployed {
@@ -71,13 +76,34 @@ impl Deployed {
 
 const POLL: Duration = Duration::from_millis(100);
 
-/// Deploys `topology` and waits until every started container is ready, within `deadline`.
-/// Containers of a stage start together; a stage starts when the one before is ready.
+/// How a database seeded by init scripts starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seeding {
+    /// From a copy of its seeded snapshot (`engine::seed`), seeded once per digest.
+    Snapshot,
+    /// Running its init scripts, as the image does on an empty data directory.
+    Scripts,
+}
+
+/// Deploys `topology` and waits until every started container is ready, within `deadline`;
+/// its database starts from its seeded snapshot.
 pub async fn deploy(
     rt: &Runtime,
     topology: &RunTopology,
     deadline: Duration,
     logs_dir: Option<&Path>,
+) -> Result<Deployed, DeployError> {
+    deploy_with(rt, topology, deadline, logs_dir, Seeding::Snapshot).await
+}
+
+/// [`deploy`], choosing how the database is seeded. Containers of a stage start together;
+/// a stage starts when the one before is ready.
+pub async fn deploy_with(
+    rt: &Runtime,
+    topology: &RunTopology,
+    deadline: Duration,
+    logs_dir: Option<&Path>,
+    seeding: Seeding,
 ) -> Result<Deployed, DeployError> {
     let started = Instant::now();
     let until = started + deadline;
@@ -86,14 +112,22 @@ pub async fn deploy(
         &topology.labels.clone().into_iter().collect(),
     )
     .await?;
-    for r in join_all(
-        topology
-            .containers
-            .iter()
-            .map(|c| rt.create(c, &topology.network)),
-    )
-    .await
-    {
+    let prepared = match seeding {
+        Seeding::Snapshot => super::seed::prepare(rt, topology, until).await?,
+        Seeding::Scripts => None,
+    };
+    let specs: Vec<ContainerSpec> = topology
+        .containers
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some((_, data_dir)) = prepared.as_ref().filter(|_| seed::seedable(&c)) {
+                seed::mount_copy(&mut c, data_dir);
+            }
+            c
+        })
+        .collect();
+    for r in join_all(specs.iter().map(|c| rt.create(c, &topology.network))).await {
         r?;
     }
     let mut addresses = HashMap::new();
@@ -149,6 +183,7 @@ pub async fn deploy(
     Ok(Deployed {
         addresses,
         ready_after: started.elapsed(),
+        snapshot: prepared.map(|p| p.0),
     })
 }
 
@@ -291,7 +326,7 @@ pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std:
     Ok(())
 }
 
-/// Removes the run's containers and network. Every removal is tried; the first error is
+/// Removes the run's containers, network, and its database's copy of the snapshot. Every removal is tried; the first error is
 /// returned after all were attempted.
 pub async fn teardown(rt: &Runtime, topology: &RunTopology) -> Result<(), RuntimeError> {
     let results = join_all(
@@ -302,9 +337,19 @@ pub async fn teardown(rt: &Runtime, topology: &RunTopology) -> Result<(), Runtim
     )
     .await;
     let network = rt.remove_network(&topology.network).await;
+    // The database's copy of its snapshot, if it had one (absent is fine).
+    let volumes = join_all(
+        topology
+            .containers
+            .iter()
+            .filter(|c| seed::seedable(c))
+            .map(|c| async move { rt.remove_volume(&seed::run_volume(&c.name)).await }),
+    )
+    .await;
     results
         .into_iter()
         .chain(std::iter::once(network))
+        .chain(volumes)
         .collect()
 }
 

@@ -5,4 +5,5 @@ pub mod deploy;
 pub mod fault_proxy;
 pub mod http;
 pub mod runtime;
+pub mod seed;
 pub use feedbench_core::spec::topology;

@@ -113,7 +113,35 @@ pub fn render(report: &StudyReport) -> String {
     path(&mut out, report);
     repetitions(&mut out, report);
     left_out(&mut out, report);
+    hours(&mut out, report);
     out
+}
+
+/// The appendix: where the study's wall time went (what `feedbench status` says).
+fn hours(out: &mut String, report: &StudyReport) {
+    let Some(t) = report.time.filter(|t| t.total_s > 0.0) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Appendix: where the study's time went
+
+From the journal and each run's events (docs/results.md, \"Where the time went\", under the journal): {} s in all; the harness's overhead, everything but warm-up and measuring, {} % of it.\n",
+        round(t.total_s),
+        round(100.0 * t.overhead())
+    );
+    let rows: Vec<Vec<String>> = t
+        .parts()
+        .iter()
+        .map(|(name, s)| {
+            vec![
+                name.to_string(),
+                format!("{} s", round(*s)),
+                format!("{} %", round(100.0 * s / t.total_s)),
+            ]
+        })
+        .collect();
+    table(out, &["part", "time", "share"], &rows);
 }
 
 fn ramps(out: &mut String, report: &StudyReport) {

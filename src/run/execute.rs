@@ -193,6 +193,7 @@ pub async fn execute(
         measured: None,
         validity: Vec::new(),
         frame: None,
+        seed: None,
         started_wall_ns: events.clock.start_wall_ns(),
         ended_wall_ns: 0,
     };
@@ -341,6 +342,7 @@ async fn measure(
         Some(&dir.join(rundir::LOGS_DIR)),
     )
     .await?;
+    record.seed = deployed.snapshot.clone();
     let targets: Vec<Target> = topo.containers.iter().map(Target::from).collect();
     let monitors =
         monitor::start(rt, targets, deployed.addr(Role::Balancer, STATS_PORT), dir).await?;

@@ -56,6 +56,7 @@ fn manifest(
         git: ctx.git.clone(),
         host: ctx.host.clone(),
         images,
+        seed_digest: record.and_then(|r| r.seed.as_ref().map(|s| s.digest.clone())),
         started_wall_ns: record.map_or(String::new(), |r| r.started_wall_ns.to_string()),
         ended_wall_ns: record.map_or(String::new(), |r| r.ended_wall_ns.to_string()),
         outcome,

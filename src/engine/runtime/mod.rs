@@ -4,6 +4,7 @@
 
 mod state;
 mod stats;
+mod volumes;
 
 pub use state::EngineState;
 pub use stats::ApiReading;
@@ -76,6 +77,10 @@ pub enum RuntimeError {
     RemoveNetwork { name: String, source: DockerError },
     #[error("cannot remove volume `{name}`: {source}")]
     RemoveVolume { name: String, source: DockerError },
+    #[error("cannot create volume `{name}`: {source}")]
+    CreateVolume { name: String, source: DockerError },
+    #[error("cannot inspect volume `{name}`: {source}")]
+    InspectVolume { name: String, source: DockerError },
     #[error("cannot copy `{path}` out of container `{name}`: {source}")]
     Download {
         name: String,
@@ -241,6 +246,15 @@ impl Runtime {
                 memory_swap: Some(spec.memory_bytes),
                 network_mode: Some(network.to_string()),
                 privileged: Some(false),
+                binds: (!spec.mounts.is_empty()).then(|| {
+                    spec.mounts
+                        .iter()
+                        .map(|m| {
+                            let mode = if m.read_only { ":ro" } else { "" };
+                            format!("{}:{}{mode}", m.volume, m.target)
+                        })
+                        .collect()
+                }),
                 ..Default::default()
             }),
             networking_config: Some(bollard::container::NetworkingConfig {

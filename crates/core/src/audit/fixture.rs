@@ -175,6 +175,7 @@ impl Fixture {
                 engine_version: "fixture".into(),
             },
             images: Vec::new(),
+            seed_digest: None,
             started_wall_ns: journal::unix_ns().to_string(),
             ended_wall_ns: journal::unix_ns().to_string(),
             outcome: Outcome {

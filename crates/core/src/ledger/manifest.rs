@@ -78,6 +78,10 @@ pub struct Manifest {
     pub git: Git,
     pub host: Host,
     pub images: Vec<Image>,
+    /// The seeding digest of the snapshot the run's database started from
+    /// (`spec::seed::digest`); absent when it ran its init scripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_digest: Option<String>,
     pub started_wall_ns: String,
     pub ended_wall_ns: String,
     pub outcome: Outcome,
@@ -210,6 +214,7 @@ pub fn sample_for_tests() -> Manifest {
             engine_version: "e".into(),
         },
         images: Vec::new(),
+        seed_digest: None,
         started_wall_ns: "1".into(),
         ended_wall_ns: "2".into(),
         outcome: Outcome {

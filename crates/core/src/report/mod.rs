@@ -102,6 +102,9 @@ pub struct StudyReport {
     /// The checks resolved to their rows: what the twin is given (checks.json).
     #[serde(skip)]
     pub checks: Vec<verdicts::Resolved>,
+    /// Where the study's wall time went, from the journal and the runs' events
+    /// (`ledger::hours`); `None` for a report of runs without a study.
+    pub time: Option<crate::ledger::hours::Split>,
     pub metrics: Vec<Row>,
     pub summary: Vec<SummaryRow>,
     #[serde(skip)]
@@ -133,6 +136,7 @@ impl StudyReport {
             gaps: Vec::new(),
             hypotheses: Vec::new(),
             checks: Vec::new(),
+            time: None,
             summary: summary::summarise(&metrics),
             metrics,
             runs,
@@ -176,6 +180,10 @@ pub fn build(
         message: e.to_string(),
     })?;
     let ledger = Ledger::fold(journal.events());
+    let entries: Vec<_> = journal.entries.iter().map(|(_, e)| e.clone()).collect();
+    let time = crate::ledger::hours::split(&entries, &mut |rel| {
+        crate::ledger::hours::phases_in(&dir.join(rel))
+    });
     if let Some(found) = ledger.plan_hash.as_ref().filter(|h| **h != plan_hash) {
         return Err(ReportError::UnconnectedPlanHash {
             dir,
@@ -289,6 +297,7 @@ pub fn build(
         gaps,
         hypotheses,
         checks,
+        time: Some(time),
         metrics,
         summary,
         runs,

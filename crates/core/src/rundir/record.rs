@@ -92,6 +92,9 @@ pub struct RunRecord {
     /// scenario start k6 reported).
     #[serde(default)]
     pub frame: Option<Frame>,
+    /// The seeded snapshot the database started from (`spec::seed`), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<crate::spec::seed::Snapshot>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -248,6 +251,7 @@ mod tests {
             measured: None,
             validity: vec![],
             frame: None,
+            seed: None,
             started_wall_ns: 1,
             ended_wall_ns: 2,
         }

@@ -7,4 +7,5 @@
 pub mod commands;
 pub mod faults;
 pub mod load;
+pub mod seed;
 pub mod topology;

@@ -129,10 +129,21 @@ pub struct ContainerSpec {
     pub memory_bytes: i64,
     pub labels: BTreeMap<String, String>,
     pub files: Vec<FileSpec>,
+    /// Named volumes mounted into it (a database started from its seeded snapshot).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<Mount>,
     /// Containers in a lower stage are ready before a higher stage starts; within a stage
     /// they start together.
     pub stage: u8,
     pub readiness: Readiness,
+}
+
+/// A named volume at a path in a container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    pub volume: String,
+    pub target: String,
+    pub read_only: bool,
 }
 
 /// A Toxiproxy proxy: the fault proxy listens and forwards to a service.
@@ -212,6 +223,7 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
             memory_bytes,
             labels: l,
             files: Vec::new(),
+            mounts: Vec::new(),
             stage,
             readiness,
         }
@@ -409,6 +421,7 @@ pub fn gate_container(topology: &RunTopology, image: &str, command: &[String]) -
         memory_bytes,
         labels,
         files: Vec::new(),
+        mounts: Vec::new(),
         stage: u8::MAX,
         readiness: Readiness::NotStarted,
     }

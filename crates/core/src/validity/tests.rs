@@ -137,6 +137,7 @@ fn spec(name: &str, role: Role, nano_cpus: i64) -> ContainerSpec {
         memory_bytes: 1 << 30,
         labels: BTreeMap::new(),
         files: Vec::new(),
+        mounts: Vec::new(),
         stage: 0,
         readiness: Readiness::NotStarted,
     }
