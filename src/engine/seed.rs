@@ -34,36 +34,19 @@ pub enum SeedError {
     },
 }
 
-/// An exclusive `flock` on the digest's lock file in the temporary directory, waited for;
-/// released when dropped, or when the process ends however it ends.
+/// An exclusive `flock` (the study lock's, `run::lock`) on the digest's lock file in the
+/// temporary directory, waited for; released when dropped, or when the process ends.
 async fn lock_seeding(digest: &str) -> Result<std::fs::File, SeedError> {
     let path = std::env::temp_dir().join(format!("{}.lock", seed::template_volume(digest)));
-    let fail = {
-        let path = path.clone();
-        move |e: std::io::Error| SeedError::Lock {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        }
-    };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(&fail)?;
-    tokio::task::spawn_blocking(move || {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: flock on a descriptor this closure owns; no memory is shared.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc == 0 {
-            Ok(file)
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    })
-    .await
-    .map_err(|e| fail(std::io::Error::other(e.to_string())))?
-    .map_err(fail)
+    let shown = path.display().to_string();
+    tokio::task::spawn_blocking(move || crate::run::lock::flock(&path, true))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|reason| SeedError::Lock {
+            path: shown,
+            reason,
+        })
 }
 
 /// The marker volume of a complete template.
@@ -82,11 +65,10 @@ pub async fn prepare(
     let Some(db) = topology.containers.iter().find(|c| seed::seedable(c)) else {
         return Ok(None);
     };
-    let image_id = rt
-        .image_id(&db.image)
-        .await
+    let (image_id, image_env) = rt
+        .image_id_and_env(&db.image)
+        .await?
         .ok_or_else(|| SeedError::NoImage(db.image.clone()))?;
-    let image_env = rt.image_env(&db.image).await?;
     let Some(data_dir) = seed::data_dir(db, &image_env).map(String::from) else {
         return Ok(None);
     };

@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use feedbench_core::report::rows::number;
-use feedbench_core::report::verdicts::hypotheses::HypothesisVerdict;
+use feedbench_core::report::verdicts::hypotheses::{
+    HypothesisVerdict, AMENDED, AS_REGISTERED, REMOVED,
+};
 use feedbench_core::report::verdicts::{interval::Interval, show, CallValue, Evaluation};
 use feedbench_core::report::StudyReport;
 
@@ -69,14 +71,12 @@ fn one(out: &mut String, h: &HypothesisVerdict) {
     let _ = writeln!(out, "**{}** ({}). {}\n", h.id, h.standing, h.text);
     match &h.check {
         Some(e) => evaluation(out, "Check", e),
-        None if h.standing == feedbench_core::report::verdicts::hypotheses::REMOVED => {}
+        None if h.standing == REMOVED => {}
         None => {
             let _ = writeln!(out, "- No check: the plan states this hypothesis in words only, so no verdict is computed.");
         }
     }
-    if h.standing == feedbench_core::report::verdicts::hypotheses::AMENDED
-        || h.standing == feedbench_core::report::verdicts::hypotheses::REMOVED
-    {
+    if h.standing == AMENDED || h.standing == REMOVED {
         match (&h.registered_check, &h.registered) {
             (Some(_), Some(e)) => evaluation(out, "Registered check", e),
             _ => {
@@ -105,11 +105,7 @@ pub fn section(out: &mut String, report: &StudyReport) {
         });
         let reg = match (&h.registered_check, &h.registered) {
             (_, Some(e)) => e.verdict.to_string(),
-            (None, None)
-                if h.standing == feedbench_core::report::verdicts::hypotheses::AS_REGISTERED =>
-            {
-                "the same".into()
-            }
+            (None, None) if h.standing == AS_REGISTERED => "the same".into(),
             _ => "none".into(),
         };
         let _ = writeln!(out, "| {} ({}) | {v} | {i} | {reg} |", h.id, h.standing);

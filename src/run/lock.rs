@@ -31,26 +31,35 @@ pub fn lock_study(study_dir: &Path, study: &str) -> Result<StudyLock, LockError>
         source,
     };
     std::fs::create_dir_all(study_dir).map_err(io)?;
+    match flock(&path, false) {
+        Ok(file) => Ok(StudyLock { _file: file }),
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Err(LockError::Held {
+            study: study.to_string(),
+            path,
+        }),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// An exclusive advisory `flock` on `path` (created if need be), held by the returned file:
+/// waited for when `wait`, else refused at once (`EWOULDBLOCK`) while another holds it.
+pub fn flock(path: &Path, wait: bool) -> std::io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .map_err(io)?;
+        .open(path)?;
+    let mode = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
     // SAFETY: flock on a descriptor this function owns; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    let rc = unsafe { libc::flock(file.as_raw_fd(), mode) };
     if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            LockError::Held {
-                study: study.to_string(),
-                path,
-            }
-        } else {
-            io(e)
-        });
+        return Err(std::io::Error::last_os_error());
     }
-    Ok(StudyLock { _file: file })
+    Ok(file)
 }
 
 #[cfg(test)]

@@ -246,15 +246,7 @@ impl Runtime {
                 memory_swap: Some(spec.memory_bytes),
                 network_mode: Some(network.to_string()),
                 privileged: Some(false),
-                binds: (!spec.mounts.is_empty()).then(|| {
-                    spec.mounts
-                        .iter()
-                        .map(|m| {
-                            let mode = if m.read_only { ":ro" } else { "" };
-                            format!("{}:{}{mode}", m.volume, m.target)
-                        })
-                        .collect()
-                }),
+                binds: binds(&spec.mounts),
                 ..Default::default()
             }),
             networking_config: Some(bollard::container::NetworkingConfig {
@@ -776,6 +768,19 @@ impl Runtime {
         removed.containers.sort();
         Ok(removed)
     }
+}
+
+/// The engine's `volume:target[:ro]` binds of named volumes; `None` for none.
+fn binds(mounts: &[super::topology::Mount]) -> Option<Vec<String>> {
+    (!mounts.is_empty()).then(|| {
+        mounts
+            .iter()
+            .map(|m| {
+                let mode = if m.read_only { ":ro" } else { "" };
+                format!("{}:{}{mode}", m.volume, m.target)
+            })
+            .collect()
+    })
 }
 
 /// A tar of the files, with their parent directories, readable by any user.

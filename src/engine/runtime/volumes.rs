@@ -8,7 +8,7 @@ use bollard::container::{Config, CreateContainerOptions};
 use bollard::models::HostConfig;
 use bollard::volume::{CreateVolumeOptions, RemoveVolumeOptions};
 
-use super::{status, Runtime, RuntimeError};
+use super::{binds, status, Runtime, RuntimeError};
 
 impl Runtime {
     /// Creates a volume with these labels; one that exists already is kept as it is.
@@ -63,15 +63,22 @@ impl Runtime {
         }
     }
 
-    /// The environment an image sets (`KEY=value`), empty when it sets none.
-    pub async fn image_env(&self, image: &str) -> Result<Vec<String>, RuntimeError> {
-        let i = self.docker.inspect_image(image).await.map_err(|source| {
-            RuntimeError::InspectImage {
+    /// An image's engine ID (`sha256:…`) and the environment it sets (`KEY=value`), from
+    /// one inspection; `None` when the engine has no such image.
+    pub async fn image_id_and_env(
+        &self,
+        image: &str,
+    ) -> Result<Option<(String, Vec<String>)>, RuntimeError> {
+        match self.docker.inspect_image(image).await {
+            Ok(i) => {
+                Ok(i.id.map(|id| (id, i.config.and_then(|c| c.env).unwrap_or_default())))
+            }
+            Err(e) if status(&e) == Some(404) => Ok(None),
+            Err(source) => Err(RuntimeError::InspectImage {
                 image: image.into(),
                 source,
-            }
-        })?;
-        Ok(i.config.and_then(|c| c.env).unwrap_or_default())
+            }),
+        }
     }
 
     /// Runs `argv` in a fresh container of `image`, with no network and these mounts, to
@@ -94,15 +101,7 @@ impl Runtime {
             labels: Some(labels.clone().into_iter().collect()),
             host_config: Some(HostConfig {
                 network_mode: Some("none".to_string()),
-                binds: Some(
-                    mounts
-                        .iter()
-                        .map(|m| {
-                            let mode = if m.read_only { ":ro" } else { "" };
-                            format!("{}:{}{mode}", m.volume, m.target)
-                        })
-                        .collect(),
-                ),
+                binds: binds(&mounts),
                 ..Default::default()
             }),
             ..Default::default()

@@ -9,7 +9,7 @@ pub mod twin;
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::rows::{number, Row};
 use super::summary::{self, SplitMix64};
@@ -31,7 +31,7 @@ pub const CURRENT: &str = "current";
 pub const REGISTERED: &str = "registered";
 
 /// One check, resolved: what checks.json carries for each.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Resolved {
     pub hypothesis: String,
     /// `current` or `registered`.
@@ -43,12 +43,15 @@ pub struct Resolved {
 }
 
 /// One metric function call of a check and the rows it reads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Call {
     /// Byte offsets of the call in the check.
     pub start: usize,
     pub end: usize,
     pub stat: String,
+    /// What its values measure (the function's), for showing them; not in checks.json.
+    #[serde(skip)]
+    pub dim: Dim,
     /// One per standing planned run, in run-id order.
     pub rows: Vec<RowKey>,
     /// Planned runs that do not stand, as `run: state`.
@@ -56,7 +59,7 @@ pub struct Call {
 }
 
 /// The metrics.csv row a call reads in one run (`second` empty).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RowKey {
     pub run: String,
     pub metric: String,
@@ -115,6 +118,7 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
             start: q.span.start,
             end: q.span.end,
             stat: q.stat.to_string(),
+            dim: functions::find(q.function).map_or(Dim::Number, |f| f.dim),
             rows: Vec::new(),
             not_standing: Vec::new(),
         };
@@ -341,17 +345,12 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
 
 fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
     let text = src.get(c.start..c.end).unwrap_or("?").to_string();
-    let dim = text
-        .split('(')
-        .next()
-        .and_then(|f| functions::find(f.trim()))
-        .map_or(Dim::Number, |f| f.dim);
     let mut v = CallValue {
         start: c.start,
         end: c.end,
         text,
         stat: c.stat.clone(),
-        unit: shown_unit(dim),
+        unit: shown_unit(c.dim),
         n: 0,
         value: None,
         interval: None,
