@@ -1,6 +1,7 @@
 //! A contender's gate on the real engine: the gate suite passes on feed-rs and fails on its
-//! C2 mutant, a gate past its timeout is killed, a topology that cannot be deployed is a
-//! failed gate; nothing labelled is left afterwards.
+//! C2 mutant, passes on both production arms of the study against the study's own topology
+//! and caps (and still fails a mutant there), a gate past its timeout is killed, a topology
+//! that cannot be deployed is a failed gate; nothing labelled is left afterwards.
 
 mod common;
 
@@ -123,6 +124,72 @@ fn the_gate_passes_on_feed_rs_and_fails_on_its_c2_mutant() {
         mutant.output
     );
     assert_nothing_left(&rt, &engine, "test-gate");
+}
+
+const STUDY_TEST: &str = "test-gate-study";
+
+/// experiments/study.yaml under a study name of these tests' own, with one more arm: the
+/// production schema with clause C2 dropped from feed-rs's visibility rule.
+fn study_with_a_production_mutant() -> (LoadedPlan, Vec<RunSpec>) {
+    let (mut loaded, _) = load("experiments/study.yaml");
+    loaded.plan.study.name = STUDY_TEST.parse().unwrap();
+    let rs = loaded.plan.contenders.get_mut("feed-rs").unwrap();
+    let mut mutant = rs.variants["production"].clone();
+    mutant.env.insert(
+        "FEED_MUTANT".parse().unwrap(),
+        serde_yaml::from_str("c2").unwrap(),
+    );
+    rs.variants.insert("production-c2".parse().unwrap(), mutant);
+    let runs = feedbench::plan::expand(&loaded.plan);
+    (loaded, runs)
+}
+
+#[test]
+#[ignore = "needs the Docker engine"]
+fn both_production_arms_pass_the_gate_on_the_studys_topology_and_a_mutant_still_fails() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    rt.block_on(common::plan_images("experiments/study.yaml"));
+    let (loaded, runs) = study_with_a_production_mutant();
+    for contender in ["feed-rs.production", "feed-py.production"] {
+        let (outcome, _) = rt.block_on(gate(&engine, &loaded, &runs, contender));
+        assert!(
+            outcome.passed,
+            "{contender}: {}\n{}",
+            outcome.reason, outcome.output
+        );
+        // The gate said that it gave the sections room, and which.
+        assert!(
+            outcome
+                .output
+                .starts_with("feedbench: the gated replicas ran with SECTION_BUDGET_MS="),
+            "{}",
+            outcome.output
+        );
+        // The feed's content was compared, section by section, not skipped as degraded.
+        assert!(
+            outcome
+                .output
+                .lines()
+                .any(|l| l.trim_start().starts_with("feed ") && l.contains(" ok ")),
+            "{}",
+            outcome.output
+        );
+        assert_nothing_left(&rt, &engine, STUDY_TEST);
+    }
+    let (mutant, _) = rt.block_on(gate(&engine, &loaded, &runs, "feed-rs.production-c2"));
+    assert!(!mutant.passed, "{}", mutant.output);
+    assert_eq!(mutant.exit_code, Some(1), "{}", mutant.output);
+    assert!(
+        mutant
+            .output
+            .lines()
+            .any(|l| l.contains("[visibility]") && l.contains("C2 draft")),
+        "{}",
+        mutant.output
+    );
+    assert_nothing_left(&rt, &engine, STUDY_TEST);
 }
 
 #[test]

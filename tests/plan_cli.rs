@@ -415,14 +415,15 @@ fn the_analysis_settings_change_the_plan_hash_and_no_run_hash() {
 fn a_plan_without_an_analysis_section_keeps_the_hash_it_was_registered_with() {
     // The hash is of the document as written, so a section it does not write adds nothing
     // to it: the registered study hashes as it did before the section existed. (Pinned
-    // again when its hypotheses got their checks, before any run of it.)
+    // again when its hypotheses got their checks and as the study was calibrated, before any run
+    // of it.)
     let path = repo().join("experiments/study.yaml");
     let doc: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert!(doc.get("analysis").is_none());
     assert_eq!(
         plan_json(&path)["plan_hash"],
-        "f340efa105b822194e0ff823b7848e930d334f2a068dc1e534c341c0c5778f69",
+        "56bcfab69305f8f874a30df3cc9be562d26434b6f8e511ea064a96ed933161d1",
         "experiments/study.yaml is registered: its plan hash must not change"
     );
 }

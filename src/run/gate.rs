@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::events::{Clock, RunEvent, Stamp};
 use crate::engine::deploy::{check_caps, deploy, teardown};
 use crate::engine::runtime::Runtime;
-use crate::engine::topology::{gate_container, of_loaded, RunTopology, TopologyError};
+use crate::engine::topology::{gate_container, gated, of_loaded, RunTopology, TopologyError};
 use crate::plan::expand::resolve_contenders;
 use crate::plan::model::Gate;
 use crate::plan::{LoadedPlan, RunSpec};
@@ -114,7 +114,13 @@ pub async fn run_gate(
         .as_str()
         .to_string();
     let gate_spec = gate_run(run);
-    let topo = of_loaded(loaded, &gate_spec)?;
+    let mut topo = of_loaded(loaded, &gate_spec)?;
+    let room: Vec<(String, String)> = gate
+        .contender_env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.as_str().to_string()))
+        .collect();
+    gated(&mut topo, &room);
 
     let clock = Clock::start();
     let id = gate_spec.id.clone();
@@ -129,7 +135,9 @@ pub async fn run_gate(
             emit(RunEvent::Phase {
                 phase: "gate".into(),
             });
-            run_container(rt, &topo, &gate, &image).await
+            let mut outcome = run_container(rt, &topo, &gate, &image, &room).await;
+            outcome.output = format!("{}{}", settings_line(&room), outcome.output);
+            outcome
         }
     };
     emit(RunEvent::Phase {
@@ -162,8 +170,14 @@ async fn deploy_checked(rt: &Runtime, topo: &RunTopology, allowed: bool) -> Resu
 
 /// Creates, starts and waits for the gate container, keeps the end of its output and
 /// removes it.
-async fn run_container(rt: &Runtime, topo: &RunTopology, gate: &Gate, image: &str) -> GateOutcome {
-    let spec = gate_container(topo, image, &gate.command);
+async fn run_container(
+    rt: &Runtime,
+    topo: &RunTopology,
+    gate: &Gate,
+    image: &str,
+    room: &[(String, String)],
+) -> GateOutcome {
+    let spec = gate_container(topo, image, &gate.command, room);
     let timeout = Duration::from_millis(gate.timeout.millis);
     let mut outcome = GateOutcome::failed(image, String::new());
     let started = Instant::now();
@@ -208,6 +222,19 @@ async fn run_container(rt: &Runtime, topo: &RunTopology, gate: &Gate, image: &st
     outcome
 }
 
+/// The first line of a gate's kept output when its replicas ran with settings of the gate's
+/// own: a reader of `gates/` must know that the gate judged a deployment the runs never see.
+fn settings_line(room: &[(String, String)]) -> String {
+    if room.is_empty() {
+        return String::new();
+    }
+    let settings: Vec<String> = room.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(
+        "feedbench: the gated replicas ran with {} (the gate's contender-env, to judge what they answer and not how fast); the runs do not\n",
+        settings.join(" ")
+    )
+}
+
 /// The end of `text`, at most `limit` bytes, cut at a character boundary and marked.
 fn tail(text: &str, limit: usize) -> String {
     if text.len() <= limit {
@@ -233,6 +260,20 @@ mod tests {
         assert!(kept.len() <= 60, "{} bytes", kept.len());
         assert!(kept.ends_with("the verdict"));
         assert!(kept.starts_with("[… "));
+    }
+
+    #[test]
+    fn a_gate_with_settings_of_its_own_says_so_first() {
+        assert_eq!(settings_line(&[]), "");
+        let line = settings_line(&[
+            ("SECTION_BUDGET_MS".into(), "5000".into()),
+            ("REQUEST_DEADLINE_MS".into(), "10000".into()),
+        ]);
+        assert!(
+            line.starts_with("feedbench: the gated replicas ran with SECTION_BUDGET_MS=5000 REQUEST_DEADLINE_MS=10000 ")
+                && line.ends_with("the runs do not\n"),
+            "{line}"
+        );
     }
 
     #[test]

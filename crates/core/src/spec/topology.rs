@@ -395,11 +395,32 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
     })
 }
 
+/// The gated deployment: `env` (the gate's `contender-env`) merged over every replica's
+/// environment, a value of the same name replaced.
+pub fn gated(topology: &mut RunTopology, env: &[(String, String)]) {
+    for c in &mut topology.containers {
+        if matches!(c.role, Role::Replica(_)) {
+            for (k, v) in env {
+                match c.env.iter_mut().find(|(name, _)| name == k) {
+                    Some(slot) => slot.1 = v.clone(),
+                    None => c.env.push((k.clone(), v.clone())),
+                }
+            }
+        }
+    }
+}
+
 /// The gate's container on a deployed topology's network: the gate's argv in its image,
-/// `FEEDBENCH_TARGET` pointing at the balancer, the run's labels with role `gate`, and the
-/// load generator's caps (the gate is the client the load generator would be, and the load
-/// generator is not started while a gate runs).
-pub fn gate_container(topology: &RunTopology, image: &str, command: &[String]) -> ContainerSpec {
+/// `FEEDBENCH_TARGET` pointing at the balancer, each of `contender_env` as
+/// `FEEDBENCH_<NAME>` (so that the gate knows the settings the replicas were given), the
+/// run's labels with role `gate`, and the load generator's caps (the gate is the client the
+/// load generator would be, and the load generator is not started while a gate runs).
+pub fn gate_container(
+    topology: &RunTopology,
+    image: &str,
+    command: &[String],
+    contender_env: &[(String, String)],
+) -> ContainerSpec {
     let role = Role::Gate;
     let mut labels = topology.labels.clone();
     labels.insert(LABEL_ROLE.to_string(), role.label().to_string());
@@ -412,10 +433,16 @@ pub fn gate_container(topology: &RunTopology, image: &str, command: &[String]) -
         name: format!("{}-{}", topology.network, role.key()),
         role,
         image: image.to_string(),
-        env: vec![(
+        env: std::iter::once((
             "FEEDBENCH_TARGET".to_string(),
             format!("http://{}:{BALANCER_PORT}", Role::Balancer.key()),
-        )],
+        ))
+        .chain(
+            contender_env
+                .iter()
+                .map(|(k, v)| (format!("FEEDBENCH_{k}"), v.clone())),
+        )
+        .collect(),
         cmd: Some(command.to_vec()),
         nano_cpus,
         memory_bytes,
@@ -591,7 +618,7 @@ mod tests {
         let (plan, runs) = smoke();
         let t = topology(&plan, &runs[0], &read).unwrap();
         let argv = vec!["python3".to_string(), "/gate/gate.py".to_string()];
-        let g = gate_container(&t, "feedbench/gate:dev", &argv);
+        let g = gate_container(&t, "feedbench/gate:dev", &argv, &[]);
         assert_eq!(g.name, "fb-smoke-feed-rs_ramp_r1-gate");
         assert_eq!(g.role.key(), "gate");
         assert_eq!(g.labels[LABEL_STUDY], "smoke");
@@ -610,6 +637,53 @@ mod tests {
         assert_eq!(
             (g.nano_cpus, g.memory_bytes),
             (load.nano_cpus, load.memory_bytes)
+        );
+    }
+
+    #[test]
+    fn the_gated_deployment_gives_every_replica_and_the_gate_the_gates_settings() {
+        let (plan, runs) = smoke();
+        let mut t = topology(&plan, &runs[0], &read).unwrap();
+        let before = t.clone();
+        let room = vec![
+            ("SECTION_BUDGET_MS".to_string(), "5000".to_string()),
+            ("POOL_SIZE".to_string(), "3".to_string()),
+        ];
+        gated(&mut t, &room);
+        let replicas: Vec<_> = t
+            .containers
+            .iter()
+            .filter(|c| matches!(c.role, Role::Replica(_)))
+            .collect();
+        assert!(!replicas.is_empty());
+        for r in &replicas {
+            let get = |k: &str| {
+                r.env
+                    .iter()
+                    .filter(|(n, _)| n == k)
+                    .map(|(_, v)| v.as_str())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(get("SECTION_BUDGET_MS"), ["5000"]);
+            // Replaced where the contender sets it, never doubled.
+            assert_eq!(get("POOL_SIZE"), ["3"]);
+        }
+        // Nothing but the replicas changes.
+        for (a, b) in t.containers.iter().zip(&before.containers) {
+            if !matches!(a.role, Role::Replica(_)) {
+                assert_eq!(a.env, b.env, "{}", a.name);
+            }
+        }
+        let g = gate_container(&t, "feedbench/gate:dev", &[], &room);
+        assert_eq!(
+            g.env[1..],
+            [
+                (
+                    "FEEDBENCH_SECTION_BUDGET_MS".to_string(),
+                    "5000".to_string()
+                ),
+                ("FEEDBENCH_POOL_SIZE".to_string(), "3".to_string())
+            ]
         );
     }
 

@@ -101,6 +101,12 @@ pub struct Gate {
     /// How long the gate may take.
     #[serde(default = "default_gate_timeout")]
     pub timeout: Duration,
+    /// Environment merged over the replicas' for the gated deployment only, and passed to
+    /// the gate as `FEEDBENCH_<NAME>`: the contract's own settings that give a slow but
+    /// correct contender room, e.g. a raised `SECTION_BUDGET_MS`, so that the gate judges
+    /// what the contender answers and not how fast. The runs never see it.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub contender_env: IndexMap<EnvName, EnvValue>,
 }
 
 fn default_gate_timeout() -> Duration {
