@@ -1,6 +1,7 @@
 //! `feedbench run` on the real engine: the smoke study end to end and what its raw data must
-//! show, a replica kill seen by the balancer in time, a memory guard that aborts, and a
-//! ramp that stops at its knee.
+//! show, a replica kill seen by the balancer in time, a memory guard that aborts, a
+//! database killed for memory that is a result and not an abort, and a ramp that stops at
+//! its knee.
 
 mod common;
 
@@ -269,6 +270,127 @@ fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-kill")),
         (vec![], vec![])
+    );
+}
+
+#[test]
+#[ignore = "needs the Docker engine"]
+fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
+    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    rt.block_on(common::infrastructure_images());
+    const PLAN: &str = "tests/plans/docker/oom.yaml";
+    let loaded = feedbench::plan::load_file(&common::repo().join(PLAN), None).unwrap();
+    let run = feedbench::plan::expand(&loaded.plan).remove(0);
+    let topo = feedbench::engine::topology::of_loaded(&loaded, &run).unwrap();
+    let database = topo
+        .container(feedbench::engine::topology::Role::Database)
+        .unwrap()
+        .name
+        .clone();
+    let results = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args(["run", PLAN, "--no-build", "--results"])
+        .arg(results.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the run measures, a query that holds more than the database's 192 MiB cap.
+    let dir = results.path().join("test-oom/runs/static_steady_r1");
+    let waited = std::time::Instant::now();
+    while !std::fs::read_to_string(dir.join("events.csv"))
+        .is_ok_and(|e| e.contains(",phase,measure,"))
+    {
+        assert!(
+            waited.elapsed().as_secs() < 300,
+            "the run never reached its measured phase"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let hog = [
+        "psql",
+        "-U",
+        "feed",
+        "-d",
+        "feed",
+        "-c",
+        "SELECT array_length(array_agg(g), 1) FROM generate_series(1, 100000000) g",
+    ]
+    .map(String::from);
+    let (code, output) = rt.block_on(engine.exec(&database, &hog)).unwrap();
+    assert_ne!(code, 0, "the query was not killed: {output}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+
+    // The run completed and stands where completed runs do, naming the kill.
+    let record = run_json(&dir);
+    assert_eq!(record["execution"]["execution"], "completed", "{record}");
+    let kills = record["oom_kills"].as_array().unwrap();
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    assert_eq!(kills[0]["container"], database.as_str());
+    assert_eq!(kills[0]["role"], "database");
+    assert!(kills[0]["kills"].as_u64().unwrap() >= 1);
+    assert_eq!(kills[0]["memory_limit_bytes"], 192u64 << 20);
+    let first = kills[0]["first_at_s"].as_f64().unwrap();
+    assert!((0.0..45.0).contains(&first), "first kill at {first} s");
+    let events = std::fs::read_to_string(dir.join("events.csv")).unwrap();
+    assert!(
+        events.contains(&format!(",oom-killed,{database},killed for memory")),
+        "{events}"
+    );
+    assert!(!events.contains("guard-tripped"), "{events}");
+    let journal_path = results.path().join("test-oom/journal.jsonl");
+    let journal = std::fs::read_to_string(&journal_path).unwrap();
+    assert!(
+        journal.contains(r#""event":"run-finished","run":"static/steady/r1""#),
+        "{journal}"
+    );
+
+    // --resume has nothing left to run.
+    let again = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args(["run", PLAN, "--no-build", "--resume", "--results"])
+        .arg(results.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let after = std::fs::read_to_string(&journal_path).unwrap();
+    assert_eq!(
+        after.matches(r#""event":"run-started""#).count(),
+        1,
+        "{after}"
+    );
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "test-oom")),
+        (vec![], vec![])
+    );
+
+    // The report says so.
+    let report = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(common::repo())
+        .args(["report", PLAN, "--results"])
+        .arg(results.path())
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let md = std::fs::read_to_string(results.path().join("test-oom/report/report.md")).unwrap();
+    assert!(
+        md.contains(&format!("`{database}` (database) killed for memory")),
+        "{md}"
     );
 }
 

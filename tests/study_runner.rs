@@ -145,6 +145,7 @@ impl Testbed for Fake {
             scheduled_arrivals: Some(100.0),
             monitors: None,
             frame: None,
+            oom_kills: Vec::new(),
             saturation: ramp.then(|| Saturation {
                 rate: Some(100.0),
                 first_breach: Some(150.0),

@@ -305,6 +305,30 @@ fn runs(out: &mut String, report: &StudyReport) {
         ],
         &rows,
     );
+    let killed: Vec<String> = report
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.oom_kills.iter().map(move |k| {
+                format!(
+                    "- {}: `{}` ({}) killed for memory {} time(s) at its cap of {} MiB, first {:.1} s after the load started; the run went on, and its figures include what followed.",
+                    run_name(r),
+                    k.container,
+                    k.role,
+                    k.kills,
+                    k.memory_limit_bytes >> 20,
+                    k.first_at_s
+                )
+            })
+        })
+        .collect();
+    if !killed.is_empty() {
+        let _ = writeln!(
+            out,
+            "Killed for memory (the system under test; a result, not an abort):\n\n{}\n",
+            killed.join("\n")
+        );
+    }
     for r in &report.runs {
         let _ = writeln!(
             out,

@@ -1335,6 +1335,7 @@ mod tests {
             seconds: Vec::new(),
             instants: None,
             cpu: cpu_series(),
+            oom_kills: Vec::new(),
         }
     }
 
@@ -1423,6 +1424,7 @@ mod tests {
                 observe_end: T0 + 45 * S,
             }),
             cpu: cpu_series(),
+            oom_kills: Vec::new(),
         }
     }
 

@@ -19,12 +19,14 @@ use crate::analysis::saturation::{self, Saturation};
 use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
 use crate::engine::fault_proxy::FaultProxy;
 use crate::engine::runtime::{Runtime, RuntimeError};
-use crate::engine::topology::{Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use crate::engine::topology::{
+    ContainerSpec, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
+};
 use crate::plan::model::Plan;
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::rundir::frame::{Frame, FrameInputs, RampStop};
-use crate::rundir::record::{Derived, Ending, Measured, RunRecord, FORMAT_VERSION};
+use crate::rundir::record::{Derived, Ending, Measured, OomKill, RunRecord, FORMAT_VERSION};
 use crate::rundir::{self, health};
 use crate::validity::{self, Window};
 
@@ -193,6 +195,7 @@ pub async fn execute(
         measured: None,
         validity: Vec::new(),
         frame: None,
+        oom_kills: Vec::new(),
         seed: None,
         started_wall_ns: events.clock.start_wall_ns(),
         ended_wall_ns: 0,
@@ -489,17 +492,34 @@ async fn measure(
                 break Some(t);
             }
         }
-        // Counted from the monitors' start: any kill for memory changes what the run measured.
+        // Counted from the monitors' start. A kill in the system under test is a result: it
+        // is recorded and the run goes on. One in the measurement path (or the co-tenant)
+        // changes what the run measured: the run stops.
         let kills = oom.borrow_and_update().clone();
         if kills.oom_kills_total > 0 {
-            let who = kills
-                .oom_kills
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(c, _)| c.clone())
-                .collect::<Vec<_>>()
-                .join(", ");
-            break Some(guards::oom_trip(&who, kills.oom_kills_total));
+            let mut path = Vec::new();
+            for (name, &n) in kills.oom_kills.iter().filter(|(_, n)| **n > 0) {
+                let Some(c) = topo.containers.iter().find(|c| &c.name == name) else {
+                    path.push((name.clone(), n));
+                    continue;
+                };
+                if guards::oom_stops_the_run(c.role) {
+                    path.push((name.clone(), n));
+                } else if note_oom_kill(record, c, n, now.duration_since(load_started)) {
+                    events.emit(RunEvent::OomKilled {
+                        container: name.clone(),
+                        kills: n,
+                        memory_limit_bytes: c.memory_bytes.max(0) as u64,
+                    });
+                }
+            }
+            if !path.is_empty() {
+                let who: Vec<&str> = path.iter().map(|(c, _)| c.as_str()).collect();
+                break Some(guards::oom_trip(
+                    &who.join(", "),
+                    path.iter().map(|(_, n)| n).sum(),
+                ));
+            }
         }
         if now.duration_since(last_image_check) >= Duration::from_secs(5) {
             last_image_check = now;
@@ -641,6 +661,33 @@ async fn measure(
         Err(e) => record.warnings.push(e.to_string()),
     }
     Ok(Vec::new())
+}
+
+/// Records `kills` of a container of the system under test; true when they are new (the
+/// first kill, or more than were recorded), so that each is reported once.
+fn note_oom_kill(
+    record: &mut RunRecord,
+    c: &ContainerSpec,
+    kills: u64,
+    since_load: Duration,
+) -> bool {
+    match record.oom_kills.iter_mut().find(|k| k.container == c.name) {
+        Some(k) if k.kills >= kills => false,
+        Some(k) => {
+            k.kills = kills;
+            true
+        }
+        None => {
+            record.oom_kills.push(OomKill {
+                container: c.name.clone(),
+                role: c.role.key(),
+                kills,
+                memory_limit_bytes: c.memory_bytes.max(0) as u64,
+                first_at_s: since_load.as_secs_f64(),
+            });
+            true
+        }
+    }
 }
 
 fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::engine::topology::Role;
 use crate::plan::model::Guards;
 
 /// What the host offers right now.
@@ -47,7 +48,15 @@ pub fn check(guards: &Guards, r: &HostReadings) -> Option<Trip> {
     None
 }
 
-/// A container killed for memory: always a trip (it changes what the run measured).
+/// Whether a kill for memory in a container of `role` stops the run: in the measurement
+/// path (load generator, fault proxy, balancer) and the co-tenant it changes what the run
+/// measured; in the system under test (replicas, database, object store) it is what the
+/// system did under the load, a result that the run goes on to record.
+pub fn oom_stops_the_run(role: Role) -> bool {
+    !matches!(role, Role::Replica(_) | Role::Database | Role::ObjectStore)
+}
+
+/// A container of the measurement path killed for memory: a trip.
 pub fn oom_trip(container: &str, kills: u64) -> Trip {
     Trip {
         guard: "out-of-memory",
@@ -146,6 +155,27 @@ mod tests {
             }
         )
         .is_none());
+    }
+
+    #[test]
+    fn a_kill_for_memory_stops_the_run_only_outside_the_system_under_test() {
+        for role in [
+            Role::Replica(1),
+            Role::Replica(2),
+            Role::Database,
+            Role::ObjectStore,
+        ] {
+            assert!(!oom_stops_the_run(role), "{role:?}");
+        }
+        for role in [
+            Role::LoadGenerator,
+            Role::FaultProxy,
+            Role::Balancer,
+            Role::CoTenant,
+            Role::Gate,
+        ] {
+            assert!(oom_stops_the_run(role), "{role:?}");
+        }
     }
 
     #[test]

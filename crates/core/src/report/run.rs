@@ -22,6 +22,8 @@ pub struct RunFigures {
     pub instants: Option<Instants>,
     /// Per container role, `(second since the measured start, CPU % of cap)`.
     pub cpu: Vec<(String, Vec<(f64, f64)>)>,
+    /// Containers of the system under test killed for memory (run.json's `oom_kills`).
+    pub oom_kills: Vec<crate::rundir::record::OomKill>,
 }
 
 /// Why a standing run could not be analysed.
@@ -120,6 +122,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         seconds,
         instants,
         cpu,
+        oom_kills: record.oom_kills.clone(),
     })
 }
 

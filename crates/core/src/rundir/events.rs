@@ -87,6 +87,14 @@ pub enum RunEvent {
     ContainerRestarted {
         container: String,
     },
+    /// A container of the system under test (a replica, the database, an object store) was
+    /// killed for memory: a result, so the run goes on. `kills` counts from the monitors'
+    /// start; `memory_limit_bytes` is its cap.
+    OomKilled {
+        container: String,
+        kills: u64,
+        memory_limit_bytes: u64,
+    },
     HealthChanged {
         server: String,
         from: String,
@@ -152,6 +160,7 @@ impl RunEvent {
             RunEvent::FaultFailed { .. } => "fault-failed",
             RunEvent::GuardTripped { .. } => "guard-tripped",
             RunEvent::ContainerRestarted { .. } => "container-restarted",
+            RunEvent::OomKilled { .. } => "oom-killed",
             RunEvent::HealthChanged { .. } => "health-changed",
             RunEvent::LoadStarted { .. } => "load-started",
             RunEvent::LoadFinished { .. } => "load-finished",
@@ -177,6 +186,10 @@ impl RunEvent {
                 (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))
             }
             RunEvent::ContainerRestarted { container } => (container.clone(), String::new()),
+            RunEvent::OomKilled { container, kills, memory_limit_bytes } => (
+                container.clone(),
+                format!("killed for memory ({kills} kill(s) so far) at its cap of {} MiB", memory_limit_bytes >> 20),
+            ),
             RunEvent::HealthChanged { server, from, to } => (server.clone(), format!("{from} -> {to}")),
             RunEvent::LoadStarted { scheduled_arrivals } => (String::new(), format!("scheduled {scheduled_arrivals}")),
             RunEvent::LoadFinished { requests, dropped_iterations } => {

@@ -92,11 +92,26 @@ pub struct RunRecord {
     /// scenario start k6 reported).
     #[serde(default)]
     pub frame: Option<Frame>,
+    /// Containers of the system under test killed for memory during the run (a result, not
+    /// an abort: the run went on), in the order of their first kill.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_kills: Vec<OomKill>,
     /// The seeded snapshot the database started from (`spec::seed`), when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<crate::spec::seed::Snapshot>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
+}
+
+/// A container of the system under test killed for memory: which, its role, how many
+/// times, its memory cap, and when first (seconds since the run's load started).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OomKill {
+    pub container: String,
+    pub role: String,
+    pub kills: u64,
+    pub memory_limit_bytes: u64,
+    pub first_at_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -251,6 +266,7 @@ mod tests {
             measured: None,
             validity: vec![],
             frame: None,
+            oom_kills: Vec::new(),
             seed: None,
             started_wall_ns: 1,
             ended_wall_ns: 2,
