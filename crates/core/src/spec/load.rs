@@ -1,16 +1,22 @@
 //! The load: a profile and the workload rendered into a k6 script (always an open model),
 //! with the arrival schedule analysis compares the achieved load against.
 //!
-//! VU sizing (Little's law: requests in flight = arrival rate × latency), with `R` the
-//! schedule's highest rate, `p99` the objective's bound and `T` the request timeout:
+//! VU sizing (Little's law: requests in flight = arrival rate × latency), with `R₀` the
+//! schedule's highest rate over its first `PRE_ALLOCATION_S` seconds, `R` its highest rate
+//! overall, `p99` the objective's bound and `T` the request timeout:
 //!
 //! - request timeout `T = clamp(10 × p99, 1 s, 60 s)`; a slower request fails with k6's
 //!   timeout error (far past the objective either way);
-//! - `preAllocatedVUs = ceil(R × p99 × 2) + 5`: twice the VUs in flight when every
-//!   request takes the p99 bound, so a healthy system never waits for a VU to be created;
+//! - `preAllocatedVUs = ceil(R₀ × p99 × 2) + 5`: twice the VUs in flight when every
+//!   request takes the p99 bound at the rates the run starts with. A VU costs the load
+//!   generator memory (about 3 MB) from its allocation, so they are sized from the start
+//!   of the schedule, not its end: a ramp with a `max` far above any knee costs nothing up
+//!   front, and k6 allocates more VUs as the rate rises (a healthy system needs few more
+//!   than the rate × its latency);
 //! - `maxVUs = max(preAllocatedVUs, ceil(R × T) + 5)`: enough for every request to take
 //!   the full timeout, so k6 drops an iteration only when the system is slower than that
-//!   (or `LoadSpec::max_vus` caps it, e.g. to fit the load generator's memory).
+//!   (or `LoadSpec::max_vus` caps it, e.g. to fit the load generator's memory). It is a
+//!   ceiling, allocated only as the requests in flight need it.
 
 mod schedule;
 mod script;
@@ -27,6 +33,9 @@ use crate::spec::topology::FileSpec;
 
 /// The VUs added to every Little's-law estimate.
 pub const VU_FLOOR: u32 = 5;
+
+/// The start of the schedule whose highest rate sizes the pre-allocated VUs.
+pub const PRE_ALLOCATION_S: f64 = 60.0;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
@@ -145,11 +154,12 @@ pub fn resolve(rate: &Rate, saturation: &IndexMap<Name, f64>) -> Result<f64, Scr
     }
 }
 
-/// `(preAllocatedVUs, maxVUs, timeout in ms)` for a highest rate and a p99 bound.
-pub fn size_vus(max_rate: f64, p99_s: f64, cap: Option<u32>) -> (u32, u32, u64) {
+/// `(preAllocatedVUs, maxVUs, timeout in ms)` for the highest rate of the schedule's start
+/// and of the whole schedule, and a p99 bound.
+pub fn size_vus(start_rate: f64, max_rate: f64, p99_s: f64, cap: Option<u32>) -> (u32, u32, u64) {
     let timeout_ms = (p99_s * 10_000.0).round().clamp(1_000.0, 60_000.0) as u64;
     let vus = |x: f64| (x.ceil().clamp(0.0, 1e6) as u32).saturating_add(VU_FLOOR);
-    let pre = vus(max_rate * p99_s * 2.0);
+    let pre = vus(start_rate.min(max_rate) * p99_s * 2.0);
     let mut max = pre.max(vus(max_rate * timeout_ms as f64 / 1000.0));
     if let Some(cap) = cap {
         max = max.min(cap.max(1));
@@ -181,8 +191,12 @@ pub fn render(spec: &LoadSpec) -> Result<LoadScript, ScriptError> {
         )
     };
     let schedule = schedule::of_profile(spec.profile, &rate)?;
-    let (pre_allocated_vus, max_vus, timeout_ms) =
-        size_vus(schedule.max_rate(), p99_s, spec.max_vus);
+    let (pre_allocated_vus, max_vus, timeout_ms) = size_vus(
+        schedule.max_rate_before(PRE_ALLOCATION_S),
+        schedule.max_rate(),
+        p99_s,
+        spec.max_vus,
+    );
     let params = script::ScriptParams {
         kind: spec.profile.kind(),
         base_url: url,

@@ -63,6 +63,21 @@ impl Schedule {
             .fold(self.start_rate, f64::max)
     }
 
+    /// The highest rate scheduled before `t_s` seconds after the scenario's start (a jump
+    /// at `t_s` itself is after it).
+    pub fn max_rate_before(&self, t_s: f64) -> f64 {
+        self.pieces()
+            .filter(|(t0, _, _, _)| *t0 < t_s)
+            .map(|(t0, t1, r0, r1)| {
+                if t1 <= t_s || t1 == t0 {
+                    r0.max(r1)
+                } else {
+                    r0.max(r0 + (r1 - r0) * (t_s - t0) / (t1 - t0))
+                }
+            })
+            .fold(self.start_rate, f64::max)
+    }
+
     /// Whether the rate never changes (k6's constant-arrival-rate can run it).
     pub fn is_constant(&self) -> bool {
         self.stages.iter().all(|s| s.target == self.start_rate)

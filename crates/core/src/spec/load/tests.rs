@@ -185,18 +185,83 @@ fn bad_rates_are_errors_not_panics() {
 #[test]
 fn vus_follow_littles_law() {
     // 40/s, p99 500 ms: 40 in flight at twice the bound + 5; timeout 5 s: 200 + 5.
-    assert_eq!(size_vus(40.0, 0.5, None), (45, 205, 5000));
-    assert_eq!(size_vus(40.0, 0.5, Some(20)), (20, 20, 5000));
+    assert_eq!(size_vus(40.0, 40.0, 0.5, None), (45, 205, 5000));
+    assert_eq!(size_vus(40.0, 40.0, 0.5, Some(20)), (20, 20, 5000));
     // The timeout is clamped to [1 s, 60 s].
-    assert_eq!(size_vus(10.0, 0.01, None).2, 1000);
-    assert_eq!(size_vus(10.0, 30.0, None).2, 60_000);
+    assert_eq!(size_vus(10.0, 10.0, 0.01, None).2, 1000);
+    assert_eq!(size_vus(10.0, 10.0, 30.0, None).2, 60_000);
+    // Pre-allocated for the start, allowed up to the end.
+    assert_eq!(size_vus(10.0, 40.0, 0.5, None), (15, 205, 5000));
     let l = load(
         json!({"step-ramp": {"start": "10", "step": 10, "step-duration": "10s", "max": "40"}}),
     );
+    // The whole ramp is within its first minute: 40/s.
     assert_eq!(
         (l.pre_allocated_vus, l.max_vus, l.request_timeout_s),
         (45, 205, 5.0)
     );
+}
+
+#[test]
+fn a_ramp_far_past_any_knee_pre_allocates_for_its_first_minute_only() {
+    // 5/s up by 5/s every 20 s to 2,000/s: the first minute runs 5, 10 and 15/s.
+    let l = load(
+        json!({"step-ramp": {"start": "5", "step": 5, "step-duration": "20s", "max": "2000"}}),
+    );
+    assert_eq!(l.schedule.max_rate(), 2000.0);
+    assert_eq!(l.schedule.max_rate_before(PRE_ALLOCATION_S), 15.0);
+    // 15/s × 0.5 s × 2 + 5, not the 2,005 that 2,000/s would pre-allocate.
+    assert_eq!(l.pre_allocated_vus, 20);
+    assert_eq!(l.max_vus, 2000 * 5 + 5);
+    let (_, scenario) = script::scenario(&script::ScriptParams {
+        kind: "step-ramp",
+        base_url: "http://balancer:8080",
+        seed: 1,
+        schedule: &l.schedule,
+        pre_allocated_vus: l.pre_allocated_vus,
+        max_vus: l.max_vus,
+        timeout_ms: 5000,
+    });
+    assert_eq!(scenario["preAllocatedVUs"], 20);
+    assert_eq!(scenario["maxVUs"], 10_005);
+    // A slow start: 0.5/s and up by 0.5/s.
+    let l = load(
+        json!({"step-ramp": {"start": "0.5", "step": 0.5, "step-duration": "60s", "max": "200"}}),
+    );
+    assert_eq!(l.schedule.max_rate_before(PRE_ALLOCATION_S), 0.5);
+    assert_eq!(l.pre_allocated_vus, 6);
+}
+
+#[test]
+fn the_highest_rate_before_an_instant_counts_the_ramps_up_to_it() {
+    let s = Schedule {
+        start_rate: 2.0,
+        stages: vec![
+            Stage {
+                duration_s: 10.0,
+                target: 2.0,
+            },
+            Stage {
+                duration_s: 20.0,
+                target: 12.0,
+            },
+            Stage {
+                duration_s: 0.0,
+                target: 50.0,
+            },
+            Stage {
+                duration_s: 10.0,
+                target: 50.0,
+            },
+        ],
+    };
+    assert_eq!(s.max_rate_before(10.0), 2.0);
+    // Half-way up the linear ramp from 2 to 12.
+    assert_eq!(s.max_rate_before(20.0), 7.0);
+    // The jump at 30 s is not before 30 s.
+    assert_eq!(s.max_rate_before(30.0), 12.0);
+    assert_eq!(s.max_rate_before(30.5), 50.0);
+    assert_eq!(s.max_rate(), 50.0);
 }
 
 #[test]
