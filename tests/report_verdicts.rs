@@ -333,7 +333,7 @@ fn each_verdict_kind_comes_where_the_rows_put_it() {
     );
     let h5 = &judged[4].1;
     assert!(
-        h5.reasons.iter().any(|r| r.contains("lower bound")),
+        h5.reasons.iter().any(|r| r.contains("only a bound")),
         "{:?}",
         h5.reasons
     );

@@ -579,6 +579,8 @@ class RowIndex:
 
 def row_interval(value, unit, note):
     v = value * ROW_UNIT_FACTORS.get(unit, 1.0)
+    if note == rc.BELOW_FIRST_STEP:
+        return (0.0, v)
     return (v, INF) if note else (v, v)
 
 

@@ -41,6 +41,7 @@ SUMMARY_COLUMNS = [
 NONE = "none"
 NOT_REACHED = "not reached"
 CENSORED = "censored at the stop"
+BELOW_FIRST_STEP = "below the first step"
 NOT_OBSERVED = "not observed"
 NOT_RECOVERED = "not recovered"
 NOT_APPLICABLE = "not applicable"
@@ -746,8 +747,10 @@ def compute_run(run_dir: Path):
                 out.add("saturation", steps[-1]["rate"], "1/s", unmet, definition=d)
                 out.add("first_breach", None, "1/s", unmet, definition=d)
             else:
-                sat = steps[first - 1]["rate"] if first > 0 else None
-                out.add("saturation", sat, "1/s", definition=d)
+                if first == 0:
+                    out.add("saturation", steps[0]["rate"], "1/s", BELOW_FIRST_STEP, definition=d)
+                else:
+                    out.add("saturation", steps[first - 1]["rate"], "1/s", definition=d)
                 out.add("first_breach", steps[first]["rate"], "1/s", definition=d)
         met = verdicts["objective-windows"]
         first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use feedbench_core::report::ramp::DEFINITIONS;
-use feedbench_core::report::rows::{number, Row};
+use feedbench_core::report::rows::{number, Row, BELOW_FIRST_STEP};
 use feedbench_core::report::run::RunFigures;
 use feedbench_core::report::summary::{self, SummaryRow};
 use feedbench_core::report::usage::REPLICAS;
@@ -62,6 +62,8 @@ fn show(row: Option<&Row>) -> String {
             };
             if r.note.is_empty() {
                 text
+            } else if r.note == BELOW_FIRST_STEP {
+                format!("below {text}")
             } else {
                 format!("{text} ({})", r.note)
             }

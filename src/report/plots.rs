@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use feedbench_core::report::ramp::DEFINITIONS;
-use feedbench_core::report::rows::{Row, NOT_REACHED};
+use feedbench_core::report::rows::{Row, BELOW_FIRST_STEP, NOT_REACHED};
 use feedbench_core::report::run::RunFigures;
 use feedbench_core::report::summary::SummaryRow;
 use feedbench_core::report::usage::REPLICAS;
@@ -666,6 +666,8 @@ fn ramp(run: &RunFigures, id: String) -> Result<Plot, PlotError> {
                 Some((v, note)) => {
                     let (label, short) = if note == NOT_REACHED {
                         (format!("{d}: ≥ {}, not reached", num(v)), format!("{d} ≥"))
+                    } else if note == BELOW_FIRST_STEP {
+                        (format!("{d}: below {}", num(v)), format!("{d} <"))
                     } else {
                         (format!("{d}: {}", num(v)), d.to_string())
                     };

@@ -337,6 +337,18 @@ class Verdicts(unittest.TestCase):
         v = self.verdict(SAT, sat_calls(), sat_rows([40], [2], note_b="censored at the stop"))
         self.assertEqual(v["verdict"], "not evaluable")
 
+    def test_a_saturation_below_the_first_step_is_an_upper_bound(self):
+        # 40 >= 5 × [0, 5] = [0, 25]: supported whatever the production arm's true value
+        v = self.verdict(SAT, sat_calls(), sat_rows([40], [5], note_b="below the first step"))
+        self.assertEqual(v["verdict"], "supported")
+        self.assertEqual((v["calls"][1]["low"], v["calls"][1]["high"]), (0.0, 5.0))
+        # [0, 5] >= 5 × 2 = 10: not supported
+        v = self.verdict(SAT, sat_calls(), sat_rows([5], [2], note_a="below the first step"))
+        self.assertEqual(v["verdict"], "not supported")
+        # 20 >= 5 × [0, 5]: open
+        v = self.verdict(SAT, sat_calls(), sat_rows([20], [5], note_b="below the first step"))
+        self.assertEqual(v["verdict"], "not evaluable")
+
     def test_a_lower_bound_that_still_decides(self):
         text = "saturation(feed-rs.indexed) >= 20/s"
         calls = [call_of(text, "saturation(feed-rs.indexed)",

@@ -4,7 +4,7 @@
 use super::latency::{quick_p, ratio, within, Stats};
 use super::out::Out;
 use super::read::Req;
-use super::rows::{CENSORED, NOT_REACHED};
+use super::rows::{BELOW_FIRST_STEP, CENSORED, NOT_REACHED};
 use crate::analysis::objective::{self, Bounds};
 use crate::rundir::frame::{FrameObjective, FrameStep};
 
@@ -142,7 +142,10 @@ pub fn rows(
         }
         let (sat, breach) = saturation(&met);
         let rate = |i: Option<usize>| i.map(|i| steps[i].rate);
-        if breach.is_some() {
+        if breach == Some(0) {
+            // The first step already broke it: below that step, an upper bound.
+            x.noted("saturation", rate(breach), "1/s", BELOW_FIRST_STEP);
+        } else if breach.is_some() {
             x.value("saturation", rate(sat), "1/s");
         } else {
             // No step breached: saturation is at least the last step, not measured.
@@ -160,6 +163,7 @@ pub fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::rows::RunKey;
 
     #[test]
     fn saturation_is_the_last_step_met_before_the_first_breach() {
@@ -167,5 +171,63 @@ mod tests {
         assert_eq!(saturation(&[false, true]), (None, Some(0)));
         assert_eq!(saturation(&[true, true]), (Some(1), None));
         assert_eq!(saturation(&[]), (None, None));
+    }
+
+    #[test]
+    fn a_ramp_broken_at_its_first_step_is_below_it_not_empty() {
+        const S: i128 = 1_000_000_000;
+        // Two 10 s steps at 2/s and 4/s, every request 900 ms against a 500 ms bound.
+        let steps: Vec<FrameStep> = [2.0, 4.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &rate)| FrameStep {
+                rate,
+                start_ns: i as i128 * 10 * S,
+                end_ns: (i as i128 + 1) * 10 * S,
+                offered_arrivals: rate * 10.0,
+            })
+            .collect();
+        let reqs: Vec<Req> = steps
+            .iter()
+            .flat_map(|s| {
+                let n = (s.rate * 10.0) as i128;
+                (0..n).map(move |k| Req {
+                    start_ns: s.start_ns + k * 10 * S / n,
+                    end_ns: s.start_ns + k * 10 * S / n + 900_000_000,
+                    status: 200,
+                    duration_ms: 900.0,
+                })
+            })
+            .collect();
+        let o = FrameObjective {
+            p99_ms: 500.0,
+            failed_share: 0.01,
+            window_ns: 10 * S,
+        };
+        let key = RunKey {
+            run: "slow/ramp/r1".into(),
+            contender: "slow".into(),
+            variant: String::new(),
+            profile: "ramp".into(),
+            fault: String::new(),
+            repetition: 1,
+        };
+        let mut out = Out::new(key);
+        rows(&mut out, &reqs, &steps, &o, false);
+        let sat = out
+            .rows
+            .iter()
+            .find(|r| r.definition == "objective-windows" && r.metric == "saturation")
+            .unwrap();
+        assert_eq!(
+            (sat.value, sat.note.as_str()),
+            (Some(2.0), BELOW_FIRST_STEP)
+        );
+        let breach = out
+            .rows
+            .iter()
+            .find(|r| r.definition == "objective-windows" && r.metric == "first_breach")
+            .unwrap();
+        assert_eq!((breach.value, breach.note.as_str()), (Some(2.0), ""));
     }
 }

@@ -33,6 +33,9 @@ pub const NOT_REACHED: &str = "not reached";
 /// A ramp stopped at its knee before a definition breached: its saturation is a lower bound
 /// cut short by the stop.
 pub const CENSORED: &str = "censored at the stop";
+/// A ramp whose first step already broke the definition: its saturation is below that
+/// step's rate (an upper bound), which the row's value holds.
+pub const BELOW_FIRST_STEP: &str = "below the first step";
 pub const NOT_OBSERVED: &str = "not observed";
 pub const NOT_RECOVERED: &str = "not recovered";
 pub const NOT_APPLICABLE: &str = "not applicable";

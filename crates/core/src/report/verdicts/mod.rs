@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::rows::{number, Row};
+use super::rows::{number, Row, BELOW_FIRST_STEP};
 use super::summary::{self, SplitMix64};
 use crate::plan::check::types::At;
 use crate::plan::check::{self, functions, parse, Dim, Query};
@@ -329,7 +329,7 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
         Some(false) => NOT_SUPPORTED,
         None => {
             e.reasons
-                .push("a value that is only a lower bound leaves the check open".to_string());
+                .push("a value that is only a bound (not reached, censored, or below the first step) leaves the check open".to_string());
             NOT_EVALUABLE
         }
     };
@@ -412,12 +412,19 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
                 // The value as metrics.csv writes it, which is what the twin reads back.
                 let written = number(x).parse().unwrap_or(x);
                 let x = written * unit_factor(&row.unit);
-                lows.push(x);
-                highs.push(if row.note.is_empty() {
-                    x
+                // A note on a value makes it a bound: below the first step an upper one
+                // ([0, v]), otherwise (not reached, censored) a lower one ([v, +∞]).
+                if row.note == BELOW_FIRST_STEP {
+                    lows.push(0.0);
+                    highs.push(x);
                 } else {
-                    f64::INFINITY
-                });
+                    lows.push(x);
+                    highs.push(if row.note.is_empty() {
+                        x
+                    } else {
+                        f64::INFINITY
+                    });
+                }
             }
         }
     }
