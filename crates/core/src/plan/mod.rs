@@ -8,6 +8,7 @@ pub mod expand;
 pub mod hash;
 pub mod load;
 pub mod model;
+pub mod scale;
 pub mod select;
 pub mod units;
 pub mod validate;
