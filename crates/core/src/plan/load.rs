@@ -41,11 +41,21 @@ pub enum LoadError {
 
 /// Reads and loads a plan file; relative paths inside it are checked against its directory.
 pub fn load_file(path: &Path, host_cores: Option<f64>) -> Result<LoadedPlan, LoadError> {
-    let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-        file: file.clone(),
+        file: path.display().to_string(),
         source,
     })?;
+    load_bytes(path, bytes, host_cores)
+}
+
+/// Loads the plan file `path` from its contents `bytes` (read once by the caller, who keeps
+/// them: a pilot copies exactly what it loaded).
+pub fn load_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    host_cores: Option<f64>,
+) -> Result<LoadedPlan, LoadError> {
+    let file = path.display().to_string();
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let source = match String::from_utf8(bytes) {
         Ok(s) => s,

@@ -16,5 +16,5 @@ pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use expand::{expand, RunSpec};
-pub use load::{load_file, load_str, LoadError, LoadedPlan};
+pub use load::{load_bytes, load_file, load_str, LoadError, LoadedPlan};
 pub use model::Plan;
