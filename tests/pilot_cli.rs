@@ -206,6 +206,20 @@ fn the_audit_lists_pilots_apart_from_the_study() {
         md.stdout
     );
 
+    // `feedbench status` counts them, apart from the study's runs.
+    let st = assert_cmd::Command::cargo_bin("feedbench")
+        .unwrap()
+        .current_dir(repo.dir.path())
+        .args(["status", PLAN, "--results", "results"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&st.stdout);
+    assert!(st.status.success(), "{text}");
+    assert!(
+        text.contains("2 pilot(s) in `results/tiny/pilots`, apart from the study's runs"),
+        "{text}"
+    );
+
     // A pilot area linked out of the study directory is a line, never read.
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), study.join(PILOTS).join("003")).unwrap();
