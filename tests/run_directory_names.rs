@@ -29,6 +29,9 @@ fn names() -> Vec<&'static str> {
         layout::INTERRUPTED,
         layout::ABORTED,
         layout::SUPERSEDED,
+        layout::PILOTS,
+        layout::PILOT_RECORD,
+        layout::PILOT_PLAN,
     ]);
     v
 }

@@ -266,6 +266,7 @@ impl Study {
             runs: &self.runs,
             selected: &self.runs,
             results: self.results.path(),
+            dir: None,
             registration: &self.git,
             resume,
             amend,
@@ -592,4 +593,98 @@ async fn an_amendment_supersedes_exactly_what_it_touched() {
         .dir()
         .join("_superseded/caddy_ramp_r1/manifest.json")
         .is_file());
+}
+
+#[tokio::test]
+async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_alone() {
+    use feedbench::ledger::layout::{pilot_dir, PILOT_RECORD};
+    use feedbench::plan::scale::{scale_loaded, Scale};
+    use feedbench::plan::select::with_dependencies;
+    use feedbench::study::{open_area, PilotRequest};
+
+    let study = Study::new(&repo().join(PLAN));
+    let text = std::fs::read(repo().join(PLAN)).unwrap();
+    let scale = Scale::new(0.25).unwrap();
+    let scaled = scale_loaded(&study.loaded, &String::from_utf8_lossy(&text), scale, None).unwrap();
+    let runs = expand(&scaled.plan);
+    let selected = with_dependencies(&runs, Some("nginx/baseline*"));
+    let git = Git {
+        clean: Some(false),
+        ..registered()
+    };
+    let pilot = async |fake: &Fake| {
+        let pilot = open_area(&PilotRequest {
+            scaled: &scaled,
+            plan_text: &text,
+            scale,
+            only: Some("nginx/baseline*"),
+            selected: &selected,
+            results: study.results.path(),
+            git: &git,
+        })
+        .unwrap();
+        let request = StudyRequest {
+            loaded: &pilot.loaded,
+            runs: &runs,
+            selected: &selected,
+            results: study.results.path(),
+            dir: Some(&pilot.dir),
+            registration: &git,
+            resume: false,
+            amend: None,
+            allow_uncommitted: true,
+        };
+        let mut seen = Collect::default();
+        let mut session = Session::open(&request, &mut seen).unwrap();
+        let result = run_study(&mut session, &request, fake, &mut never()).await;
+        (pilot, result)
+    };
+    let fake = Fake::default();
+    let (one, result) = pilot(&fake).await;
+    result.unwrap();
+    assert_eq!(one.number, 1);
+    assert_eq!(one.dir, pilot_dir(&study.dir(), 1));
+    assert_eq!(
+        fake.log(),
+        [
+            "gate nginx",
+            "execute nginx/ramp/r1",
+            "execute nginx/baseline+replica-kill/r1 at 70% of 100",
+        ]
+    );
+    // Its own journal, with the plan's state; nothing in the study's own place.
+    let j = journal::read(&one.dir.join(journal::FILE)).unwrap();
+    let kinds: Vec<String> = j.events().map(kind).collect();
+    assert_eq!(
+        kinds[..2],
+        ["uncommitted-plan", "study-started"],
+        "{kinds:?}"
+    );
+    assert_eq!(count(&kinds, "run-finished"), 2, "{kinds:?}");
+    assert!(!study.dir().join(journal::FILE).exists());
+    // Its runs ran under the pilot's name, in containers no study's run can have.
+    let m = Manifest::read(&one.dir.join("runs/nginx_ramp_r1"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.study, "runner.pilot-1");
+    assert_eq!(m.plan_hash, study.loaded.plan_hash);
+    assert!(
+        m.images
+            .iter()
+            .all(|i| i.container.starts_with("fb-runner.pilot-1-")),
+        "{:?}",
+        m.images
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(one.dir.join(PILOT_RECORD)).unwrap()).unwrap();
+    assert_eq!(record["scale"], 0.25);
+    assert_eq!(record["runs"].as_array().unwrap().len(), 2);
+
+    // A second pilot takes the next number; the study itself then runs without --resume.
+    let (two, result) = pilot(&Fake::default()).await;
+    result.unwrap();
+    assert_eq!(two.number, 2);
+    let (result, _) = study.run(&Fake::default(), &mut never(), false, None).await;
+    result.unwrap();
+    assert!(study.dir().join(journal::FILE).exists());
 }

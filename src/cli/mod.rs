@@ -6,6 +6,7 @@ mod clean;
 mod decide;
 mod deploy;
 pub mod images;
+mod pilot;
 mod plan;
 mod report;
 mod run;
@@ -36,6 +37,8 @@ pub enum Command {
     Schema(schema::SchemaArgs),
     /// Execute a plan's runs.
     Run(run::RunArgs),
+    /// Run selected runs of a plan, shortened by a scale, into a pilot area of the study.
+    Pilot(pilot::PilotArgs),
     /// Every planned run's state in the study's ledger, and counts.
     Status(status::StatusArgs),
     /// Set a completed run aside as invalid, with a person's reason.
@@ -63,6 +66,7 @@ impl Cli {
             Command::Plan(a) => a.exec(&mut out),
             Command::Schema(a) => a.exec(&mut out),
             Command::Run(a) => a.exec(),
+            Command::Pilot(a) => a.exec(),
             Command::Status(a) => a.exec(&mut out),
             Command::Invalidate(a) => a.exec(decide::Decision::Invalidate),
             Command::Skip(a) => a.exec(decide::Decision::Skip),

@@ -48,7 +48,7 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     crate::plan::select::matches(pattern, text)
 }
 
-mod show;
+pub(super) mod show;
 
 impl RunArgs {
     pub fn exec(self) -> Result<(), CliError> {
@@ -73,6 +73,7 @@ impl RunArgs {
             runs: &runs,
             selected: &selected,
             results: &self.results,
+            dir: None,
             registration: &registration,
             resume: self.resume,
             amend: self.amend.as_deref(),

@@ -36,6 +36,9 @@ impl StatusArgs {
         let hours = crate::ledger::hours::split(&entries, &mut |dir| {
             crate::ledger::hours::phases_in(&study_dir.join(dir))
         });
+        let pilots = crate::audit::pilots::PilotAreas::read(&study_dir)
+            .areas
+            .len();
         if self.format == Format::Json {
             let v = serde_json::json!({
                 "format_version": 1,
@@ -48,6 +51,7 @@ impl StatusArgs {
                 "counts": c,
                 "time": hours,
                 "unreadable_journal_lines": bad,
+                "pilots": pilots,
             });
             writeln!(
                 out,
@@ -67,6 +71,12 @@ impl StatusArgs {
             text.push_str(&format!(
                 "no journal at `{}`: nothing has run\n",
                 study_dir.join(journal::FILE).display()
+            ));
+        }
+        if pilots > 0 {
+            text.push_str(&format!(
+                "{pilots} pilot(s) in `{}`, apart from the study's runs; `feedbench audit` lists them\n",
+                study_dir.join(crate::ledger::layout::PILOTS).display()
             ));
         }
         if let Some(ch) = &change {

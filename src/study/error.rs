@@ -2,6 +2,7 @@
 //! usage, nothing recorded) or a failure while it ran.
 
 use crate::ledger::files::FileError;
+use crate::ledger::pilot::PilotError;
 use crate::run::lock::LockError;
 use crate::run::settle::SettleError;
 use crate::rundir::record::RecordError;
@@ -29,6 +30,8 @@ pub enum StudyError {
     Settle(#[from] SettleError),
     #[error(transparent)]
     Testbed(#[from] TestbedError),
+    #[error(transparent)]
+    Pilot(#[from] PilotError),
 }
 
 impl StudyError {

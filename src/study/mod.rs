@@ -7,13 +7,15 @@
 //! `StudyEvent` to a `Reporter` (the command line has a human and a JSON one). The engine
 //! is behind `Testbed`, so this policy is tested with a fake testbed (tests/study_runner.rs)
 //! as well as on Docker (tests/ledger_docker.rs). `decide` records a person's decision about
-//! a run (`feedbench invalidate`, `feedbench skip`).
+//! a run (`feedbench invalidate`, `feedbench skip`). `pilot` opens a pilot's area, where
+//! the same runner runs a scaled plan (`feedbench pilot`).
 
 mod decide;
 mod dependencies;
 mod error;
 mod gate;
 mod interrupt;
+mod pilot;
 mod reporter;
 mod runner;
 mod session;
@@ -22,6 +24,7 @@ mod testbed;
 pub use decide::{decide, Decision};
 pub use error::StudyError;
 pub use interrupt::Interrupt;
+pub use pilot::{open_area, Pilot, PilotRequest};
 pub use reporter::{Reporter, StudyEvent};
 pub use runner::{run_study, StudyRequest};
 pub use session::Session;

@@ -39,6 +39,8 @@ pub struct StudyRequest<'a> {
     pub selected: &'a [RunSpec],
     /// Where study directories go (`results/`).
     pub results: &'a Path,
+    /// The study's directory when it is not `results/<study>/`: a pilot's area.
+    pub dir: Option<&'a Path>,
     /// The plan's registration in git.
     pub registration: &'a Git,
     pub resume: bool,

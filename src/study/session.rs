@@ -54,7 +54,10 @@ impl<'r> Session<'r> {
             )));
         }
         let study = loaded.plan.study.name.to_string();
-        let dir = request.results.join(&study);
+        let dir = match request.dir {
+            Some(d) => d.to_path_buf(),
+            None => request.results.join(&study),
+        };
         let lock = lock_study(&dir, &study)?;
         let journal_path = dir.join(journal::FILE);
         let journal = journal::read(&journal_path)?;

@@ -25,6 +25,8 @@ pub enum FixtureError {
     Manifest(#[from] ManifestError),
     #[error(transparent)]
     File(#[from] FileError),
+    #[error(transparent)]
+    Pilot(#[from] crate::ledger::pilot::PilotError),
 }
 
 /// A study being written.
@@ -92,6 +94,50 @@ impl Fixture {
             runs_planned: runs.len(),
             runs_to_do: runs.iter().map(|r| r.id.clone()).collect(),
         })?;
+        Ok(f)
+    }
+
+    /// Starts a pilot of `study` in its next area under `study_dir` (`pilots/<NNN>/`), as
+    /// `feedbench pilot` does: its record (with `runs`, at `scale`) and plan copy, then its
+    /// own journal under the pilot's name, with `uncommitted-plan` when `git` is not clean.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pilot(
+        study_dir: &Path,
+        study: &str,
+        plan_file: &str,
+        plan_hash: &str,
+        git: Git,
+        runs: &[RunSpec],
+        scale: f64,
+        only: Option<&str>,
+    ) -> Result<Fixture, FixtureError> {
+        use crate::ledger::pilot::{self, PilotRecord, PilotRun};
+        let (number, dir) = pilot::claim(study_dir)?;
+        let name = layout::pilot_study(study, number);
+        let record = PilotRecord {
+            format_version: pilot::FORMAT_VERSION,
+            number,
+            study: study.into(),
+            name: name.clone(),
+            plan_file: plan_file.into(),
+            plan_hash: plan_hash.into(),
+            git: git.clone(),
+            scale,
+            only: only.map(String::from),
+            runs: runs
+                .iter()
+                .map(|r| PilotRun {
+                    run: r.id.clone(),
+                    run_hash: r.run_hash.clone(),
+                })
+                .collect(),
+            created_wall_ns: journal::unix_ns().to_string(),
+        };
+        pilot::write(&dir, &record, b"# the plan as it was\n")?;
+        let mut f = Fixture::start_with(&dir, &name, plan_file, plan_hash, git, runs)?;
+        if f.git.clean != Some(true) {
+            f.declare_uncommitted()?;
+        }
         Ok(f)
     }
 

@@ -3,12 +3,14 @@
 //! every departure of the results from the plan, declared or not.
 //!
 //! `history` reads the plan's versions from git, `study` reads the study directory, `check`
-//! compares them (pure), `report` is the outcome and its Markdown; `fixture` writes studies
-//! with the ledger's own writers, for tests.
+//! compares them (pure), `report` is the outcome and its Markdown; `pilots` lists the
+//! study's pilots, exploration before registration, apart from every check; `fixture`
+//! writes studies with the ledger's own writers, for tests.
 
 pub mod check;
 pub mod fixture;
 pub mod history;
+pub mod pilots;
 pub mod report;
 pub mod study;
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::history::{short, FieldChange, Rev};
+use super::pilots::Exploration;
 use crate::ledger::journal::RunChange;
 use crate::ledger::state::{RunState, RunStatus};
 
@@ -33,6 +34,9 @@ pub struct Report {
     /// Departures (declared or not) and gaps, item by item.
     pub deviations: Vec<Item>,
     pub summary: Summary,
+    /// The study's pilots (`feedbench pilot`): exploration before registration, listed
+    /// apart; they are not the study's runs and fail nothing.
+    pub exploration: Exploration,
 }
 
 /// One version of the plan.
@@ -273,6 +277,20 @@ impl Report {
                 r.state.label(),
                 state_detail(r).replace('|', "\\|")
             )?;
+        }
+        let x = &self.exploration;
+        if !x.pilots.is_empty() || !x.problems.is_empty() {
+            writeln!(s, "\n### Exploration before registration\n")?;
+            writeln!(
+                s,
+                "Pilots (`feedbench pilot`), each in its own area with its own journal: not the study's runs, and no departure.\n"
+            )?;
+            for p in &x.pilots {
+                writeln!(s, "- {}", p.line())?;
+            }
+            for p in &x.problems {
+                writeln!(s, "- Unreadable: {p}.")?;
+            }
         }
         Ok(())
     }

@@ -1,10 +1,12 @@
 //! What a study directory holds, read once: the journal, every run directory in `runs/` and
 //! in the areas runs are moved to, each directory's manifest checked against its files, and
-//! whether each directory the journal names is there.
+//! whether each directory the journal names is there; and the pilot areas under `pilots/`,
+//! which are not the study's runs (`pilots`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::pilots::PilotAreas;
 use crate::ledger::files::{fail, FileError};
 use crate::ledger::journal::{self, Event, Journal};
 use crate::ledger::layout::RUNS;
@@ -30,6 +32,8 @@ pub struct StudyFiles {
     pub run_dirs: Vec<RunDir>,
     /// Every directory the journal names, and whether it is there.
     pub journal_dirs: BTreeMap<String, bool>,
+    /// The study's pilot areas, read apart from its runs.
+    pub pilots: PilotAreas,
 }
 
 /// Whether a top-level entry of the study directory holds run directories: `runs/` and the
@@ -94,6 +98,7 @@ impl StudyFiles {
             journal,
             run_dirs,
             journal_dirs,
+            pilots: PilotAreas::read(dir),
         })
     }
 }

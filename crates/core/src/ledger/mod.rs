@@ -6,6 +6,7 @@ pub mod hours;
 pub mod journal;
 pub use crate::rundir::layout;
 pub mod manifest;
+pub mod pilot;
 pub mod state;
 
 pub use journal::{Decider, Event, Evidence};

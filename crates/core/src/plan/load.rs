@@ -8,7 +8,7 @@ use super::de::from_node;
 use super::diagnostic::{Diagnostic, Severity};
 use super::hash::plan_hash;
 use super::model::Plan;
-use super::validate::{validate, Context};
+use super::validate::{validate, Context, Finding};
 use super::yaml::{parse, Positions};
 
 /// A plan that loaded and validated, with its hash and its warnings.
@@ -41,11 +41,21 @@ pub enum LoadError {
 
 /// Reads and loads a plan file; relative paths inside it are checked against its directory.
 pub fn load_file(path: &Path, host_cores: Option<f64>) -> Result<LoadedPlan, LoadError> {
-    let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-        file: file.clone(),
+        file: path.display().to_string(),
         source,
     })?;
+    load_bytes(path, bytes, host_cores)
+}
+
+/// Loads the plan file `path` from its contents `bytes` (read once by the caller, who keeps
+/// them: a pilot copies exactly what it loaded).
+pub fn load_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    host_cores: Option<f64>,
+) -> Result<LoadedPlan, LoadError> {
+    let file = path.display().to_string();
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let source = match String::from_utf8(bytes) {
         Ok(s) => s,
@@ -78,6 +88,26 @@ pub fn load_file(path: &Path, host_cores: Option<f64>) -> Result<LoadedPlan, Loa
     Ok(loaded)
 }
 
+/// Validation's findings as diagnostics at the positions of `source`'s values (or keys).
+pub(crate) fn place(
+    file: &str,
+    source: &str,
+    positions: &Positions,
+    findings: Vec<Finding>,
+) -> Vec<Diagnostic> {
+    findings
+        .into_iter()
+        .map(|f| {
+            let mark = match (f.at_key, f.offset) {
+                (true, _) => positions.key(&f.path),
+                (false, None) => positions.value(&f.path),
+                (false, Some(offset)) => locate(source, positions.value(&f.path), offset),
+            };
+            Diagnostic::new(f.severity, file, mark, f.path, f.message).with_hint(f.hint)
+        })
+        .collect()
+}
+
 /// Loads a plan from text; `file` names it in diagnostics.
 pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, LoadError> {
     let invalid = |d: Diagnostic| LoadError::Invalid {
@@ -107,17 +137,7 @@ pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, L
         )
     })?;
     let positions = Positions::index(&root);
-    let mut diagnostics: Vec<Diagnostic> = validate(&plan, ctx)
-        .into_iter()
-        .map(|f| {
-            let mark = match (f.at_key, f.offset) {
-                (true, _) => positions.key(&f.path),
-                (false, None) => positions.value(&f.path),
-                (false, Some(offset)) => locate(source, positions.value(&f.path), offset),
-            };
-            Diagnostic::new(f.severity, file, mark, f.path, f.message).with_hint(f.hint)
-        })
-        .collect();
+    let mut diagnostics = place(file, source, &positions, validate(&plan, ctx));
     let hash = match plan_hash(&root) {
         Ok(h) => Some(h),
         Err(e) => {

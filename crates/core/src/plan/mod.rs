@@ -8,6 +8,7 @@ pub mod expand;
 pub mod hash;
 pub mod load;
 pub mod model;
+pub mod scale;
 pub mod select;
 pub mod units;
 pub mod validate;
@@ -15,5 +16,5 @@ pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use expand::{expand, RunSpec};
-pub use load::{load_file, load_str, LoadError, LoadedPlan};
+pub use load::{load_bytes, load_file, load_str, LoadError, LoadedPlan};
 pub use model::Plan;

@@ -1,4 +1,9 @@
-//! Picking runs by id: the `*`/`?` wildcard match behind `feedbench run --only`.
+//! Picking runs by id: the `*`/`?` wildcard match behind `feedbench run --only`, and the
+//! runs a selection needs (those its runs take a rate from), for a fresh pilot area.
+
+use std::collections::BTreeSet;
+
+use super::RunSpec;
 
 /// Does `pattern` match the whole of `text`? `*` matches any run of characters (none
 /// included), `?` exactly one, anything else itself. Run ids are ASCII, so a character is a
@@ -34,6 +39,32 @@ pub fn matches(pattern: &str, text: &str) -> bool {
         }
     }
     p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// The runs `pattern` matches (all without one) and every run they depend on, transitively,
+/// in plan order.
+pub fn with_dependencies(runs: &[RunSpec], pattern: Option<&str>) -> Vec<RunSpec> {
+    let mut wanted: BTreeSet<&str> = runs
+        .iter()
+        .filter(|r| pattern.is_none_or(|p| matches(p, &r.id)))
+        .map(|r| r.id.as_str())
+        .collect();
+    loop {
+        let more: Vec<&str> = runs
+            .iter()
+            .filter(|r| wanted.contains(r.id.as_str()))
+            .flat_map(|r| r.depends_on.iter().map(String::as_str))
+            .filter(|d| !wanted.contains(d))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        wanted.extend(more);
+    }
+    runs.iter()
+        .filter(|r| wanted.contains(r.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -122,5 +153,34 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod dependency_tests {
+    use super::with_dependencies;
+    use crate::plan::{expand, load_str, validate::Context};
+
+    #[test]
+    fn a_selection_brings_the_ramps_its_rates_come_from() {
+        let text = include_str!("../../../../tests/plans/valid/minimal.yaml");
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        let runs = expand(&load_str("t.yaml", text, &ctx).unwrap().plan);
+        let ids = |p| -> Vec<String> {
+            with_dependencies(&runs, p)
+                .into_iter()
+                .map(|r| r.id)
+                .collect()
+        };
+        assert_eq!(
+            ids(Some("svc/baseline+db-cut/r2")),
+            ["svc/ramp/r2", "svc/baseline+db-cut/r2"]
+        );
+        assert_eq!(ids(Some("svc/ramp/r1")), ["svc/ramp/r1"]);
+        assert!(ids(Some("nothing")).is_empty());
+        assert_eq!(ids(None).len(), runs.len());
     }
 }

@@ -2,7 +2,8 @@
 //! for runs that stand, and the areas runs are moved to when they do not
 //! (`_invalid_<reason>/`, `_interrupted/`, `_aborted/`, `_superseded/`). Nothing is deleted
 //! or overwritten: a name already taken gets `.2`, `.3`… (`unused`, read back by
-//! `is_copy_of`). Paths in the journal are relative to the study directory.
+//! `is_copy_of`). Paths in the journal are relative to the study directory. A pilot's area,
+//! `pilots/<NNN>/`, is laid out as a study directory, with its record and its plan's copy.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,34 @@ pub const RUNS: &str = "runs";
 pub const INTERRUPTED: &str = "_interrupted";
 pub const ABORTED: &str = "_aborted";
 pub const SUPERSEDED: &str = "_superseded";
+/// The study's pilots (`feedbench pilot`), one area each, apart from the study's own runs
+/// (not `_…`: the audit reads every `_…` directory as a study's run area).
+pub const PILOTS: &str = "pilots";
+/// A pilot area's record: what ran, from which plan, at which scale (`ledger::pilot`).
+pub const PILOT_RECORD: &str = "pilot.json";
+/// A pilot area's copy of the plan file as it was when the pilot ran.
+pub const PILOT_PLAN: &str = "plan.yaml";
+
+/// The area of pilot `n` of the study in `study`: `pilots/003/`.
+pub fn pilot_dir(study: &Path, n: u32) -> PathBuf {
+    study.join(PILOTS).join(format!("{n:03}"))
+}
+
+/// The pilot number an area's directory name spells (`003` → 3), if it spells one.
+pub fn pilot_number(name: &str) -> Option<u32> {
+    if name.len() >= 3 && name.bytes().all(|b| b.is_ascii_digit()) {
+        name.parse().ok().filter(|&n| n > 0)
+    } else {
+        None
+    }
+}
+
+/// The name pilot `n` of `study` runs under (its containers, network and labels):
+/// `<study>.pilot-<n>`. A plan's study name has no `.`, so no study's own runs, and no
+/// other study's, can ever carry it.
+pub fn pilot_study(study: &str, n: u32) -> String {
+    format!("{study}.pilot-{n}")
+}
 
 /// The directory of a run that stands (or is under way).
 pub fn run_dir(study: &Path, run: &str) -> PathBuf {
@@ -70,6 +99,23 @@ mod tests {
             relative(s, &run_dir(s, "feed-rs/ramp/r1")),
             "runs/feed-rs_ramp_r1"
         );
+    }
+
+    #[test]
+    fn pilot_areas_are_numbered_apart_from_the_runs() {
+        let s = Path::new("/r/smoke");
+        assert_eq!(relative(s, &pilot_dir(s, 3)), "pilots/003");
+        assert_eq!(relative(s, &pilot_dir(s, 1234)), "pilots/1234");
+        assert_eq!(pilot_number("003"), Some(3));
+        assert_eq!(pilot_number("1234"), Some(1234));
+        for name in ["3", "03", "000", "00a", "", "003.2", "-01"] {
+            assert_eq!(pilot_number(name), None, "{name}");
+        }
+        assert_eq!(pilot_study("smoke", 3), "smoke.pilot-3");
+        assert!(pilot_study("smoke", 3)
+            .parse::<crate::plan::units::Name>()
+            .is_err());
+        assert!(!PILOTS.starts_with('_') && PILOTS != RUNS);
     }
 
     #[test]

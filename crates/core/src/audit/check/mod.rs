@@ -199,6 +199,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
         runs: gaps.runs,
         deviations: items,
         summary,
+        exploration: super::pilots::exploration(history, &study.pilots),
     }
 }
 

@@ -1,0 +1,164 @@
+//! `feedbench pilot <PLAN>`: selected runs of a plan that need not be committed, shortened by
+//! `--scale`, run by the study runner into a pilot area of their own
+//! (results/<study>/pilots/<NNN>/, with its own journal), apart from the study's runs; the
+//! audit lists pilots as exploration before registration. Wiring only: the scaling is
+//! `plan::scale`'s, the area `study::open_area`'s, the runs `study::run_study`'s.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{CliError, Format};
+use crate::engine::runtime::Runtime;
+use crate::plan::scale::{scale_loaded, Scale};
+use crate::plan::select::with_dependencies;
+use crate::plan::{expand, load_bytes, LoadError, Severity};
+use crate::study::{
+    open_area, run_study, DockerTestbed, Interrupt, PilotRequest, Session, StudyRequest,
+};
+
+#[derive(Debug, clap::Args)]
+pub struct PilotArgs {
+    /// The plan file; it need not be committed (the pilot records its git state).
+    pub plan: PathBuf,
+    /// Only runs whose id matches this pattern (`*` any characters, `?` one); the runs they
+    /// take a rate from run too.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Multiply every duration that makes a run long by this fraction, in (0, 1]
+    /// (docs/plan.md, "Scaling a plan for a pilot").
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub scale: String,
+    /// Where study results are; pilots go to DIR/<study>/pilots/<NNN>/.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
+    /// Use the images as they are instead of building missing or stale ones first.
+    #[arg(long)]
+    pub no_build: bool,
+    /// `json` prints the pilot's area, then every event and journal line, as JSON lines.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+impl PilotArgs {
+    pub fn exec(self) -> Result<(), CliError> {
+        let scale: Scale = self
+            .scale
+            .parse()
+            .map_err(|e: crate::plan::scale::ScaleError| CliError::invalid(e.to_string()))?;
+        let bytes = std::fs::read(&self.plan).map_err(|source| LoadError::Read {
+            file: self.plan.display().to_string(),
+            source,
+        })?;
+        let cores = super::local_cores();
+        let loaded = load_bytes(&self.plan, bytes.clone(), cores)?;
+        let source = String::from_utf8_lossy(&bytes);
+        let scaled = scale_loaded(&loaded, &source, scale, cores).map_err(|e| match e {
+            LoadError::Invalid { diagnostics, .. } => CliError::Invalid(
+                format!(
+                    "at --scale {scale}, `{}` is not a valid plan: choose a larger scale, or change the plan",
+                    loaded.file
+                ),
+                diagnostics,
+            ),
+            other => other.into(),
+        })?;
+        let runs = expand(&scaled.plan);
+        let selected = with_dependencies(&runs, self.only.as_deref());
+        if selected.is_empty() {
+            return Err(CliError::invalid(format!(
+                "--only: no run of `{}` matches `{}`; see its runs with `feedbench plan {}`",
+                loaded.file,
+                self.only.clone().unwrap_or_default(),
+                loaded.file
+            )));
+        }
+        let json = self.format == Format::Json;
+        if !json {
+            for w in scaled
+                .warnings
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+            {
+                eprintln!("warning: at --scale {scale}: {w}");
+            }
+        }
+        let git = crate::git::registration(&self.plan).map_err(|e| CliError::Failure(e.into()))?;
+        if !self.no_build {
+            let recipes = super::images::plan_recipes(&self.plan)?;
+            let args = super::images::BuildArgs {
+                plan: None,
+                force: false,
+                only: Vec::new(),
+                repo_root: None,
+            };
+            args.exec_with(recipes).map_err(CliError::Failure)?;
+        }
+        let pilot = open_area(&PilotRequest {
+            scaled: &scaled,
+            plan_text: &bytes,
+            scale,
+            only: self.only.as_deref(),
+            selected: &selected,
+            results: &self.results,
+            git: &git,
+        })
+        .map_err(super::run::study_error)?;
+        announce(json, &pilot)?;
+        let request = StudyRequest {
+            loaded: &pilot.loaded,
+            runs: &runs,
+            selected: &selected,
+            results: &self.results,
+            dir: Some(&pilot.dir),
+            registration: &git,
+            resume: false,
+            amend: None,
+            allow_uncommitted: true,
+        };
+        let mut reporter = super::run::show::Show { json };
+        let mut session =
+            Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
+        super::block_on(async move {
+            let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
+            let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
+            let testbed = DockerTestbed { rt };
+            run_study(&mut session, &request, &testbed, &mut interrupt)
+                .await
+                .map_err(super::run::study_error)
+        })
+    }
+}
+
+/// Where the pilot goes and under which name: on stderr, or as a JSON line on stdout.
+fn announce(json: bool, pilot: &crate::study::Pilot) -> Result<(), CliError> {
+    let r = &pilot.record;
+    if json {
+        let v = serde_json::json!({
+            "event": "pilot-opened",
+            "number": r.number,
+            "dir": pilot.dir.display().to_string(),
+            "name": r.name,
+            "scale": r.scale,
+            "plan_hash": r.plan_hash,
+            "git_clean": r.git.clean,
+            "runs": r.runs.iter().map(|x| &x.run).collect::<Vec<_>>(),
+        });
+        writeln!(std::io::stdout().lock(), "{v}")?;
+    } else {
+        eprintln!(
+            "pilot {} of study `{}` at scale {} in `{}`, as `{}`: {} run(s)",
+            r.number,
+            r.study,
+            r.scale,
+            pilot.dir.display(),
+            r.name,
+            r.runs.len()
+        );
+    }
+    Ok(())
+}
