@@ -70,6 +70,19 @@ pub fn with_builtins(root: &Path, extra: Vec<ImageRecipe>) -> Vec<ImageRecipe> {
     recipes
 }
 
+/// Builds the images `plan` names (its recipes and the built-in ones) that are missing or
+/// stale, as `feedbench run` and `feedbench pilot` do before they run.
+pub fn build_plan_images(plan: &Path) -> Result<(), super::CliError> {
+    let recipes = plan_recipes(plan)?;
+    let args = BuildArgs {
+        plan: None,
+        force: false,
+        only: Vec::new(),
+        repo_root: None,
+    };
+    args.exec_with(recipes).map_err(super::CliError::Failure)
+}
+
 /// Every image the plan declares with a `build:` recipe, with paths resolved against the
 /// plan's directory.
 pub fn plan_recipes(plan: &Path) -> Result<Vec<ImageRecipe>, super::CliError> {

@@ -89,14 +89,7 @@ impl PilotArgs {
         }
         let git = crate::git::registration(&self.plan).map_err(|e| CliError::Failure(e.into()))?;
         if !self.no_build {
-            let recipes = super::images::plan_recipes(&self.plan)?;
-            let args = super::images::BuildArgs {
-                plan: None,
-                force: false,
-                only: Vec::new(),
-                repo_root: None,
-            };
-            args.exec_with(recipes).map_err(CliError::Failure)?;
+            super::images::build_plan_images(&self.plan)?;
         }
         let pilot = open_area(&PilotRequest {
             scaled: &scaled,

@@ -85,14 +85,7 @@ impl RunArgs {
         // Opened (and refused, if it must be) before images are built or the engine asked.
         let mut session = Session::open(&request, &mut reporter).map_err(study_error)?;
         if !self.no_build {
-            let recipes = super::images::plan_recipes(&self.plan)?;
-            let args = super::images::BuildArgs {
-                plan: None,
-                force: false,
-                only: Vec::new(),
-                repo_root: None,
-            };
-            args.exec_with(recipes).map_err(CliError::Failure)?;
+            super::images::build_plan_images(&self.plan)?;
         }
         super::block_on(async move {
             let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
