@@ -140,6 +140,14 @@ fn study_with_a_production_mutant() -> (LoadedPlan, Vec<RunSpec>) {
         serde_yaml::from_str("c2").unwrap(),
     );
     rs.variants.insert("production-c2".parse().unwrap(), mutant);
+    // It runs where the production arms run: the slow ramp.
+    for entry in &mut loaded.plan.matrix.runs {
+        if let Some(list) = entry.contenders.as_mut() {
+            if list.iter().any(|c| c == "feed-rs.production") {
+                list.push("feed-rs.production-c2".into());
+            }
+        }
+    }
     let runs = feedbench::plan::expand(&loaded.plan);
     (loaded, runs)
 }
