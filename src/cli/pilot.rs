@@ -8,13 +8,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{CliError, Format};
-use crate::engine::runtime::Runtime;
 use crate::plan::scale::{scale_loaded, Scale};
 use crate::plan::select::with_dependencies;
 use crate::plan::{expand, load_bytes, LoadError, Severity};
-use crate::study::{
-    open_area, run_study, DockerTestbed, Interrupt, PilotRequest, Session, StudyRequest,
-};
+use crate::study::{open_area, PilotRequest, Session, StudyRequest};
 
 #[derive(Debug, clap::Args)]
 pub struct PilotArgs {
@@ -116,14 +113,7 @@ impl PilotArgs {
         let mut reporter = super::run::show::Show { json };
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
-        super::block_on(async move {
-            let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-            let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
-            let testbed = DockerTestbed { rt };
-            run_study(&mut session, &request, &testbed, &mut interrupt)
-                .await
-                .map_err(super::run::study_error)
-        })
+        super::run::run_on_engine(&mut session, &request)
     }
 }
 

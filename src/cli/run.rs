@@ -87,15 +87,24 @@ impl RunArgs {
         if !self.no_build {
             super::images::build_plan_images(&self.plan)?;
         }
-        super::block_on(async move {
-            let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-            let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
-            let testbed = DockerTestbed { rt };
-            run_study(&mut session, &request, &testbed, &mut interrupt)
-                .await
-                .map_err(study_error)
-        })
+        run_on_engine(&mut session, &request)
     }
+}
+
+/// Runs an opened study's request on the local engine, stopping cleanly on a signal: what
+/// `feedbench run` and `feedbench pilot` do once their session is open.
+pub(super) fn run_on_engine(
+    session: &mut Session<'_>,
+    request: &StudyRequest<'_>,
+) -> Result<(), CliError> {
+    super::block_on(async move {
+        let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
+        let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
+        let testbed = DockerTestbed { rt };
+        run_study(session, request, &testbed, &mut interrupt)
+            .await
+            .map_err(study_error)
+    })
 }
 
 /// A refusal is bad input or usage (exit 2); anything else is a failure (exit 1).
