@@ -219,3 +219,89 @@ async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
     checks.unwrap();
     assert_eq!(left, (vec![], vec![]));
 }
+
+/// A volume the engine says is in use (409) while `clean` runs: held by a container that is
+/// removed a moment later (as when a killed feedbench's last requests complete after the
+/// first pass), `clean` waits for it and removes the volume; held by a container that never
+/// goes (it lacks the study's label, so `clean` may not remove it), `clean` fails naming the
+/// volume after its passes, rather than leaving it silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine"]
+async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held() {
+    use bollard::container::{Config, CreateContainerOptions, RemoveContainerOptions};
+    use bollard::models::HostConfig;
+    use bollard::volume::CreateVolumeOptions;
+    const HELD: &str = "test-clean-held";
+    let rt = common::engine().await;
+    common::infrastructure_images().await;
+    let docker = rt.docker().clone();
+    let holder = format!("{HELD}-holder");
+    let volume = format!("{HELD}-data");
+    let remove_holder = |docker: bollard::Docker, name: String| async move {
+        let options = RemoveContainerOptions {
+            force: true,
+            ..Default::default()
+        };
+        let _ = docker.remove_container(&name, Some(options)).await;
+    };
+    remove_holder(docker.clone(), holder.clone()).await;
+    rt.clean(Some(HELD)).await.unwrap();
+    let hold = || async {
+        let labels = [(
+            feedbench::engine::topology::LABEL_STUDY.to_string(),
+            HELD.to_string(),
+        )]
+        .into();
+        docker
+            .create_volume(CreateVolumeOptions {
+                name: volume.clone(),
+                labels,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        // Created, not started: it holds the volume all the same. No study label.
+        let config = Config {
+            image: Some("feedbench/stress:0.15".to_string()),
+            host_config: Some(HostConfig {
+                binds: Some(vec![format!("{volume}:/data")]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: holder.clone(),
+            platform: None,
+        };
+        docker
+            .create_container(Some(options), config)
+            .await
+            .unwrap();
+    };
+
+    hold().await;
+    let release = tokio::spawn({
+        let (docker, holder) = (docker.clone(), holder.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            remove_holder(docker, holder).await;
+        }
+    });
+    let cleaned = rt.clean(Some(HELD)).await;
+    release.await.unwrap();
+    let removed = cleaned.unwrap_or_else(|e| panic!("clean failed on a volume released: {e}"));
+    assert_eq!(removed.volumes, vec![volume.clone()]);
+    assert!(rt.volume_labels(&volume).await.unwrap().is_none());
+
+    hold().await;
+    let stuck = rt.clean(Some(HELD)).await;
+    remove_holder(docker.clone(), holder.clone()).await;
+    rt.clean(Some(HELD)).await.unwrap();
+    let err = stuck
+        .expect_err("a volume held throughout was reported removed")
+        .to_string();
+    assert!(
+        err.contains(&volume) && err.contains("in use"),
+        "the error names neither the volume nor why: {err}"
+    );
+}

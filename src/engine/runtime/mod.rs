@@ -124,6 +124,11 @@ pub struct Removed {
     pub volumes: Vec<String>,
 }
 
+/// How many passes `clean` makes at most, and the pause between two: about ten seconds for
+/// the engine to finish what a killed feedbench had asked of it.
+const CLEAN_PASSES: usize = 20;
+const CLEAN_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 #[derive(Clone)]
 pub struct Runtime {
     docker: Docker,
@@ -683,26 +688,38 @@ impl Runtime {
     /// Removes every container, network and volume carrying feedbench's study label (of one
     /// study, or of all), whether or not feedbench is still running for it. A feedbench that
     /// was killed may have left requests in flight that the engine completes after a first
-    /// pass, so passes repeat until one finds nothing (for at most about ten seconds).
+    /// pass (a container created, or still being removed, after the pass listed them, which
+    /// holds a volume: the engine answers 409 "volume is in use"), so passes repeat until one
+    /// finds nothing and no volume is held (for at most about ten seconds); a volume still
+    /// held after the last pass is the error.
     pub async fn clean(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
         let mut all = Removed::default();
-        for _ in 0..20 {
-            let pass = self.clean_once(study).await?;
-            let empty = pass == Removed::default();
+        let mut held = Vec::new();
+        for _ in 0..CLEAN_PASSES {
+            let (pass, still_held) = self.clean_once(study).await?;
+            let done = pass == Removed::default() && still_held.is_empty();
             all.containers.extend(pass.containers);
             all.networks.extend(pass.networks);
             all.volumes.extend(pass.volumes);
-            if empty {
+            held = still_held;
+            if done {
                 break;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            tokio::time::sleep(CLEAN_PAUSE).await;
+        }
+        if let Some(first) = held.into_iter().next() {
+            return Err(first);
         }
         all.containers.sort();
         all.containers.dedup();
         Ok(all)
     }
 
-    async fn clean_once(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
+    /// One pass of `clean`: what it removed, and the volumes a container still held (409).
+    async fn clean_once(
+        &self,
+        study: Option<&str>,
+    ) -> Result<(Removed, Vec<RuntimeError>), RuntimeError> {
         let label = match study {
             Some(s) => format!("{LABEL_STUDY}={s}"),
             None => LABEL_STUDY.to_string(),
@@ -749,6 +766,7 @@ impl Runtime {
             .list_volumes(Some(ListVolumesOptions { filters }))
             .await
             .map_err(RuntimeError::List)?;
+        let mut held = Vec::new();
         for v in volumes.volumes.unwrap_or_default() {
             match self
                 .docker
@@ -757,6 +775,12 @@ impl Runtime {
             {
                 Ok(()) => removed.volumes.push(v.name),
                 Err(e) if status(&e) == Some(404) => {}
+                Err(source) if status(&source) == Some(409) => {
+                    held.push(RuntimeError::RemoveVolume {
+                        name: v.name,
+                        source,
+                    })
+                }
                 Err(source) => {
                     return Err(RuntimeError::RemoveVolume {
                         name: v.name,
@@ -766,7 +790,7 @@ impl Runtime {
             }
         }
         removed.containers.sort();
-        Ok(removed)
+        Ok((removed, held))
     }
 }
 
