@@ -322,3 +322,22 @@ fn the_smoke_plan_audits_in_a_repository_linking_the_project() {
     assert_eq!(a.code, 0, "{}", a.stderr);
     assert_eq!(a.json()["summary"]["completed_valid"], 1);
 }
+
+/// A manifest damaged by hand: its run hash holds multibyte characters (one straddling the
+/// 12th byte, where the audit shortens hashes). The audit names the departure and exits 1,
+/// never panics (exit 101).
+#[test]
+fn a_multibyte_run_hash_in_a_manifest_is_a_departure_not_a_panic() {
+    let (repo, f) = completed();
+    let manifest = f.dir.join("runs/svc_baseline_db-cut_r1/manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["run_hash"] = serde_json::Value::String("0123456789aé€😀".repeat(3));
+    std::fs::write(&manifest, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    for format in ["json", "markdown"] {
+        let a = audit(repo.dir.path(), &[PLAN, "--format", format]);
+        assert_eq!(a.code, 1, "{}\n{}", a.stdout, a.stderr);
+        assert!(!a.stderr.contains("panicked"), "{}", a.stderr);
+        assert!(a.stdout.contains("svc/baseline+db-cut/r1"), "{}", a.stdout);
+    }
+}

@@ -37,9 +37,14 @@ impl Rev {
     }
 }
 
-/// The first 12 characters of a hash.
+/// At most the first 12 characters of a hash. The hash may come from a file a person or a
+/// crash damaged (any text, multibyte characters included), so it is cut at a character
+/// boundary, never inside a character.
 pub fn short(hash: &str) -> &str {
-    &hash[..12.min(hash.len())]
+    match hash.char_indices().nth(12) {
+        Some((end, _)) => &hash[..end],
+        None => hash,
+    }
 }
 
 /// One version of the plan file.
@@ -327,6 +332,16 @@ fn walk(old: &Value, new: &Value, path: String, out: &mut Vec<FieldChange>) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_hash_is_shortened_at_a_character_boundary_whatever_it_holds() {
+        assert_eq!(short("0123456789abcdef"), "0123456789ab");
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(short(""), "");
+        // A multibyte character straddling byte 12 (a byte slice would panic there).
+        assert_eq!(short("0123456789aé0123"), "0123456789aé");
+        assert_eq!(short("ééééééééééééé"), "éééééééééééé");
+    }
 
     #[test]
     fn diffs_name_the_field_path_and_both_values() {

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::history::History;
+use super::history::{short, History};
 use crate::ledger::journal::{self, Event, Journal};
 use crate::ledger::layout::{pilot_number, PILOTS, PILOT_RECORD};
 use crate::ledger::pilot::{self, PilotRecord};
@@ -198,11 +198,6 @@ pub struct PilotRuns {
 pub struct Exploration {
     pub pilots: Vec<Pilot>,
     pub problems: Vec<String>,
-}
-
-/// At most the first 12 characters of a hash read from disk (any text, never split).
-fn short(hash: &str) -> String {
-    hash.chars().take(12).collect()
 }
 
 /// Unix ns as `YYYY-MM-DD HH:MM:SS UTC`.
