@@ -80,6 +80,13 @@ fn both_implementations_agree_and_find_the_known_answers() {
     );
     assert_eq!(value(&ours, kill, "detect_balancer_down", "").0, Some(2.5));
     assert_eq!(value(&ours, kill, "detect_failed_request", "").0, Some(1.5));
+    // A link cut whose replica the balancer marks DOWN and then UP again: no restart.
+    let cut = "feed-rs.indexed/baseline+db-cut/r1";
+    assert_eq!(value(&ours, cut, "time_to_recover", "clear").0, Some(12.0));
+    assert_eq!(
+        value(&ours, cut, "time_to_recover", "restart"),
+        (None, "not applicable".to_string())
+    );
 }
 
 #[test]

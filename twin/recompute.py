@@ -800,8 +800,10 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
     clear_o = cleared if cleared is not None else max(me, applied)
     obs_a = clear_o
     obs_b = max(obs_a, min(clear_o + fw["observe"], me))
+    # Only a fault that kills or stops a replica has a `restart` origin: a replica marked
+    # DOWN while its database link was cut and UP after is no restart (`not applicable`).
     restart = None
-    if cleared is not None:
+    if cleared is not None and fw["injection"] in RESTARTING_INJECTIONS:
         hw0 = health["wall_ns"].to_numpy()
         up = np.sort(hw0[(health["state"].to_numpy() == "UP") & (hw0 >= cleared) & (hw0 < obs_b)])
         restart = int(up[0]) if len(up) else None

@@ -249,7 +249,7 @@ def ramp_run(root, repetition=1):
 
 
 def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restart=True,
-              fault="replica-kill"):
+              fault="replica-kill", up_after_clear=None):
     """100/s with a kill at 60 s into the measured phase, cleared 5 s later.
 
     Request i (on a 10 ms grid from the warm-up's start) takes 1 + (i mod 100) ms, so every
@@ -259,7 +259,13 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
     cleared + 11.99 s: every recovery window holding that instant is above the control's
     throughput, so recovery from `cleared` is exactly 12.0 s; the replica back in service
     (health UP at cleared + 2 s) makes it 10.0 s from `restart`.
+
+    `up_after_clear` (default: `restart`) writes that UP row without a restart: a replica
+    marked DOWN while its database link is cut is UP again once it returns, yet a link fault
+    has no `restart` origin (`not applicable`).
     """
+    if up_after_clear is None:
+        up_after_clear = restart
     warm = 10 * NS
     ms = T0 + warm
     applied = ms + 60 * NS
@@ -305,7 +311,7 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
         (applied - 19 * NS, "feed/replica-2", "UP"),
         (applied + 2_500 * MS, "feed/replica-1", "DOWN"),
     ]
-    if restart:
+    if up_after_clear:
         health.append((cleared + 2 * NS, "feed/replica-1", "UP"))
     cont = simple_containers(ms, me)
     return write_run(root, f, req, cont, events=events, health=health)
@@ -357,3 +363,5 @@ if __name__ == "__main__":
             print(constant_run(a.root, repetition=r, shift_ms=0.5 * (r - 1)))
         print(ramp_run(a.root))
         print(fault_run(a.root))
+        print(fault_run(a.root, injection="link-down", restart=False, fault="db-cut",
+                        up_after_clear=True))
