@@ -305,3 +305,33 @@ async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held() {
         "the error names neither the volume nor why: {err}"
     );
 }
+
+/// The engine names its data root, and it is on this host: the disk-floor guard watches it
+/// beside the results directory, with no warning that it goes unguarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Docker engine"]
+async fn the_disk_guard_reads_the_engines_data_root_on_this_host() {
+    let rt = common::engine().await;
+    let root = rt
+        .data_root()
+        .await
+        .unwrap()
+        .expect("the engine names a data root");
+    assert!(
+        std::path::Path::new(&root).is_dir(),
+        "{root} is not a directory here"
+    );
+    let results = tempfile::tempdir().unwrap();
+    let (probe, warning) = feedbench::run::guards::HostProbe::of(&rt, results.path())
+        .await
+        .unwrap();
+    assert_eq!(warning, None);
+    assert_eq!(
+        probe.engine_root.as_deref(),
+        Some(std::path::Path::new(&root))
+    );
+    let r = probe.read().unwrap();
+    let (read_root, free) = r.engine_disk.expect("the engine's disk is read");
+    assert_eq!(read_root, std::path::PathBuf::from(&root));
+    assert!(free > 0);
+}

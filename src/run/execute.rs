@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use super::events::{csv_row, Clock, RunEvent, Stamp, CSV_HEADER};
 use super::faults::{schedule, Action, Edge};
 use super::follow::Follower;
-use super::guards::{self, Trip};
+use super::guards::{self, HostProbe, Trip};
 use super::load::{self, LoadScript, LoadSpec};
 use super::monitor::{self, Target};
 use super::requests::{self, LoadSummary};
@@ -235,13 +235,22 @@ pub async fn execute(
         record.warnings.push(w);
     }
 
-    // A host already below a guard's floor aborts the run before anything is deployed.
-    if let Ok(r) = guards::read_host(dir) {
-        if let Some(t) = guards::check(&plan.guards, &r) {
-            abort(&mut events, &mut record, &t);
-            record.cleanup_ok = true;
-            return finish(dir, record, &events);
+    // A host already below a guard's floor aborts the run before anything is deployed. A
+    // host that cannot be read is said, never passed over in silence.
+    let (probe, unguarded) = HostProbe::of(rt, dir).await?;
+    if let Some(w) = unguarded {
+        events.emit(RunEvent::Note { text: w.clone() });
+        record.warnings.push(w);
+    }
+    match probe.read() {
+        Ok(r) => {
+            if let Some(t) = guards::check(&plan.guards, &r) {
+                abort(&mut events, &mut record, &t);
+                record.cleanup_ok = true;
+                return finish(dir, record, &events);
+            }
         }
+        Err(e) => unreadable_host(&mut events, &mut record, &e),
     }
     events.emit(RunEvent::Phase {
         phase: "deploy".into(),
@@ -254,6 +263,7 @@ pub async fn execute(
         &script,
         &saturation_map,
         dir,
+        &probe,
         &mut events,
         &mut record,
     )
@@ -335,6 +345,7 @@ async fn measure(
     script: &LoadScript,
     saturations: &IndexMap<Name, f64>,
     dir: &Path,
+    probe: &HostProbe,
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
 ) -> Result<Vec<i128>, ExecuteError> {
@@ -398,6 +409,7 @@ async fn measure(
     let mut stopped: Option<RampStop> = None;
     let mut shown: Vec<Shown> = Vec::new();
 
+    let mut host_unread = false;
     let trip: Option<Trip> = loop {
         tick.tick().await;
         let now = Instant::now();
@@ -486,11 +498,18 @@ async fn measure(
                 }
             }
         }
-        // Guards.
-        if let Ok(r) = guards::read_host(dir) {
-            if let Some(t) = guards::check(&plan.guards, &r) {
-                break Some(t);
+        // Guards. A reading that fails is said once (it may fail every tick).
+        match probe.read() {
+            Ok(r) => {
+                if let Some(t) = guards::check(&plan.guards, &r) {
+                    break Some(t);
+                }
             }
+            Err(e) if !host_unread => {
+                host_unread = true;
+                unreadable_host(events, record, &e);
+            }
+            Err(_) => {}
         }
         // Counted from the monitors' start. A kill in the system under test is a result: it
         // is recorded and the run goes on. One in the measurement path (or the co-tenant)
@@ -688,6 +707,14 @@ fn note_oom_kill(
             true
         }
     }
+}
+
+/// The host could not be read for the guards: a note and a warning in run.json, since the
+/// memory and disk floors were not watched while it lasted.
+fn unreadable_host(events: &mut EventLog<'_>, record: &mut RunRecord, e: &std::io::Error) {
+    let w = format!("the host could not be read for the guards ({e}): its memory and disk floors were not watched");
+    events.emit(RunEvent::Note { text: w.clone() });
+    record.warnings.push(w);
 }
 
 fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {

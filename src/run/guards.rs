@@ -1,16 +1,81 @@
 //! Guards: host conditions under which a run must stop. The checks are pure functions of
 //! readings; reading the host is separate, so the checks are tested on synthetic figures.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::engine::runtime::{Runtime, RuntimeError};
 use crate::engine::topology::Role;
 use crate::plan::model::Guards;
 
 /// What the host offers right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostReadings {
     pub available_memory_bytes: u64,
+    /// Free space on the filesystem holding the results directory.
     pub free_disk_bytes: u64,
+    /// The engine's data root (where container writes land: layers, logs, volumes) and the
+    /// free space under it, when it is on this host.
+    pub engine_disk: Option<(PathBuf, u64)>,
+}
+
+/// Where the guards read the host: the results directory, and the engine's data root when
+/// it is on this host's filesystem.
+#[derive(Debug, Clone)]
+pub struct HostProbe {
+    pub results: PathBuf,
+    pub engine_root: Option<PathBuf>,
+}
+
+impl HostProbe {
+    /// The probe for a run writing into `results`, with the engine's data root as the engine
+    /// reports it; and, when that root is not on this host (a remote engine) or the engine
+    /// names none, the warning that its disk goes unguarded.
+    pub async fn of(
+        rt: &Runtime,
+        results: &Path,
+    ) -> Result<(HostProbe, Option<String>), RuntimeError> {
+        let root = rt.data_root().await?;
+        let (engine_root, warning) = match root {
+            Some(r) if Path::new(&r).is_dir() => (Some(PathBuf::from(r)), None),
+            Some(r) => (
+                None,
+                Some(format!(
+                    "the engine's data root `{r}` is not on this host: the disk-floor guard \
+                     watches the results directory only"
+                )),
+            ),
+            None => (
+                None,
+                Some(
+                    "the engine names no data root: the disk-floor guard watches the results \
+                     directory only"
+                        .to_string(),
+                ),
+            ),
+        };
+        let probe = HostProbe {
+            results: results.to_path_buf(),
+            engine_root,
+        };
+        Ok((probe, warning))
+    }
+
+    /// Reads the host: available memory, free space under the results directory and under
+    /// the engine's data root.
+    pub fn read(&self) -> std::io::Result<HostReadings> {
+        let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+        let available_memory_bytes = parse_mem_available(&meminfo)
+            .ok_or_else(|| std::io::Error::other("/proc/meminfo has no MemAvailable line"))?;
+        let engine_disk = match &self.engine_root {
+            Some(root) => Some((root.clone(), free_space(root)?)),
+            None => None,
+        };
+        Ok(HostReadings {
+            available_memory_bytes,
+            free_disk_bytes: free_space(&self.results)?,
+            engine_disk,
+        })
+    }
 }
 
 /// A guard that tripped, with the figure that proves it.
@@ -44,6 +109,21 @@ pub fn check(guards: &Guards, r: &HostReadings) -> Option<Trip> {
             unit: "MiB",
             detail: "free disk under the results directory fell below the floor".into(),
         });
+    }
+    if let Some((root, free)) = &r.engine_disk {
+        if *free < guards.disk_floor.bytes {
+            return Some(Trip {
+                guard: "disk-floor",
+                figure: (*free as f64 / MIB).round(),
+                threshold: (guards.disk_floor.bytes as f64 / MIB).round(),
+                unit: "MiB",
+                detail: format!(
+                    "free disk under the engine's data root `{}` (where containers write) \
+                     fell below the floor",
+                    root.display()
+                ),
+            });
+        }
     }
     None
 }
@@ -88,21 +168,10 @@ pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
-/// Reads the host: available memory, and free space on the filesystem holding `dir`.
-pub fn read_host(dir: &Path) -> std::io::Result<HostReadings> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
-    let available_memory_bytes = parse_mem_available(&meminfo)
-        .ok_or_else(|| std::io::Error::other("/proc/meminfo has no MemAvailable line"))?;
-    Ok(HostReadings {
-        available_memory_bytes,
-        free_disk_bytes: free_space(dir)?,
-    })
-}
-
 fn free_space(dir: &Path) -> std::io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::other("the results path contains a NUL byte"))?;
+        .map_err(|_| std::io::Error::other(format!("`{}` contains a NUL byte", dir.display())))?;
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `path` is a valid NUL-terminated string and `st` a writable statvfs.
     if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
@@ -131,6 +200,7 @@ mod tests {
             &HostReadings {
                 available_memory_bytes: 1 << 30,
                 free_disk_bytes: 10 << 30,
+                engine_disk: None,
             },
         )
         .unwrap();
@@ -143,6 +213,7 @@ mod tests {
             &HostReadings {
                 available_memory_bytes: 8 << 30,
                 free_disk_bytes: 1 << 30,
+                engine_disk: None,
             },
         )
         .unwrap();
@@ -151,10 +222,30 @@ mod tests {
             &guards(),
             &HostReadings {
                 available_memory_bytes: 8 << 30,
-                free_disk_bytes: 10 << 30
+                free_disk_bytes: 10 << 30,
+                engine_disk: Some(("/var/lib/docker".into(), 10 << 30)),
             }
         )
         .is_none());
+    }
+
+    #[test]
+    fn the_engines_data_root_under_the_floor_trips_naming_it() {
+        let t = check(
+            &guards(),
+            &HostReadings {
+                available_memory_bytes: 8 << 30,
+                free_disk_bytes: 10 << 30,
+                engine_disk: Some(("/var/lib/docker".into(), 3 << 30)),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (t.guard, t.figure, t.threshold, t.unit),
+            ("disk-floor", 3072.0, 5120.0, "MiB")
+        );
+        assert!(t.detail.contains("`/var/lib/docker`"), "{}", t.detail);
+        assert!(t.detail.contains("engine's data root"), "{}", t.detail);
     }
 
     #[test]
@@ -185,7 +276,23 @@ mod tests {
             Some(2 << 20)
         );
         assert_eq!(parse_mem_available("MemTotal: 10 kB\n"), None);
-        let r = read_host(Path::new("/")).unwrap();
+        let probe = HostProbe {
+            results: "/".into(),
+            engine_root: Some(std::env::temp_dir()),
+        };
+        let r = probe.read().unwrap();
         assert!(r.available_memory_bytes > 0 && r.free_disk_bytes > 0);
+        assert!(
+            matches!(r.engine_disk, Some((_, free)) if free > 0),
+            "{r:?}"
+        );
+        let gone = HostProbe {
+            results: "/".into(),
+            engine_root: Some("/nonexistent/engine-root".into()),
+        };
+        assert!(
+            gone.read().is_err(),
+            "a root that vanished is an error, not 0 bytes"
+        );
     }
 }
