@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use harness::*;
 
 fn gate_passes_on(variant: &str) {
-    let cluster = setup();
+    let (cluster, _turn) = setup();
     for c in contenders() {
         let db = cluster.database(variant, SMALL);
         let svc = c.start_or_fail(&db.url(), &[]);
@@ -45,7 +45,7 @@ fn gate_passes_on_production() {
 #[test]
 #[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
 fn every_mutant_fails_the_gate() {
-    let cluster = setup();
+    let (cluster, _turn) = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         for (mutant, clause) in [("c1", "C1"), ("c2", "C2"), ("c3", "C3"), ("c4", "C4")] {
@@ -115,7 +115,7 @@ fn execution_ms(db: &Database, viewer: u32) -> f64 {
 #[test]
 #[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
 fn production_scans_posts_and_indexed_uses_an_index() {
-    let cluster = setup();
+    let (cluster, _turn) = setup();
     let production = cluster.database("production", FULL);
     let indexed = cluster.database("indexed", FULL);
     for viewer in [1, 4242] {
@@ -201,7 +201,7 @@ const WAITING: &str =
 #[test]
 #[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
 fn drains_on_sigterm_without_failing_in_flight_requests() {
-    let cluster = setup();
+    let (cluster, _turn) = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         let mut svc = c.start_or_fail(&db.url(), &[("DRAIN_GRACE_MS", "300")]);
@@ -306,7 +306,7 @@ fn drains_on_sigterm_without_failing_in_flight_requests() {
 #[test]
 #[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
 fn cut_database_link_fails_fast() {
-    let cluster = setup();
+    let (cluster, _turn) = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         let link = Link::start(cluster.port);
@@ -403,7 +403,7 @@ fn cut_database_link_fails_fast() {
 #[test]
 #[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
 fn full_pool_answers_503_after_the_pool_wait() {
-    let cluster = setup();
+    let (cluster, _turn) = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         let svc = c.start_or_fail(&db.url(), &[("POOL_SIZE", "2"), ("POOL_WAIT_MS", "100")]);
