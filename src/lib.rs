@@ -11,4 +11,4 @@ pub mod report;
 pub mod run;
 pub mod study;
 
-pub use feedbench_core::{analysis, audit, git, ledger, plan, rundir, spec, validity};
+pub use feedbench_core::{analysis, audit, confine, git, ledger, plan, rundir, spec, validity};

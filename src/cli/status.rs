@@ -25,8 +25,13 @@ impl StatusArgs {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let runs = expand(&loaded.plan);
         let study_dir = self.results.join(loaded.plan.study.name.as_str());
-        let j = journal::read(&study_dir.join(journal::FILE))
-            .map_err(|e| CliError::Failure(e.into()))?;
+        let j = journal::read(&study_dir.join(journal::FILE)).map_err(|e| {
+            if crate::confine::is_bad_input(&e.source) {
+                CliError::invalid(e.to_string())
+            } else {
+                CliError::Failure(e.into())
+            }
+        })?;
         let ledger = Ledger::fold(j.events());
         let status = ledger.status(&runs);
         let change = ledger.plan_change(&loaded.plan_hash, &runs);
@@ -34,7 +39,7 @@ impl StatusArgs {
         let bad: Vec<_> = j.undeclared_bad();
         let entries: Vec<_> = j.entries.iter().map(|(_, e)| e.clone()).collect();
         let hours = crate::ledger::hours::split(&entries, &mut |dir| {
-            crate::ledger::hours::phases_in(&study_dir.join(dir))
+            crate::ledger::hours::phases_at(&study_dir, dir)
         });
         let pilots = crate::audit::pilots::PilotAreas::read(&study_dir)
             .areas
@@ -153,8 +158,10 @@ impl StatusArgs {
         }
         for b in bad {
             text.push_str(&format!(
-                "journal line {} does not parse: {}\n",
-                b.line, b.error
+                "`{}` line {} does not parse: {}; `feedbench audit` says whether it is declared\n",
+                study_dir.join(journal::FILE).display(),
+                b.line,
+                b.error
             ));
         }
         out.write_all(text.as_bytes())

@@ -43,12 +43,31 @@ pub fn lock_study(study_dir: &Path, study: &str) -> Result<StudyLock, LockError>
 
 /// An exclusive advisory `flock` on `path` (created if need be), held by the returned file:
 /// waited for when `wait`, else refused at once (`EWOULDBLOCK`) while another holds it.
+/// A link, a named pipe or a directory at `path` is refused (kind `confine::NOT_A_FILE`),
+/// never followed or blocked on.
 pub fn flock(path: &Path, wait: bool) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_a_file = |what: &str| {
+        std::io::Error::new(
+            crate::confine::NOT_A_FILE,
+            format!("it is {what}, not the lock file feedbench makes: remove it"),
+        )
+    };
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(path)?;
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => not_a_file("a symbolic link"),
+            Some(libc::ENXIO) => not_a_file("a named pipe"),
+            Some(libc::EISDIR) => not_a_file("a directory"),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(not_a_file("a device or a socket"));
+    }
     let mode = if wait {
         libc::LOCK_EX
     } else {

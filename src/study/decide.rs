@@ -62,7 +62,22 @@ pub fn decide(
         .unwrap_or(RunState::NotRun);
     let event = match (decision, state) {
         (Decision::Invalidate, RunState::CompletedValid { attempt, dir, .. }) => {
-            let from = study_dir.join(&dir);
+            // Never move anything from out of the study directory into it.
+            let from = crate::confine::inside(&study_dir, &dir).map_err(|why| {
+                StudyError::Refused(format!(
+                    "the journal `{}` names `{dir}` as the directory of `{}`: {why}",
+                    path.display(),
+                    spec.id
+                ))
+            })?;
+            if !from.is_dir() {
+                return Err(StudyError::Refused(format!(
+                    "the journal `{}` names `{dir}` as the directory of `{}`, and no such \
+                     directory is there: nothing is moved; `feedbench audit` says what happened to it",
+                    path.display(),
+                    spec.id
+                )));
+            }
             let to = files::move_dir(
                 &from,
                 &layout::aside(&study_dir, &layout::invalid_area("by-person"), &spec.id),

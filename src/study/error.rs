@@ -37,6 +37,12 @@ pub enum StudyError {
 impl StudyError {
     /// Whether the request itself was at fault (bad input or usage).
     pub fn is_refusal(&self) -> bool {
-        matches!(self, StudyError::Refused(_))
+        match self {
+            StudyError::Refused(_) => true,
+            // A link, a directory or a pipe where a study's file should be.
+            StudyError::File(e) => crate::confine::is_bad_input(&e.source),
+            StudyError::Lock(LockError::Io { source, .. }) => crate::confine::is_bad_input(source),
+            _ => false,
+        }
     }
 }

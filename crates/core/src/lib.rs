@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod audit;
+pub mod confine;
 pub mod evidence;
 pub mod files;
 pub mod git;

@@ -80,10 +80,13 @@ pub enum AuditError {
 impl AuditError {
     /// Whether the input is at fault (exit 2) rather than the machine (exit 1).
     pub fn bad_input(&self) -> bool {
-        !matches!(
-            self,
-            AuditError::Git(GitError::Spawn(_)) | AuditError::File(_)
-        )
+        match self {
+            AuditError::Git(GitError::Spawn(_)) => false,
+            // A link, a directory or a pipe where a study's file should be is the input's
+            // fault; any other failure to read is the machine's.
+            AuditError::File(e) => crate::confine::is_bad_input(&e.source),
+            _ => true,
+        }
     }
 }
 

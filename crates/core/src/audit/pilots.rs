@@ -112,7 +112,7 @@ impl PilotArea {
             problems.push(p);
             None
         } else {
-            match std::fs::read(&record_path) {
+            match crate::confine::read(&record_path) {
                 Ok(bytes) => match pilot::parse(&bytes) {
                     Ok(r) => Some(r),
                     Err(e) => {

@@ -91,7 +91,10 @@ impl StudyFiles {
         let journal_dirs = journal
             .events()
             .filter_map(dirs_named)
-            .map(|d| (d.to_string(), dir.join(d).is_dir()))
+            .map(|d| {
+                let there = crate::confine::inside(dir, d).is_ok_and(|p| p.is_dir());
+                (d.to_string(), there)
+            })
             .collect();
         Ok(StudyFiles {
             dir: dir.to_path_buf(),

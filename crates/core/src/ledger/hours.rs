@@ -135,10 +135,18 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
     s
 }
 
+/// The phases of the run directory a journal line names (`rel`, relative to `study_dir`);
+/// `None` when the path leads out of the study directory (`confine::inside`) or the
+/// directory has no readable events.csv.
+pub fn phases_at(study_dir: &Path, rel: &str) -> Option<Phases> {
+    phases_in(&crate::confine::inside(study_dir, rel).ok()?)
+}
+
 /// A run directory's phases: its events.csv's `phase` events, and its end from run.json
 /// (else the last event). `None` when it has no readable events.csv.
 pub fn phases_in(dir: &Path) -> Option<Phases> {
-    let mut reader = csv::Reader::from_path(dir.join(crate::rundir::EVENTS_CSV)).ok()?;
+    let file = crate::confine::open(&dir.join(crate::rundir::EVENTS_CSV)).ok()?;
+    let mut reader = csv::Reader::from_reader(std::io::BufReader::new(file));
     let mut p = Phases::default();
     let mut last = None;
     for rec in reader.records() {
@@ -293,5 +301,27 @@ mod tests {
             }
         );
         assert_eq!(phases_in(&dir.path().join("missing")), None);
+    }
+
+    #[test]
+    fn a_directory_out_of_the_study_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("study/runs/a");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(
+            dir.path().join(crate::rundir::EVENTS_CSV),
+            "wall_ns,t_s,event,subject,detail\n1,0,phase,measure,\n",
+        )
+        .unwrap();
+        std::fs::copy(
+            dir.path().join(crate::rundir::EVENTS_CSV),
+            run.join(crate::rundir::EVENTS_CSV),
+        )
+        .unwrap();
+        let study = dir.path().join("study");
+        assert!(phases_at(&study, "runs/a").is_some());
+        assert_eq!(phases_at(&study, ".."), None);
+        assert_eq!(phases_at(&study, "runs/../.."), None);
+        assert_eq!(phases_at(&study, dir.path().to_str().unwrap()), None);
     }
 }

@@ -227,7 +227,7 @@ pub fn parse(text: &str) -> Journal {
 }
 
 pub fn read(path: &Path) -> Result<Journal, FileError> {
-    match std::fs::read(path) {
+    match crate::confine::read(path) {
         Ok(bytes) => Ok(parse(&String::from_utf8_lossy(&bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal::default()),
         Err(source) => Err(FileError {

@@ -109,7 +109,7 @@ impl Manifest {
     /// Reads `dir/manifest.json`; Ok(None) when there is none.
     pub fn read(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
         let path = dir.join(FILE);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match crate::confine::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {

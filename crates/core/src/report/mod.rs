@@ -182,7 +182,7 @@ pub fn build(
     let ledger = Ledger::fold(journal.events());
     let entries: Vec<_> = journal.entries.iter().map(|(_, e)| e.clone()).collect();
     let time = crate::ledger::hours::split(&entries, &mut |rel| {
-        crate::ledger::hours::phases_in(&dir.join(rel))
+        crate::ledger::hours::phases_at(&dir, rel)
     });
     if let Some(found) = ledger.plan_hash.as_ref().filter(|h| **h != plan_hash) {
         return Err(ReportError::UnconnectedPlanHash {
@@ -237,10 +237,19 @@ pub fn build(
         }
     }
 
-    let items: Vec<(String, PathBuf)> = standing
-        .iter()
-        .map(|(run, rel)| (run.to_string(), dir.join(rel)))
-        .collect();
+    // A directory the journal names out of the study directory is never read.
+    let mut items: Vec<(String, PathBuf)> = Vec::new();
+    for (run, rel) in &standing {
+        match crate::confine::inside(&dir, rel) {
+            Ok(path) => items.push((run.to_string(), path)),
+            Err(why) => excluded.push(Left {
+                run: run.to_string(),
+                state: "not analysable".into(),
+                reason: why.to_string(),
+                evidence: Vec::new(),
+            }),
+        }
+    }
     let mut runs = Vec::new();
     let mut run_dirs = Vec::new();
     for ((run, path), analysed) in items.iter().zip(run::analyse_all(&items, progress)) {

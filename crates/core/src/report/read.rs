@@ -89,7 +89,7 @@ struct Table {
 impl Table {
     fn open(dir: &Path, file: &'static str) -> Result<Table, ReadError> {
         let path = dir.join(file);
-        let f = match std::fs::File::open(&path) {
+        let f = match crate::confine::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ReadError::Missing(path))
@@ -216,7 +216,7 @@ impl Cell<'_> {
 /// (`report::scan`), else the general CSV reader.
 pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
     let path = dir.join(REQUESTS_CSV);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match crate::confine::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Missing(path)),
         Err(e) => {

@@ -24,6 +24,8 @@ pub enum RecordError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("`{path}` is not UTF-8 text (byte {offset} is not); the run's record is damaged: restore it from a copy, or `feedbench invalidate` the run to have it run again")]
+    NotUtf8 { path: PathBuf, offset: usize },
     #[error("`{path}` line {line}, column {column}: {message} (the run's record is damaged; `feedbench invalidate` the run to have it run again)")]
     Parse {
         path: PathBuf,
@@ -203,9 +205,13 @@ impl RunRecord {
     /// Reads `dir/run.json`.
     pub fn read(dir: &Path) -> Result<RunRecord, RecordError> {
         let path = dir.join(RUN_JSON);
-        let text = std::fs::read_to_string(&path).map_err(|source| RecordError::Read {
+        let bytes = crate::confine::read(&path).map_err(|source| RecordError::Read {
             path: path.clone(),
             source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| RecordError::NotUtf8 {
+            path: path.clone(),
+            offset: e.utf8_error().valid_up_to(),
         })?;
         Self::parse(&path, &text)
     }

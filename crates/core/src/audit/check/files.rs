@@ -83,6 +83,10 @@ fn latest_dirs(study: &StudyFiles, entries: &Entries) -> Vec<Draft> {
     let mut drafts = Vec::new();
     for ((run, attempt), (dir, line, event)) in &latest {
         if study.journal_dirs.get(dir) == Some(&false) {
+            if let Err(out) = crate::confine::inside(&study.dir, dir) {
+                drafts.push(outside(run, *attempt, dir, *line, event, &out));
+                continue;
+            }
             drafts.push(Draft {
                 kind: Kind::VanishedDirectory,
                 standing: Standing::Undeclared,
@@ -113,6 +117,30 @@ fn latest_dirs(study: &StudyFiles, entries: &Entries) -> Vec<Draft> {
         }
     }
     drafts
+}
+
+/// A directory the journal names for a run that leads out of the study directory: never
+/// followed, so the run's results are not there.
+fn outside(
+    run: &str,
+    attempt: u32,
+    dir: &str,
+    line: usize,
+    event: &str,
+    why: &crate::confine::Outside,
+) -> Draft {
+    Draft {
+        kind: Kind::VanishedDirectory,
+        standing: Standing::Undeclared,
+        subject: dir.to_string(),
+        title: format!(
+            "The directory `{dir}` of run `{run}` (attempt {attempt}) is not in the study directory"
+        ),
+        reason: "none recorded: feedbench names a run's directory inside the study \
+                 directory; the journal was edited, or a link was put in its place"
+            .into(),
+        evidence: vec![format!("journal line {line}: {event} names `{dir}`: {why}")],
+    }
 }
 
 /// The manifest of `d`, if it does not read.
