@@ -63,6 +63,12 @@ fn secs(ns: i128) -> f64 {
     ns.max(0) as f64 / 1e9
 }
 
+/// Seconds from `from` to `to` (0 when `to` is earlier); saturating, so wall clocks at
+/// i128's ends from a damaged journal or events.csv never overflow.
+fn span(from: i128, to: i128) -> f64 {
+    secs(to.saturating_sub(from))
+}
+
 fn settled_dir(e: &Event) -> Option<(&str, &str)> {
     match e {
         Event::RunFinished { run, dir, .. }
@@ -84,7 +90,7 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
         return Split::default();
     };
     let mut s = Split {
-        total_s: secs(last.0 - first.0),
+        total_s: span(first.0, last.0),
         ..Split::default()
     };
     for (i, (t, e)) in timed.iter().enumerate() {
@@ -92,7 +98,7 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
             Event::GatePassed { seconds, .. } => s.gates_s += seconds.max(0.0),
             // The gate ran since the entry before it.
             Event::ContenderExcluded { .. } => {
-                s.gates_s += secs(t - timed[i.saturating_sub(1)].0);
+                s.gates_s += span(timed[i.saturating_sub(1)].0, *t);
             }
             Event::RunStarted { run, .. } => {
                 // The attempt's settling entry: the next one that names the run.
@@ -105,16 +111,16 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
                 let start = *t;
                 let warmup = p.warmup.or(p.measure).or(p.teardown);
                 if let Some(w) = warmup {
-                    s.deploy_s += secs(w - start);
+                    s.deploy_s += span(start, w);
                 }
                 if let (Some(w), Some(m)) = (p.warmup, p.measure) {
-                    s.warmup_s += secs(m - w);
+                    s.warmup_s += span(w, m);
                 }
                 if let (Some(m), Some(d)) = (p.measure, p.teardown.or(p.end)) {
-                    s.measuring_s += secs(d - m);
+                    s.measuring_s += span(m, d);
                 }
                 if let (Some(d), Some(end)) = (p.teardown, p.end) {
-                    s.teardown_s += secs(end - d);
+                    s.teardown_s += span(d, end);
                 }
                 // An interrupted run is found at the next resume: that wait is no settling.
                 if !matches!(
@@ -122,7 +128,7 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
                     Some(Event::RunInterrupted { .. })
                 ) {
                     if let Some(end) = p.end {
-                        s.settling_s += secs(settled_at - end);
+                        s.settling_s += span(end, settled_at);
                     }
                 }
             }
@@ -301,6 +307,28 @@ mod tests {
             }
         );
         assert_eq!(phases_in(&dir.path().join("missing")), None);
+    }
+
+    #[test]
+    fn wall_clocks_at_i128s_ends_do_not_overflow() {
+        // A damaged journal (tests/hostile_study.rs): status and report panicked here.
+        let mut entries = vec![entry(0, started("a")), entry(0, finished("a"))];
+        entries[0].wall_ns = i128::MIN.to_string();
+        entries[1].wall_ns = i128::MAX.to_string();
+        let mut phases = |_: &str| {
+            Some(Phases {
+                deploy: Some(i128::MAX),
+                warmup: Some(i128::MIN),
+                measure: Some(i128::MAX),
+                teardown: Some(i128::MIN),
+                end: Some(i128::MAX),
+            })
+        };
+        let s = split(&entries, &mut phases);
+        assert!(
+            s.parts().iter().all(|(_, v)| v.is_finite() && *v >= 0.0),
+            "{s:?}"
+        );
     }
 
     #[test]
