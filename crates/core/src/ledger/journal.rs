@@ -199,21 +199,37 @@ impl Journal {
 
 /// Parses journal text. Never fails: what does not parse is reported line by line.
 pub fn parse(text: &str) -> Journal {
+    parse_bytes(text.as_bytes())
+}
+
+/// Parses a journal's bytes. Never fails: what does not parse is reported line by line; a
+/// line that is not UTF-8 (feedbench writes only UTF-8) is a bad line, never read lossily.
+pub fn parse_bytes(bytes: &[u8]) -> Journal {
     let mut j = Journal::default();
-    let complete = text.ends_with('\n');
-    let lines: Vec<&str> = text.split_terminator('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
+    let complete = bytes.ends_with(b"\n");
+    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    if complete || bytes.is_empty() {
+        lines.pop();
+    }
+    for (i, raw) in lines.iter().enumerate() {
         let n = i + 1;
-        if line.trim().is_empty() {
+        if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<Entry>(line) {
+        let parsed = match std::str::from_utf8(raw) {
+            Ok(line) => serde_json::from_str::<Entry>(line).map_err(|e| e.to_string()),
+            Err(e) => Err(format!(
+                "not UTF-8 text (byte {} of the line is not)",
+                e.valid_up_to() + 1
+            )),
+        };
+        match parsed {
             Ok(e) => j.entries.push((n, e)),
-            Err(err) => {
+            Err(error) => {
                 let bad = BadLine {
                     line: n,
-                    text: line.chars().take(200).collect(),
-                    error: err.to_string(),
+                    text: String::from_utf8_lossy(raw).chars().take(200).collect(),
+                    error,
                 };
                 if !complete && n == lines.len() {
                     j.torn = Some(bad);
@@ -228,7 +244,7 @@ pub fn parse(text: &str) -> Journal {
 
 pub fn read(path: &Path) -> Result<Journal, FileError> {
     match crate::confine::read(path) {
-        Ok(bytes) => Ok(parse(&String::from_utf8_lossy(&bytes))),
+        Ok(bytes) => Ok(parse_bytes(&bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal::default()),
         Err(source) => Err(FileError {
             action: "read",
@@ -395,6 +411,34 @@ mod tests {
         let j = read(&p).unwrap();
         assert!(j.undeclared_bad().is_empty(), "{:?}", j.undeclared_bad());
         assert_eq!(j.entries.len(), 3);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_a_bad_line_not_read_lossily() {
+        let good = serde_json::to_string(&Entry {
+            format_version: 1,
+            wall_ns: "1".into(),
+            event: skipped("x"),
+        })
+        .unwrap();
+        let mut bytes = format!("{good}\n").into_bytes();
+        bytes.extend_from_slice(&good.replace("\"x\"", "\"x\u{1}\"").into_bytes());
+        let at = bytes.len() - 10;
+        bytes[at] = 0xff;
+        bytes.extend_from_slice(format!("\n{good}\n").as_bytes());
+        let j = parse_bytes(&bytes);
+        assert_eq!(j.entries.len(), 2);
+        assert_eq!(j.bad.len(), 1, "{:?}", j.bad);
+        assert_eq!(j.bad[0].line, 2);
+        assert!(
+            j.bad[0].error.starts_with("not UTF-8"),
+            "{}",
+            j.bad[0].error
+        );
+        // A torn last line cut mid-character is still the torn line.
+        let half = "{\"reason\":\"✓".as_bytes();
+        let j = parse_bytes(&[format!("{good}\n").as_bytes(), &half[..half.len() - 1]].concat());
+        assert_eq!(j.torn.as_ref().map(|t| t.line), Some(2));
     }
 
     #[test]
