@@ -45,10 +45,43 @@ pub fn decide(
             study_dir.display()
         )));
     }
+    // A line that does not parse may be the run's own: deciding from the rest could move
+    // the wrong directory or record a decision about a run whose state is unknown. (A torn
+    // last line is a crash's, which the writer below terminates and declares.)
+    if let Some(bad) = j
+        .undeclared_bad()
+        .into_iter()
+        .find(|b| Some(b.line) != j.torn.as_ref().map(|t| t.line))
+    {
+        return Err(StudyError::Refused(format!(
+            "`{}` line {} does not parse ({}): the journal is damaged, so no decision is recorded; \
+             `feedbench audit` lists what else is wrong; restore the line from a copy",
+            path.display(),
+            bad.line,
+            bad.error
+        )));
+    }
     // Opened before anything moves: a journal that cannot take the decision stops it.
     let mut w = Writer::open(&path)?;
     let ledger = Ledger::fold(j.events());
-    if ledger.plan_change(&loaded.plan_hash, runs).is_some() {
+    if let Some(change) = ledger.plan_change(&loaded.plan_hash, runs) {
+        // The plan's hash is the one recorded: the runs differ, not the plan file.
+        if change.old_plan_hash == loaded.plan_hash {
+            let named: Vec<String> = change
+                .changes
+                .iter()
+                .take(3)
+                .map(|c| format!("`{}`", c.run))
+                .collect();
+            return Err(StudyError::Refused(format!(
+                "the journal `{}` records runs that `{}` does not define as it is now ({}): \
+                 a newer feedbench defines them differently (`feedbench run --amend \"<reason>\"` \
+                 declares that), or the journal was edited (`feedbench audit` names the lines)",
+                path.display(),
+                loaded.file,
+                named.join(", ")
+            )));
+        }
         return Err(StudyError::Refused(format!(
             "`{}` changed since study `{study}` last ran; declare the change first (`feedbench run --amend \"<reason>\"`)",
             loaded.file
