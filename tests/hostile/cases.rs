@@ -975,7 +975,30 @@ pub fn files() -> Vec<Case> {
                 std::fs::create_dir_all(s.path("_aborted")).unwrap();
                 std::os::unix::fs::symlink(outside(s, "pipes"), s.path("_aborted/x")).unwrap();
             },
-            [ok(), ok(), ok(), ok(), ok()],
+            [
+                tampered(&["`_aborted/x` is a symbolic link"]),
+                ok(),
+                ok(),
+                ok(),
+                ok(),
+            ],
+        ),
+        case(
+            "run directory: an extra symbolic link to the canary text",
+            move |s| {
+                std::os::unix::fs::symlink(outside(s, "canary.txt"), s.path(&run_file("extra.csv")))
+                    .unwrap()
+            },
+            [
+                tampered(&[
+                    "`extra.csv` is a symbolic link",
+                    "runs/svc_ramp_r1/extra.csv",
+                ]),
+                ok(),
+                ok(),
+                ok(),
+                ok(),
+            ],
         ),
         case(
             "_invalid_x/: a run directory holding links to the canary text",

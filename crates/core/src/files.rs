@@ -154,6 +154,32 @@ pub fn digest_tree(dir: &Path, except: &[&str]) -> Result<BTreeMap<String, FileD
     Ok(out)
 }
 
+/// Every symbolic link under `dir` (relative paths with `/`, sorted), not followed: what
+/// `digest_tree` leaves out.
+pub fn links_under(dir: &Path) -> Result<Vec<String>, FileError> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((path, prefix)) = stack.pop() {
+        for e in std::fs::read_dir(&path).map_err(fail("list", &path))? {
+            let e = e.map_err(fail("list", &path))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let kind = e.file_type().map_err(fail("stat", &e.path()))?;
+            if kind.is_symlink() {
+                out.push(rel);
+            } else if kind.is_dir() {
+                stack.push((e.path(), rel));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,8 +192,10 @@ mod tests {
         std::fs::write(d.path().join("logs/db.log"), b"").unwrap();
         std::fs::write(d.path().join("manifest.json"), b"{}").unwrap();
         std::fs::write(d.path().join(".x.tmp"), b"half").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", d.path().join("logs/l")).unwrap();
         let t = digest_tree(d.path(), &["manifest.json"]).unwrap();
         assert_eq!(t.keys().collect::<Vec<_>>(), ["a.csv", "logs/db.log"]);
+        assert_eq!(links_under(d.path()).unwrap(), ["logs/l"]);
         assert_eq!(
             t["a.csv"].sha256,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -32,6 +32,9 @@ pub struct StudyFiles {
     pub run_dirs: Vec<RunDir>,
     /// Every directory the journal names, and whether it is there.
     pub journal_dirs: BTreeMap<String, bool>,
+    /// Symbolic links where an area or a run directory would be (relative to the study
+    /// directory), with where they point: never followed, and never made by feedbench.
+    pub links: Vec<(String, String)>,
     /// The study's pilot areas, read apart from its runs.
     pub pilots: PilotAreas,
 }
@@ -42,16 +45,27 @@ fn is_area(name: &str) -> bool {
     name == RUNS || name.starts_with('_')
 }
 
-fn subdirs(dir: &Path) -> Result<Vec<String>, FileError> {
-    let mut out = Vec::new();
+/// The subdirectories of `dir` (links not followed), and the links among its entries.
+fn subdirs(dir: &Path) -> Result<(Vec<String>, Vec<String>), FileError> {
+    let (mut out, mut links) = (Vec::new(), Vec::new());
     for e in std::fs::read_dir(dir).map_err(fail("list", dir))? {
         let e = e.map_err(fail("list", dir))?;
-        if e.file_type().map_err(fail("stat", &e.path()))?.is_dir() {
-            out.push(e.file_name().to_string_lossy().into_owned());
+        let kind = e.file_type().map_err(fail("stat", &e.path()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if kind.is_dir() {
+            out.push(name);
+        } else if kind.is_symlink() {
+            links.push(name);
         }
     }
     out.sort();
-    Ok(out)
+    links.sort();
+    Ok((out, links))
+}
+
+/// Where the link at `path` points, for people.
+fn target(path: &Path) -> String {
+    std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string())
 }
 
 /// The directories journal events name (relative to the study directory).
@@ -72,8 +86,24 @@ impl StudyFiles {
     pub fn read(dir: &Path) -> Result<StudyFiles, FileError> {
         let journal = journal::read(&dir.join(journal::FILE))?;
         let mut run_dirs = Vec::new();
-        for area in subdirs(dir)?.into_iter().filter(|a| is_area(a)) {
-            for name in subdirs(&dir.join(&area))? {
+        let (areas, top_links) = subdirs(dir)?;
+        let mut links: Vec<(String, String)> = top_links
+            .into_iter()
+            .filter(|a| is_area(a))
+            .map(|a| {
+                let to = target(&dir.join(&a));
+                (a, to)
+            })
+            .collect();
+        for area in areas.into_iter().filter(|a| is_area(a)) {
+            let (names, area_links) = subdirs(&dir.join(&area))?;
+            for name in area_links {
+                links.push((
+                    format!("{area}/{name}"),
+                    target(&dir.join(&area).join(&name)),
+                ));
+            }
+            for name in names {
                 let rel = format!("{area}/{name}");
                 let path = dir.join(&area).join(&name);
                 let manifest = Manifest::read(&path).map_err(|e| e.to_string());
@@ -101,6 +131,7 @@ impl StudyFiles {
             journal,
             run_dirs,
             journal_dirs,
+            links,
             pilots: PilotAreas::read(dir),
         })
     }

@@ -145,6 +145,10 @@ pub enum Mismatch {
     Extra {
         file: String,
     },
+    /// A symbolic link in the directory: feedbench never makes one, and never follows it.
+    Link {
+        file: String,
+    },
 }
 
 impl std::fmt::Display for Mismatch {
@@ -162,6 +166,9 @@ impl std::fmt::Display for Mismatch {
             ),
             Mismatch::Missing { file } => write!(f, "`{file}` is recorded but missing"),
             Mismatch::Extra { file } => write!(f, "`{file}` is not in the manifest"),
+            Mismatch::Link { file } => {
+                write!(f, "`{file}` is a symbolic link, which is never followed")
+            }
         }
     }
 }
@@ -185,6 +192,9 @@ pub fn verify(dir: &Path, manifest: &Manifest) -> Result<Vec<Mismatch>, FileErro
         if !manifest.files.contains_key(file) {
             out.push(Mismatch::Extra { file: file.clone() });
         }
+    }
+    for file in super::files::links_under(dir)? {
+        out.push(Mismatch::Link { file });
     }
     Ok(out)
 }
@@ -257,6 +267,11 @@ pub(crate) mod tests {
             &verify(d.path(), &back).unwrap()[0],
             Mismatch::Missing { .. }
         ));
+        // A link is named, never followed (tests/hostile_study.rs).
+        std::os::unix::fs::symlink("/etc/hostname", d.path().join("requests.csv")).unwrap();
+        let bad = verify(d.path(), &back).unwrap();
+        assert!(matches!(&bad[0], Mismatch::Missing { file } if file == "requests.csv"));
+        assert!(matches!(bad.last(), Some(Mismatch::Link { file }) if file == "requests.csv"));
     }
 
     #[test]

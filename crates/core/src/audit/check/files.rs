@@ -22,7 +22,22 @@ pub(super) fn check(study: &StudyFiles, entries: &Entries) -> Vec<Draft> {
             drafts.push(unrecorded(d));
         }
     }
+    drafts.extend(study.links.iter().map(|(at, to)| link(at, to)));
     drafts
+}
+
+/// A symbolic link where a run area or a run directory would be: not followed.
+fn link(at: &str, to: &str) -> Draft {
+    Draft {
+        kind: Kind::UnrecordedDirectory,
+        standing: Standing::Undeclared,
+        subject: at.to_string(),
+        title: format!("`{at}` is a symbolic link, not a run directory; not followed"),
+        reason: "none recorded: feedbench makes directories, never links, in a study \
+                 directory, so this came from elsewhere"
+            .into(),
+        evidence: vec![format!("`{at}` points to `{to}`")],
+    }
 }
 
 /// The files of `d` that no longer match its manifest, if any.
@@ -36,7 +51,8 @@ fn mismatches(d: &RunDir) -> Option<Draft> {
         .map(|m| match m {
             Mismatch::Changed { file, .. }
             | Mismatch::Missing { file }
-            | Mismatch::Extra { file } => {
+            | Mismatch::Extra { file }
+            | Mismatch::Link { file } => {
                 format!("{}/{file}", d.dir)
             }
         })
