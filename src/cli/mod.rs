@@ -145,7 +145,19 @@ impl CliError {
                 s.push_str(summary);
                 s
             }
-            CliError::Failure(e) => format!("error: {e:#}"),
+            CliError::Failure(e) => {
+                // Each cause once: an error that already ends with its cause's words (a
+                // FileError says its io::Error) is not followed by them again.
+                let mut s = format!("error: {e}");
+                for cause in e.chain().skip(1) {
+                    let c = cause.to_string();
+                    if !s.ends_with(&c) {
+                        s.push_str(": ");
+                        s.push_str(&c);
+                    }
+                }
+                s
+            }
         }
     }
 }
@@ -237,5 +249,15 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_cause_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = crate::ledger::files::fail("move", std::path::Path::new("runs/x"))(io);
+        let r = CliError::Failure(e.into()).render();
+        assert_eq!(r, "error: cannot move `runs/x`: no such file");
+        let r = CliError::Failure(anyhow::anyhow!("outer").context("context")).render();
+        assert_eq!(r, "error: context: outer");
     }
 }
