@@ -403,7 +403,7 @@ pub fn journal() -> Vec<Case> {
         case(
             "journal: format_version 99",
             |s| edit_line(s, FINISHED, |l| l["format_version"] = json!(99)),
-            [ok(), ok(), ok(), ok(), ok()],
+            bad_line(3),
         ),
         case(
             "journal: 100 000 nested brackets on a line",
@@ -693,6 +693,11 @@ pub fn manifest() -> Vec<Case> {
                     v.as_object_mut().unwrap().remove("outcome");
                 })
             },
+            bad(),
+        ),
+        case(
+            "manifest: format_version 2",
+            move |s| edit_json(s, &m(), |v| v["format_version"] = json!(2)),
             bad(),
         ),
         case(

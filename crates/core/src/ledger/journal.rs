@@ -217,7 +217,13 @@ pub fn parse_bytes(bytes: &[u8]) -> Journal {
             continue;
         }
         let parsed = match std::str::from_utf8(raw) {
-            Ok(line) => serde_json::from_str::<Entry>(line).map_err(|e| e.to_string()),
+            Ok(line) => match serde_json::from_str::<Entry>(line) {
+                Ok(e) if e.format_version != FORMAT_VERSION => Err(format!(
+                    "format_version {}; this feedbench reads {FORMAT_VERSION} (use the feedbench that wrote it)",
+                    e.format_version
+                )),
+                other => other.map_err(|e| e.to_string()),
+            },
             Err(e) => Err(format!(
                 "not UTF-8 text (byte {} of the line is not)",
                 e.valid_up_to() + 1
@@ -432,6 +438,17 @@ mod tests {
         assert_eq!(j.bad[0].line, 2);
         assert!(
             j.bad[0].error.starts_with("not UTF-8"),
+            "{}",
+            j.bad[0].error
+        );
+        // Another format's line is not read as this one's.
+        let j = parse(&format!(
+            "{}\n",
+            good.replace("\"format_version\":1", "\"format_version\":99")
+        ));
+        assert_eq!(j.bad.len(), 1, "{good}");
+        assert!(
+            j.bad[0].error.starts_with("format_version 99"),
             "{}",
             j.bad[0].error
         );

@@ -121,12 +121,20 @@ impl Manifest {
                 .into())
             }
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| ManifestError::Parse {
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| ManifestError::Parse {
+            path: path.display().to_string(),
+            error: e.to_string(),
+        })?;
+        if m.format_version != FORMAT_VERSION {
+            return Err(ManifestError::Parse {
                 path: path.display().to_string(),
-                error: e.to_string(),
-            })
+                error: format!(
+                    "format_version {}; this feedbench reads {FORMAT_VERSION} (use the feedbench that wrote it)",
+                    m.format_version
+                ),
+            });
+        }
+        Ok(Some(m))
     }
 }
 
