@@ -155,16 +155,24 @@ impl Study {
         std::os::unix::fs::symlink(to, p).unwrap();
     }
 
-    /// Everything under `outside/`, to check nothing was moved or changed there.
+    /// Everything under `outside/`, each regular file with its contents, to check nothing
+    /// was moved, made or changed there.
     pub fn outside_listing(&self) -> Vec<String> {
         let mut out = Vec::new();
         let mut stack = vec![self.outside.clone()];
         while let Some(d) = stack.pop() {
             for e in std::fs::read_dir(&d).unwrap() {
                 let p = e.unwrap().path();
-                out.push(p.strip_prefix(&self.outside).unwrap().display().to_string());
-                if p.symlink_metadata().unwrap().is_dir() {
-                    stack.push(p);
+                let name = p.strip_prefix(&self.outside).unwrap().display().to_string();
+                let m = p.symlink_metadata().unwrap();
+                if m.is_dir() {
+                    stack.push(p.clone());
+                }
+                if m.is_file() {
+                    let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+                    out.push(format!("{name}: {text}"));
+                } else {
+                    out.push(name);
                 }
             }
         }
@@ -181,6 +189,9 @@ pub enum Cmd {
     Skip,
     Invalidate,
     Report,
+    /// `audit --format json`, `status --format json`: the same exit as the human forms.
+    AuditJson,
+    StatusJson,
 }
 
 impl Cmd {
@@ -200,6 +211,8 @@ impl Cmd {
             Cmd::Skip => vec!["skip", NOT_RUN, "--reason", "hostile", "--plan", PLAN],
             Cmd::Invalidate => vec!["invalidate", RUN, "--reason", "hostile", "--plan", PLAN],
             Cmd::Report => vec!["report", PLAN],
+            Cmd::AuditJson => vec!["audit", PLAN, "--format", "json"],
+            Cmd::StatusJson => vec!["status", PLAN, "--format", "json"],
         }
     }
 }
