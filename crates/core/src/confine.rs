@@ -63,8 +63,13 @@ pub fn is_bad_input(e: &Error) -> bool {
 /// its last component; a link, a directory, a named pipe or a device is an error of kind
 /// [`NOT_A_FILE`] saying so (a missing file stays `NotFound`). Never blocks on a pipe.
 pub fn open(path: &Path) -> std::io::Result<File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
+    open_with(std::fs::OpenOptions::new().read(true), path)
+}
+
+/// Opens `path` with `options` as [`open`] does: a regular file, not through a link as its
+/// last component, without blocking (for a writer that must not follow a planted link).
+pub fn open_with(options: &mut std::fs::OpenOptions, path: &Path) -> std::io::Result<File> {
+    let f = options
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
@@ -72,6 +77,15 @@ pub fn open(path: &Path) -> std::io::Result<File> {
                 NOT_A_FILE,
                 "it is a symbolic link, which feedbench does not follow in a study directory: \
                  replace it with the file itself",
+            ),
+            Some(libc::EISDIR) => Error::new(
+                NOT_A_FILE,
+                "it is a directory, where a file should be: move it aside and restore the file",
+            ),
+            Some(libc::ENXIO) => Error::new(
+                NOT_A_FILE,
+                "it is not a regular file (a named pipe, a device or a socket): \
+                 move it aside and restore the file",
             ),
             _ => e,
         })?;
@@ -137,5 +151,14 @@ mod tests {
             read(&d.path().join("none")).unwrap_err().kind(),
             ErrorKind::NotFound
         );
+        // A writer neither: appending through a link, or to a pipe or a directory.
+        for p in [
+            d.path().join("l"),
+            d.path().to_path_buf(),
+            d.path().join("p"),
+        ] {
+            let e = open_with(std::fs::OpenOptions::new().append(true).read(true), &p).unwrap_err();
+            assert!(is_bad_input(&e), "{}: {e}", p.display());
+        }
     }
 }

@@ -272,12 +272,15 @@ impl Writer {
     pub fn open(path: &Path) -> Result<Writer, FileError> {
         let fail = |action| fail(action, path);
         let existed = path.exists();
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(path)
-            .map_err(fail("open"))?;
+        // Never through a planted link, never blocked on a pipe (`confine`).
+        let mut file = crate::confine::open_with(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .read(true),
+            path,
+        )
+        .map_err(fail("open"))?;
         if !existed {
             if let Some(dir) = path.parent() {
                 sync_dir(dir);
