@@ -217,3 +217,23 @@ fn no_command_opens_a_file_outside_the_study_under_strace() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn report_verify_never_reads_a_metrics_csv_that_links_out() {
+    // The report's metrics.csv, read back by --verify before the recomputation runs.
+    let s = Study::new();
+    assert_eq!(run(&s, Cmd::Report).code, Some(0));
+    s.link("report/metrics.csv", &s.outside.join("text/run.json"));
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_feedbench"));
+    c.args(["report", hostile::PLAN, "--verify"]);
+    let got = run_command(&s, c, hostile::TIMEOUT);
+    assert_eq!(got.code, Some(2), "{}", got.out);
+    assert!(!got.out.contains(CANARY_TEXT), "{}", got.out);
+    for name in [
+        "report/metrics.csv",
+        "symbolic link",
+        "without --verify writes it again",
+    ] {
+        assert!(got.out.contains(name), "does not name {name}: {}", got.out);
+    }
+}

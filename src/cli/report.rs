@@ -105,7 +105,13 @@ impl ReportArgs {
         if !self.verify {
             return Ok(());
         }
-        let (d, v) = verify::verify(&metrics, &built).map_err(|e| CliError::Failure(e.into()))?;
+        let (d, v) = verify::verify(&metrics, &built).map_err(|e| match e {
+            // The report's own metrics.csv is damaged, or not a file: bad input.
+            verify::VerifyError::Rows(r) if r.path() == metrics => CliError::invalid(format!(
+                "{r}; `feedbench report` without --verify writes it again"
+            )),
+            e => CliError::Failure(e.into()),
+        })?;
         let evaluated = verify::evaluations(&built).len();
         if d.is_empty() && v.is_empty() {
             eprintln!(

@@ -157,13 +157,24 @@ pub enum RowsError {
     },
 }
 
+impl RowsError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            RowsError::Read { path, .. } | RowsError::Bad { path, .. } => path,
+        }
+    }
+}
+
 /// Reads a metrics.csv (the report's or the twin's) back into rows.
 pub fn read(path: &Path) -> Result<Vec<Row>, RowsError> {
     let read_err = |m: String| RowsError::Read {
         path: path.to_path_buf(),
         message: m,
     };
-    let mut reader = csv::Reader::from_path(path).map_err(|e| read_err(e.to_string()))?;
+    // A link or a pipe where the report's metrics.csv should be is refused, not followed.
+    let file = crate::confine::open(path).map_err(|e| read_err(e.to_string()))?;
+    let mut reader = csv::Reader::from_reader(std::io::BufReader::new(file));
     let header = reader
         .headers()
         .map_err(|e| read_err(e.to_string()))?
