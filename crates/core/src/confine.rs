@@ -14,8 +14,9 @@ use std::path::{Component, Path, PathBuf};
 pub enum Outside {
     #[error(
         "`{rel}` is not a plain path inside the study directory (it is empty, absolute or \
-         holds `..`); a study's files name their directories relative to it, e.g. \
-         `runs/<run>`: restore the line from a copy, or declare the damage"
+         holds `..`), so it is not followed: feedbench names a run's directory relative to \
+         the study directory, e.g. `runs/<run>`; the file that names it was edited: restore \
+         it from a copy"
     )]
     NotPlain { rel: String },
     #[error(
