@@ -7,7 +7,8 @@ mod common;
 
 use common::audit::{audit, Repo};
 use feedbench::audit::fixture::Fixture;
-use feedbench::plan::{expand, load_file};
+use feedbench::plan::load_file;
+use feedbench_core::inputs::runs_now;
 
 const PLAN: &str = "experiments/tiny.yaml";
 
@@ -48,7 +49,7 @@ fn a_clean_study_passes_and_lists_every_run() {
     let md = audit(repo.dir.path(), &[PLAN]);
     assert_eq!(md.code, 0, "{}", md.stderr);
     assert!(md.stdout.starts_with("## Deviations\n"), "{}", md.stdout);
-    for r in expand(&load_file(&repo.path(PLAN), None).unwrap().plan) {
+    for r in runs_now(&load_file(&repo.path(PLAN), None).unwrap()).unwrap() {
         assert!(
             md.stdout
                 .contains(&format!("| `{}` | completed valid |", r.id)),
@@ -61,7 +62,7 @@ fn a_clean_study_passes_and_lists_every_run() {
 #[test]
 fn an_undeclared_plan_edit_fails_until_an_amendment_declares_it() {
     let (repo, mut f) = completed();
-    let old = expand(&load_file(&repo.path(PLAN), None).unwrap().plan);
+    let old = runs_now(&load_file(&repo.path(PLAN), None).unwrap()).unwrap();
     edit_cap(&repo);
     repo.commit("give the fault proxy more CPU");
     let a = audit(repo.dir.path(), &[PLAN, "--format", "json"]);
@@ -89,7 +90,7 @@ fn an_undeclared_plan_edit_fails_until_an_amendment_declares_it() {
         "the fault proxy saturated its 0.25 CPU in the pilot",
         &loaded.plan_hash,
         &old,
-        &expand(&loaded.plan),
+        &runs_now(&loaded).unwrap(),
     )
     .unwrap();
     let a = audit(repo.dir.path(), &[PLAN, "--format", "json"]);
@@ -274,7 +275,7 @@ fn docs_example() {
     edit_cap(&repo);
     repo.commit("Give the fault proxy 0.5 CPU");
     let loaded = load_file(&repo.path(PLAN), None).unwrap();
-    let new_runs = expand(&loaded.plan);
+    let new_runs = runs_now(&loaded).unwrap();
     f.amend(
         "the fault proxy saturated its 0.25 CPU cap (run svc/baseline+db-cut/r1 invalid)",
         &loaded.plan_hash,
@@ -305,12 +306,13 @@ fn docs_example() {
 #[test]
 fn the_smoke_plan_audits_in_a_repository_linking_the_project() {
     let repo = Repo::new();
-    repo.link_project_dirs(&["contenders", "images"]);
+    repo.copy_project_dirs(&["contenders", "images"]);
     let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
     repo.write("experiments/smoke.yaml", &text);
     repo.commit("register the smoke plan");
-    assert!(!repo.git(&["ls-files"]).contains("contenders"));
-    // Relative paths resolve as in the project, so the plan loads with its file checks.
+    // Relative paths resolve as in the project, so the plan loads with its file checks, and
+    // its inputs are committed with it.
+    assert!(repo.git(&["ls-files"]).contains("contenders/schema/indexed.sql"));
     let (mut f, runs) =
         Fixture::start(&repo.path("experiments/smoke.yaml"), &repo.path("results")).unwrap();
     assert_eq!(f.git.clean, Some(true));

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use assert_cmd::Command;
 use feedbench::ledger::journal::{self, Event, Writer};
-use feedbench::plan::{expand, load_file, RunSpec};
+use feedbench::plan::{load_file, RunSpec};
 
 struct Study {
     dir: tempfile::TempDir,
@@ -24,7 +24,7 @@ impl Study {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         std::fs::copy(root.join("tests/plans/valid/minimal.yaml"), &plan).unwrap();
         let loaded = load_file(&plan, None).unwrap();
-        let runs = expand(&loaded.plan);
+        let runs = feedbench_core::inputs::runs_now(&loaded).unwrap();
         Study {
             dir,
             plan,

@@ -13,7 +13,8 @@ use feedbench::engine::topology::RunTopology;
 use feedbench::ledger::journal::{self, Decider, Event, Writer};
 use feedbench::ledger::manifest::{verify, Git, Host, Image, Manifest};
 use feedbench::ledger::Evidence;
-use feedbench::plan::{expand, load_file, LoadedPlan, RunSpec};
+use feedbench::plan::{expand_with, load_file, LoadedPlan, RunSpec};
+use feedbench_core::inputs::Inputs;
 use feedbench::run::events::{Clock, RunEvent};
 use feedbench::run::execute::Saturations;
 use feedbench::run::gate::GateOutcome;
@@ -236,6 +237,7 @@ fn registered() -> Git {
 
 struct Study {
     loaded: LoadedPlan,
+    inputs: Inputs,
     runs: Vec<RunSpec>,
     results: tempfile::TempDir,
     git: Git,
@@ -244,9 +246,11 @@ struct Study {
 impl Study {
     fn new(plan: &Path) -> Study {
         let loaded = load_file(plan, None).unwrap();
-        let runs = expand(&loaded.plan);
+        let inputs = Inputs::of_working_tree(&loaded).unwrap();
+        let runs = expand_with(&loaded.plan, Some(&inputs));
         Study {
             loaded,
+            inputs,
             runs,
             results: tempfile::tempdir().unwrap(),
             git: registered(),
@@ -271,6 +275,8 @@ impl Study {
             resume,
             amend,
             allow_uncommitted: false,
+            inputs: &self.inputs,
+            uncommitted_inputs: &[],
         };
         let mut seen = Collect::default();
         let result = match Session::open(&request, &mut seen) {
@@ -606,7 +612,8 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
     let text = std::fs::read(repo().join(PLAN)).unwrap();
     let scale = Scale::new(0.25).unwrap();
     let scaled = scale_loaded(&study.loaded, &String::from_utf8_lossy(&text), scale, None).unwrap();
-    let runs = expand(&scaled.plan);
+    let inputs = Inputs::of_working_tree(&scaled).unwrap();
+    let runs = expand_with(&scaled.plan, Some(&inputs));
     let selected = with_dependencies(&runs, Some("nginx/baseline*"));
     let git = Git {
         clean: Some(false),
@@ -633,6 +640,8 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
             resume: false,
             amend: None,
             allow_uncommitted: true,
+            inputs: &inputs,
+            uncommitted_inputs: &[],
         };
         let mut seen = Collect::default();
         let mut session = Session::open(&request, &mut seen).unwrap();
@@ -656,8 +665,8 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
     let j = journal::read(&one.dir.join(journal::FILE)).unwrap();
     let kinds: Vec<String> = j.events().map(kind).collect();
     assert_eq!(
-        kinds[..2],
-        ["uncommitted-plan", "study-started"],
+        kinds[..3],
+        ["inputs-read", "uncommitted-plan", "study-started"],
         "{kinds:?}"
     );
     assert_eq!(count(&kinds, "run-finished"), 2, "{kinds:?}");

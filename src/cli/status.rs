@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::{CliError, Format};
 use crate::ledger::journal::{self, Event};
 use crate::ledger::state::{counts, Ledger, RunState};
-use crate::plan::{expand, load_file};
+use crate::plan::load_file;
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
@@ -23,7 +23,7 @@ pub struct StatusArgs {
 impl StatusArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
-        let runs = expand(&loaded.plan);
+        let (_, runs) = super::planned(&loaded)?;
         let study_dir = self.results.join(loaded.plan.study.name.as_str());
         let j = journal::read(&study_dir.join(journal::FILE))
             .map_err(|e| CliError::Failure(e.into()))?;
@@ -184,7 +184,9 @@ pub fn describe(e: &Event) -> String {
             git_commit.as_deref().map_or("-", crate::ledger::files::short),
             match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" }
         ),
-        Event::UncommittedPlan { plan_file, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
+        Event::UncommittedPlan { plan_file, files, .. } if files.is_empty() => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
+        Event::UncommittedPlan { plan_file, files, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes to {} (--allow-uncommitted)", files.join(", ")),
+        Event::InputsRead { digest, files } => format!("inputs read: {} file(s), digest {}", files.len(), crate::ledger::files::short(digest)),
         Event::RunStarted { run, attempt, .. } => format!("{run} started (attempt {attempt})"),
         Event::RunFinished { run, dir, objective, .. } => format!(
             "{run} completed valid{} → {dir}",
@@ -203,7 +205,8 @@ pub fn describe(e: &Event) -> String {
         ),
         Event::RunSkipped { run, reason, .. } => format!("deviation: {run} skipped: {reason}"),
         Event::RunSuperseded { run, amendment, .. } => format!("{run} superseded by the amendment \"{amendment}\""),
-        Event::PlanAmended { reason, changes, .. } => format!("plan amended: \"{reason}\" ({} run(s) touched)", changes.len()),
+        Event::PlanAmended { reason, changes, files_changed, .. } if files_changed.is_empty() => format!("plan amended: \"{reason}\" ({} run(s) touched)", changes.len()),
+        Event::PlanAmended { reason, changes, files_changed, .. } => format!("plan amended: \"{reason}\" ({} run(s) touched; inputs changed: {})", changes.len(), files_changed.join(", ")),
         Event::GatePassed { contender, seconds, .. } => format!("gate of {contender} passed in {seconds:.0} s"),
         Event::ContenderExcluded { contender, reason, runs, .. } => format!(
             "deviation: contender {contender} excluded by its gate ({reason}); its {} run(s) will not run",

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod evidence;
 pub mod files;
 pub mod git;
+pub mod inputs;
 pub mod ledger;
 pub mod plan;
 pub mod report;

@@ -12,7 +12,7 @@ use crate::ledger::layout::{self, SUPERSEDED};
 use crate::ledger::manifest::{
     self, Execution, Git, Host, Manifest, ManifestError, Outcome, Validity,
 };
-use crate::plan::{expand, load_file, LoadError, RunSpec};
+use crate::plan::{expand_with, load_file, LoadError, RunSpec};
 use crate::rundir;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,8 @@ pub enum FixtureError {
     File(#[from] FileError),
     #[error(transparent)]
     Pilot(#[from] crate::ledger::pilot::PilotError),
+    #[error(transparent)]
+    Inputs(#[from] crate::inputs::InputError),
 }
 
 /// A study being written.
@@ -42,6 +44,8 @@ pub struct Fixture {
     attempts: BTreeMap<String, u32>,
     /// Where each run's last attempt is, relative to the study directory.
     dirs: BTreeMap<String, String>,
+    /// The plan's inputs, recorded in manifests (empty for a study started with `start_with`).
+    pub inputs: crate::inputs::Inputs,
 }
 
 impl Fixture {
@@ -49,7 +53,8 @@ impl Fixture {
     /// records `study-started` with the plan's hash and its registration in git.
     pub fn start(plan: &Path, results: &Path) -> Result<(Fixture, Vec<RunSpec>), FixtureError> {
         let loaded = load_file(plan, None)?;
-        let runs = expand(&loaded.plan);
+        let inputs = crate::inputs::Inputs::of_working_tree(&loaded)?;
+        let runs = expand_with(&loaded.plan, Some(&inputs));
         let git = crate::git::registration(plan)?;
         let dir = results.join(loaded.plan.study.name.as_str());
         let f = Fixture::start_with(
@@ -60,6 +65,12 @@ impl Fixture {
             git,
             &runs,
         )?;
+        let mut f = f;
+        f.append(Event::InputsRead {
+            digest: inputs.digest(),
+            files: inputs.files.clone(),
+        })?;
+        f.inputs = inputs;
         Ok((f, runs))
     }
 
@@ -83,6 +94,7 @@ impl Fixture {
             journal,
             attempts: BTreeMap::new(),
             dirs: BTreeMap::new(),
+            inputs: Default::default(),
         };
         f.append(Event::StudyStarted {
             plan_file: plan_file.into(),
@@ -153,6 +165,7 @@ impl Fixture {
             plan_file: self.plan_file.clone(),
             plan_hash: self.plan_hash.clone(),
             git_commit: self.git.commit.clone(),
+            files: Vec::new(),
         })
     }
 
@@ -222,6 +235,7 @@ impl Fixture {
             },
             images: Vec::new(),
             seed_digest: None,
+            inputs: self.inputs.files_of(&run.inputs),
             started_wall_ns: journal::unix_ns().to_string(),
             ended_wall_ns: journal::unix_ns().to_string(),
             outcome: Outcome {
@@ -320,6 +334,9 @@ impl Fixture {
             new_plan_hash: new_plan_hash.into(),
             git_commit: self.git.commit.clone(),
             changes: changes.clone(),
+            old_inputs_digest: None,
+            new_inputs_digest: None,
+            files_changed: Vec::new(),
         })?;
         for c in changes.iter().filter(|c| c.old_run_hash.is_some()) {
             let Some(&attempt) = self.attempts.get(&c.run) else {

@@ -78,6 +78,9 @@ pub struct Amendment {
     pub new_plan_hash: String,
     pub git_commit: Option<String>,
     pub changes: Vec<RunChange>,
+    /// The inputs' digests it takes the study from and to, when recorded.
+    pub old_inputs_digest: Option<String>,
+    pub new_inputs_digest: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -54,6 +54,9 @@ pub enum Event {
         plan_file: String,
         plan_hash: String,
         git_commit: Option<String>,
+        /// The plan's input files that differ from their commit or are not committed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
     },
     RunStarted {
         run: String,
@@ -119,6 +122,22 @@ pub enum Event {
         new_plan_hash: String,
         git_commit: Option<String>,
         changes: Vec<RunChange>,
+        /// The inputs' digest (`inputs-read`) before and after, when the study recorded one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old_inputs_digest: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_inputs_digest: Option<String>,
+        /// The input files whose content changed, by path.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files_changed: Vec<String>,
+    },
+    /// The study's inputs as read when an invocation began, written when they differ from
+    /// the last record (the first time, and after an amendment): every file the run hashes
+    /// cover, with feedbench's templates.
+    InputsRead {
+        /// `inputs::Inputs::digest`: over the sources the run hashes cover.
+        digest: String,
+        files: Vec<crate::inputs::InputFile>,
     },
     GatePassed {
         contender: String,

@@ -99,6 +99,8 @@ pub struct Ledger {
     pub plan_hash: Option<String>,
     /// Results an amendment superseded whose `run-superseded` event is not written yet.
     pub pending: Vec<Pending>,
+    /// The inputs last recorded (`inputs-read`): their digest and files.
+    pub inputs: Option<(String, Vec<crate::inputs::InputFile>)>,
 }
 
 /// A result an amendment superseded, waiting for its directory to be moved aside.
@@ -260,6 +262,9 @@ impl Ledger {
             } => {
                 self.excluded.insert(contender.clone(), reason.clone());
             }
+            Event::InputsRead { digest, files } => {
+                self.inputs = Some((digest.clone(), files.clone()));
+            }
             Event::UncommittedPlan { .. } | Event::TornLineFound { .. } => {}
         }
     }
@@ -400,6 +405,7 @@ mod tests {
             repetition: 1,
             depends_on: deps.iter().map(|d| d.to_string()).collect(),
             estimated_duration_s: None,
+            inputs: Vec::new(),
         }
     }
 
@@ -561,6 +567,9 @@ mod tests {
             new_plan_hash: "P2".into(),
             git_commit: None,
             changes: c.changes.clone(),
+            old_inputs_digest: None,
+            new_inputs_digest: None,
+            files_changed: Vec::new(),
         });
         let half = Ledger::fold(&amended);
         assert_eq!(half.pending.len(), 2);
@@ -640,6 +649,9 @@ mod tests {
                 new_plan_hash: "Q".into(),
                 git_commit: None,
                 changes: Vec::new(),
+                old_inputs_digest: None,
+                new_inputs_digest: None,
+                files_changed: Vec::new(),
             },
         ]);
         assert!(l.excluded.is_empty());
