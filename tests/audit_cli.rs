@@ -312,7 +312,9 @@ fn the_smoke_plan_audits_in_a_repository_linking_the_project() {
     repo.commit("register the smoke plan");
     // Relative paths resolve as in the project, so the plan loads with its file checks, and
     // its inputs are committed with it.
-    assert!(repo.git(&["ls-files"]).contains("contenders/schema/indexed.sql"));
+    assert!(repo
+        .git(&["ls-files"])
+        .contains("contenders/schema/indexed.sql"));
     let (mut f, runs) =
         Fixture::start(&repo.path("experiments/smoke.yaml"), &repo.path("results")).unwrap();
     assert_eq!(f.git.clean, Some(true));
@@ -342,4 +344,78 @@ fn a_multibyte_run_hash_in_a_manifest_is_a_departure_not_a_panic() {
         assert!(!a.stderr.contains("panicked"), "{}", a.stderr);
         assert!(a.stdout.contains("svc/baseline+db-cut/r1"), "{}", a.stdout);
     }
+}
+
+/// An init script edited after registration: the audit fails naming the file until an
+/// amendment declares the edit; once declared (and the runs it touched run again) it passes.
+#[test]
+fn an_edited_init_script_is_an_undeclared_departure_until_amended() {
+    let repo = Repo::new();
+    repo.copy_project_dirs(&["contenders", "images"]);
+    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
+    repo.write("experiments/smoke.yaml", &text);
+    repo.commit("register the smoke plan");
+    let plan = repo.path("experiments/smoke.yaml");
+    let (mut f, runs) = Fixture::start(&plan, &repo.path("results")).unwrap();
+    for r in &runs {
+        f.complete(r).unwrap();
+    }
+    let m = feedbench::ledger::manifest::Manifest::read(
+        &repo.path("results/smoke/runs/feed-rs_ramp_r1"),
+    )
+    .unwrap()
+    .unwrap();
+    let indexed = m
+        .inputs
+        .iter()
+        .find(|i| i.path == "../contenders/schema/indexed.sql")
+        .expect("the manifest records the init script");
+    assert_eq!(indexed.role, "init");
+    assert_eq!(
+        indexed.bytes,
+        std::fs::metadata(repo.path("contenders/schema/indexed.sql"))
+            .unwrap()
+            .len()
+    );
+    assert_eq!(audit(repo.dir.path(), &["experiments/smoke.yaml"]).code, 0);
+
+    let sql = repo.path("contenders/schema/indexed.sql");
+    let mut script = std::fs::read_to_string(&sql).unwrap();
+    script.push_str("-- a later index\n");
+    std::fs::write(&sql, script).unwrap();
+    repo.commit("tune the index");
+    let a = audit(repo.dir.path(), &["experiments/smoke.yaml"]);
+    assert!(
+        a.stdout.contains("takes the plan's inputs from digest"),
+        "{}",
+        a.stdout
+    );
+    assert_eq!(a.code, 1, "{}", a.stderr);
+    assert!(
+        a.stderr.contains(
+            "An input of the plan was changed after registration: `../contenders/schema/indexed.sql`"
+        ),
+        "{}",
+        a.stderr
+    );
+
+    let loaded = load_file(&plan, None).unwrap();
+    let new_runs = runs_now(&loaded).unwrap();
+    assert!(runs
+        .iter()
+        .zip(&new_runs)
+        .all(|(a, b)| a.run_hash != b.run_hash));
+    f.amend("a later index", &loaded.plan_hash, &runs, &new_runs)
+        .unwrap();
+    for r in &new_runs {
+        f.complete(r).unwrap();
+    }
+    let a = audit(
+        repo.dir.path(),
+        &["experiments/smoke.yaml", "--format", "json"],
+    );
+    assert_eq!(a.code, 0, "{}\n{}", a.stderr, a.stdout);
+    let j = a.json();
+    assert_eq!(j["history"][0]["declared"], true, "{j}");
+    assert_eq!(j["summary"]["completed_valid"], 3, "{j}");
 }

@@ -106,7 +106,10 @@ fn ramps_that_stop_hash_differently_from_round_one_and_ramps_that_do_not_keep_th
         .collect();
     // With the inputs, as `feedbench plan` hashes: no run keeps its round-1 hash.
     let with_inputs = run_hashes(&every_step);
-    assert!(with_inputs.iter().zip(&kept).all(|(a, b)| a.0 == b.0 && a.1 != b.1));
+    assert!(with_inputs
+        .iter()
+        .zip(&kept)
+        .all(|(a, b)| a.0 == b.0 && a.1 != b.1));
     // The plan alone, as round 1 hashed.
     let ctx = feedbench_core::plan::validate::Context {
         host_cores: None,

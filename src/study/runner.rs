@@ -24,11 +24,11 @@ use crate::ledger::state::Ledger;
 use crate::ledger::Decider;
 use crate::plan::model::Profile;
 use crate::plan::{LoadedPlan, RunSpec};
-use feedbench_core::inputs::{self, Inputs};
 use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::Saturations;
 use crate::run::settle::{self, StudyContext};
 use crate::rundir::record::RunRecord;
+use feedbench_core::inputs::{self, Inputs};
 
 /// What a person asked `feedbench run` to do.
 #[derive(Debug, Clone, Copy)]

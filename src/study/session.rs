@@ -255,7 +255,7 @@ fn undeclared(
         .collect();
     let what = if c.old_plan_hash == c.new_plan_hash && !files.is_empty() {
         format!(
-            "`{file}` is unchanged (plan hash {}), but input files its runs depend on changed since study `{study}` last ran:\n{}\n",
+            "`{file}` is unchanged (plan hash {}), but input files its runs depend on changed since study `{study}` last ran:\n{}",
             short(&c.new_plan_hash),
             files
                 .iter()
@@ -273,7 +273,7 @@ fn undeclared(
             String::new()
         } else {
             format!(
-                " Input files changed too:\n{}\n",
+                " Input files changed too:\n{}",
                 files
                     .iter()
                     .map(|f| format!("  {f}"))
@@ -287,8 +287,9 @@ fn undeclared(
             short(&c.new_plan_hash)
         )
     };
+    let sep = if what.ends_with('.') { " " } else { "\n" };
     format!(
-        "{what} {}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
+        "{what}{sep}{}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
         if list.is_empty() {
             "No result recorded so far is touched.".to_string()
         } else {

@@ -170,7 +170,14 @@ pub fn uncommitted(top: &Path, rels: &[&str]) -> Result<Vec<String>, GitError> {
     if rels.is_empty() {
         return Ok(Vec::new());
     }
-    let mut args = vec!["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--"];
+    let mut args = vec![
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignored=matching",
+        "--",
+    ];
     args.extend(rels);
     let out = git(top, &args)?.unwrap_or_default();
     let mut dirty: Vec<String> = out

@@ -324,19 +324,31 @@ impl Fixture {
                 });
             }
         }
-        // The amended plan is committed now: later runs record the commit it is in.
-        if Path::new(&self.plan_file).exists() {
-            self.git = crate::git::registration(Path::new(&self.plan_file))?;
+        // The amended plan is committed now: later runs record the commit it is in, and
+        // its inputs are read again, as `feedbench run --amend` does.
+        let plan = Path::new(&self.plan_file);
+        let mut inputs = None;
+        if plan.exists() {
+            self.git = crate::git::registration(plan)?;
+            if !self.inputs.files.is_empty() {
+                inputs = Some(crate::inputs::Inputs::of_working_tree(&load_file(
+                    plan, None,
+                )?)?);
+            }
         }
+        let files_changed = inputs
+            .as_ref()
+            .map(|i| crate::inputs::changed(&self.inputs.files, &i.files))
+            .unwrap_or_default();
         self.append(Event::PlanAmended {
             reason: reason.into(),
             old_plan_hash: self.plan_hash.clone(),
             new_plan_hash: new_plan_hash.into(),
             git_commit: self.git.commit.clone(),
             changes: changes.clone(),
-            old_inputs_digest: None,
-            new_inputs_digest: None,
-            files_changed: Vec::new(),
+            old_inputs_digest: inputs.as_ref().map(|_| self.inputs.digest()),
+            new_inputs_digest: inputs.as_ref().map(crate::inputs::Inputs::digest),
+            files_changed: files_changed.into_iter().map(|f| f.path).collect(),
         })?;
         for c in changes.iter().filter(|c| c.old_run_hash.is_some()) {
             let Some(&attempt) = self.attempts.get(&c.run) else {
@@ -361,6 +373,15 @@ impl Fixture {
             })?;
         }
         self.plan_hash = new_plan_hash.into();
+        if let Some(i) = inputs {
+            if i.files != self.inputs.files {
+                self.append(Event::InputsRead {
+                    digest: i.digest(),
+                    files: i.files.clone(),
+                })?;
+            }
+            self.inputs = i;
+        }
         Ok(changes)
     }
 }

@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use super::AuditError;
 use crate::git::{self, Commit};
-use crate::plan::hash::{canonical_json, plan_hash, to_json};
-use crate::plan::validate::Context;
 use crate::inputs::tree::{GitTree, Tree, WorkingTree};
 use crate::inputs::{InputFile, Inputs};
+use crate::plan::hash::{canonical_json, plan_hash, to_json};
+use crate::plan::validate::Context;
 use crate::plan::{expand_with, load_str, yaml, LoadError, Plan, RunSpec};
 
 /// Where a version of the plan comes from.
@@ -219,16 +219,25 @@ impl History {
         // The commits that touched the plan, then those that touched any input some
         // version of it names: an edit to an init script is a change of the plan's runs.
         let mut paths = vec![rel.clone()];
-        for c in std::iter::once(registration.clone())
-            .chain(git::commits_touching(&top, &[rel.as_str()], &registration.hash)?)
-        {
+        for c in std::iter::once(registration.clone()).chain(git::commits_touching(
+            &top,
+            &[rel.as_str()],
+            &registration.hash,
+        )?) {
             if let Some(t) = git::show(&top, &c.hash, &rel)? {
                 let tree = GitTree::new(&top, &c.hash, &rel);
                 let v = PlanVersion::with_inputs(Rev::Commit(c), &rel, &t, Some(&tree));
                 paths.extend(v.inputs.iter().filter_map(|f| repo_path(&rel, &f.path)));
             }
         }
-        if let Ok(loaded) = load_str(&file, &text, &Context { host_cores: None, exists: None }) {
+        if let Ok(loaded) = load_str(
+            &file,
+            &text,
+            &Context {
+                host_cores: None,
+                exists: None,
+            },
+        ) {
             if let Ok(i) = Inputs::read(&loaded.plan, &WorkingTree::new(plan_dir(plan))) {
                 paths.extend(i.files.iter().filter_map(|f| repo_path(&rel, &f.path)));
             }
@@ -245,7 +254,12 @@ impl History {
             match git::show(&top, &c.hash, &rel)? {
                 Some(t) => {
                     let tree = GitTree::new(&top, &c.hash, &rel);
-                    versions.push(PlanVersion::with_inputs(Rev::Commit(c), &name, &t, Some(&tree)));
+                    versions.push(PlanVersion::with_inputs(
+                        Rev::Commit(c),
+                        &name,
+                        &t,
+                        Some(&tree),
+                    ));
                     last_text = Some(t);
                 }
                 None if i == 0 => {

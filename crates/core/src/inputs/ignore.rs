@@ -85,4 +85,3 @@ fn glob(pat: &[u8], s: &[u8]) -> bool {
         Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
     }
 }
-

@@ -32,9 +32,13 @@ pub enum InputError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not a regular file, a symbolic link or a directory; an input must be a file")]
+    #[error(
+        "`{path}` is not a regular file, a symbolic link or a directory; an input must be a file"
+    )]
     NotAFile { path: String },
-    #[error("a file name below `{dir}` is not UTF-8; rename it, or leave it out with a .dockerignore")]
+    #[error(
+        "a file name below `{dir}` is not UTF-8; rename it, or leave it out with a .dockerignore"
+    )]
     NotUtf8 { dir: String },
     #[error("`{path}` is outside the plan's repository, so no commit registers it; move it into the repository")]
     OutsideRepository { path: String },
@@ -133,7 +137,8 @@ impl Inputs {
             for (v, variant) in &c.variants {
                 for (svc, o) in &variant.services {
                     for (i, p) in o.init.iter().flatten().enumerate() {
-                        let field = format!("contenders.{name}.variants.{v}.services.{svc}.init[{i}]");
+                        let field =
+                            format!("contenders.{name}.variants.{v}.services.{svc}.init[{i}]");
                         scripts.push((field, p));
                     }
                 }
@@ -160,12 +165,14 @@ impl Inputs {
         if self.sources.contains_key(path) {
             return Ok(());
         }
-        let node = tree.read_followed(path)?.ok_or_else(|| InputError::Missing {
-            what: "the init script",
-            path: path.to_string(),
-            field: field.to_string(),
-            tree: tree.label(),
-        })?;
+        let node = tree
+            .read_followed(path)?
+            .ok_or_else(|| InputError::Missing {
+                what: "the init script",
+                path: path.to_string(),
+                field: field.to_string(),
+                tree: tree.label(),
+            })?;
         let bytes = content(&node);
         let sha = sha256_hex(bytes);
         self.member(path, normal(path));
@@ -180,7 +187,12 @@ impl Inputs {
         Ok(())
     }
 
-    fn read_context(&mut self, tree: &dyn Tree, field: &str, b: &BuildRecipe) -> Result<(), InputError> {
+    fn read_context(
+        &mut self,
+        tree: &dyn Tree,
+        field: &str,
+        b: &BuildRecipe,
+    ) -> Result<(), InputError> {
         let dir = b.context.trim_end_matches('/');
         if self.sources.contains_key(dir) {
             return Ok(());
@@ -190,12 +202,14 @@ impl Inputs {
             None => String::new(),
         };
         let ignore = Ignore::parse(&format!("{ALWAYS_IGNORED}\n{ignore_text}"));
-        let entries = tree.walk(dir, &ignore)?.ok_or_else(|| InputError::Missing {
-            what: "the build context",
-            path: dir.to_string(),
-            field: format!("{field}.context"),
-            tree: tree.label(),
-        })?;
+        let entries = tree
+            .walk(dir, &ignore)?
+            .ok_or_else(|| InputError::Missing {
+                what: "the build context",
+                path: dir.to_string(),
+                field: format!("{field}.context"),
+                tree: tree.label(),
+            })?;
         // The lines the context's digest is taken of; a file's line is its path, mode and
         // content hash, as in the images' recipe hash (docs/images.md).
         let mut lines = vec![format!("dockerfile {}", b.dockerfile)];
@@ -258,7 +272,10 @@ impl Inputs {
     }
 
     fn member(&mut self, source: &str, path: String) {
-        self.members.entry(source.to_string()).or_default().push(path);
+        self.members
+            .entry(source.to_string())
+            .or_default()
+            .push(path);
     }
 
     fn prepared(&mut self, dir: &str, dest: &str, identity: String) {
@@ -334,7 +351,11 @@ impl Inputs {
     /// The digest of every source, over their paths and digests: what a study's inputs
     /// are as a whole, recorded when they change and named in amendments.
     pub fn digest(&self) -> String {
-        let lines: Vec<String> = self.sources.iter().map(|(p, d)| format!("{p} {d}")).collect();
+        let lines: Vec<String> = self
+            .sources
+            .iter()
+            .map(|(p, d)| format!("{p} {d}"))
+            .collect();
         sha256_hex(lines.join("\n").as_bytes())
     }
 }
@@ -377,7 +398,11 @@ pub fn uncommitted(plan: &std::path::Path, inputs: &Inputs) -> Result<Vec<String
     };
     let base = rel.rsplit_once('/').map_or("", |(d, _)| d);
     let mut by_repo: BTreeMap<String, &str> = BTreeMap::new();
-    for f in inputs.files.iter().filter(|f| f.role != TEMPLATE && f.role != PREPARED) {
+    for f in inputs
+        .files
+        .iter()
+        .filter(|f| f.role != TEMPLATE && f.role != PREPARED)
+    {
         let repo = tree::join(base, &f.path).ok_or_else(|| InputError::OutsideRepository {
             path: f.path.clone(),
         })?;
@@ -404,17 +429,30 @@ pub struct FileChange {
 impl std::fmt::Display for FileChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let short = |h: &Option<String>| {
-            h.as_deref()
-                .map_or("(absent)".to_string(), |h| crate::audit::history::short(h).to_string())
+            h.as_deref().map_or("(absent)".to_string(), |h| {
+                crate::audit::history::short(h).to_string()
+            })
         };
-        write!(f, "`{}`: sha256 {} → {}", self.path, short(&self.old), short(&self.new))
+        write!(
+            f,
+            "`{}`: sha256 {} → {}",
+            self.path,
+            short(&self.old),
+            short(&self.new)
+        )
     }
 }
 
 /// The files whose content differs between `old` and `new`, by path.
 pub fn changed(old: &[InputFile], new: &[InputFile]) -> Vec<FileChange> {
-    let a: BTreeMap<&str, &str> = old.iter().map(|f| (f.path.as_str(), f.sha256.as_str())).collect();
-    let b: BTreeMap<&str, &str> = new.iter().map(|f| (f.path.as_str(), f.sha256.as_str())).collect();
+    let a: BTreeMap<&str, &str> = old
+        .iter()
+        .map(|f| (f.path.as_str(), f.sha256.as_str()))
+        .collect();
+    let b: BTreeMap<&str, &str> = new
+        .iter()
+        .map(|f| (f.path.as_str(), f.sha256.as_str()))
+        .collect();
     let mut paths: Vec<&str> = a.keys().chain(b.keys()).copied().collect();
     paths.sort_unstable();
     paths.dedup();

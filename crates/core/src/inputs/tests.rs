@@ -62,11 +62,22 @@ fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .output()
         .unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 }
 
 fn study() -> tempfile::TempDir {
@@ -126,7 +137,10 @@ fn the_working_tree_and_its_commit_read_alike_and_ignored_files_count_for_nothin
     let schema = &now.files[4];
     assert_eq!(schema.bytes, 25);
     assert_eq!(schema.sha256, sha256_hex(b"create table t (id int);\n"));
-    assert_eq!(uncommitted(&r.join("plans/study.yaml"), &now).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        uncommitted(&r.join("plans/study.yaml"), &now).unwrap(),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -134,13 +148,23 @@ fn an_edited_init_script_changes_exactly_the_runs_that_use_it() {
     let t = study();
     let r = t.path();
     let (before, runs_before) = runs_now(r);
-    std::fs::write(r.join("schema/indexed.sql"), "create index on t (id desc);\n").unwrap();
+    std::fs::write(
+        r.join("schema/indexed.sql"),
+        "create index on t (id desc);\n",
+    )
+    .unwrap();
     let (after, runs_after) = runs_now(r);
     let hash = |runs: &[crate::plan::RunSpec], id: &str| {
         runs.iter().find(|x| x.id == id).unwrap().run_hash.clone()
     };
-    assert_eq!(hash(&runs_before, "app.plain/flat/r1"), hash(&runs_after, "app.plain/flat/r1"));
-    assert_ne!(hash(&runs_before, "app.indexed/flat/r1"), hash(&runs_after, "app.indexed/flat/r1"));
+    assert_eq!(
+        hash(&runs_before, "app.plain/flat/r1"),
+        hash(&runs_after, "app.plain/flat/r1")
+    );
+    assert_ne!(
+        hash(&runs_before, "app.indexed/flat/r1"),
+        hash(&runs_after, "app.indexed/flat/r1")
+    );
     assert_ne!(before.digest(), after.digest());
     let changes = changed(&before.files, &after.files);
     assert_eq!(changes.len(), 1);
@@ -150,9 +174,15 @@ fn an_edited_init_script_changes_exactly_the_runs_that_use_it() {
         ["../schema/indexed.sql"]
     );
     // The manifest of the plain arm records no file of the indexed arm.
-    let plain = runs_after.iter().find(|x| x.id == "app.plain/flat/r1").unwrap();
+    let plain = runs_after
+        .iter()
+        .find(|x| x.id == "app.plain/flat/r1")
+        .unwrap();
     let files = after.files_of(&plain.inputs);
-    assert!(files.iter().all(|f| f.path != "../schema/indexed.sql"), "{files:?}");
+    assert!(
+        files.iter().all(|f| f.path != "../schema/indexed.sql"),
+        "{files:?}"
+    );
     assert!(files.iter().any(|f| f.path == "../schema/schema.sql"));
 }
 
@@ -180,7 +210,10 @@ fn a_missing_input_is_named_with_the_field_and_the_tree() {
     let e = Inputs::read(&loaded.plan, &WorkingTree::new(&r.join("plans"))).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("`../schema/indexed.sql`"), "{msg}");
-    assert!(msg.contains("contenders.app.variants.indexed.services.database.init[1]"), "{msg}");
+    assert!(
+        msg.contains("contenders.app.variants.indexed.services.database.init[1]"),
+        "{msg}"
+    );
     assert!(msg.contains("the working tree"), "{msg}");
     assert!(e.bad_input());
 }

@@ -50,7 +50,11 @@ pub fn join(base: &str, path: &str) -> Option<String> {
         }
     }
     let joined = parts.join("/");
-    Some(if absolute { format!("/{joined}") } else { joined })
+    Some(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
 }
 
 /// The files on disk, below the plan file's directory.
@@ -113,7 +117,10 @@ impl Tree for WorkingTree {
     }
 
     fn read_followed(&self, path: &str) -> Result<Option<Node>, InputError> {
-        match self.path(path).map(|p| std::fs::canonicalize(&p).map(|c| (p, c))) {
+        match self
+            .path(path)
+            .map(|p| std::fs::canonicalize(&p).map(|c| (p, c)))
+        {
             Some(Ok((_, real))) => read_node(&real),
             Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Some(Err(e)) => Err(InputError::Read {
@@ -203,7 +210,11 @@ impl GitTree {
     }
 
     /// `(mode, object, path)` of every blob at or below `rel`.
-    fn list(&self, rel: &str, recursive: bool) -> Result<Vec<(String, String, String)>, InputError> {
+    fn list(
+        &self,
+        rel: &str,
+        recursive: bool,
+    ) -> Result<Vec<(String, String, String)>, InputError> {
         let mut args = vec!["ls-tree", "-z", "--full-tree"];
         if recursive {
             args.push("-r");
@@ -359,7 +370,10 @@ mod tests {
 
     #[test]
     fn paths_join_lexically_and_never_climb_above_the_root() {
-        assert_eq!(join("experiments", "../contenders/a.sql").as_deref(), Some("contenders/a.sql"));
+        assert_eq!(
+            join("experiments", "../contenders/a.sql").as_deref(),
+            Some("contenders/a.sql")
+        );
         assert_eq!(join("", "./x/./y/../z").as_deref(), Some("x/z"));
         assert_eq!(join("experiments", "../../x"), None);
         assert_eq!(join("/w/e", "../c").as_deref(), Some("/w/c"));

@@ -30,9 +30,7 @@ pub(super) fn check(
     let mut edits = Vec::new();
     for i in 1..vs.len() {
         let (a, b) = (&vs[i - 1], &vs[i]);
-        if a.plan_hash.is_some()
-            && a.plan_hash == b.plan_hash
-            && a.inputs_digest == b.inputs_digest
+        if a.plan_hash.is_some() && a.plan_hash == b.plan_hash && a.inputs_digest == b.inputs_digest
         {
             continue;
         }
@@ -127,6 +125,16 @@ pub(super) fn check(
                         "the plan was run uncommitted, with --allow-uncommitted".to_string(),
                     )
                 }
+                _ if a.plan_hash == b.plan_hash => (
+                    Standing::Undeclared,
+                    format!(
+                        "none recorded: no plan-amended event in the journal takes the plan's \
+                     inputs from digest {} to {}; declare the change as an amendment with its \
+                     reason (feedbench run --amend) or revert it",
+                        hash_or_none(&a.inputs_digest),
+                        hash_or_none(&b.inputs_digest)
+                    ),
+                ),
                 _ => (
                     Standing::Undeclared,
                     format!(
