@@ -419,3 +419,76 @@ fn an_edited_init_script_is_an_undeclared_departure_until_amended() {
     assert_eq!(j["history"][0]["declared"], true, "{j}");
     assert_eq!(j["summary"]["completed_valid"], 3, "{j}");
 }
+
+fn replica(id: &str) -> feedbench::ledger::manifest::Image {
+    feedbench::ledger::manifest::Image {
+        role: "replica".into(),
+        container: "fb-smoke-replica-1".into(),
+        image: "feedbench/feed-rs:dev".into(),
+        image_id: Some(id.into()),
+    }
+}
+
+/// A contender's image rebuilt mid-study: from unchanged sources it is a declared rebuild
+/// naming both image IDs; from changed sources (run with --allow-uncommitted) nothing
+/// declares, it is an undeclared departure naming the changed files.
+#[test]
+fn a_rebuilt_image_is_benign_from_unchanged_sources_and_a_departure_from_changed_ones() {
+    let repo = Repo::new();
+    repo.copy_project_dirs(&["contenders", "images"]);
+    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
+    repo.write("experiments/smoke.yaml", &text);
+    repo.commit("register the smoke plan");
+    let plan = repo.path("experiments/smoke.yaml");
+    let (mut f, runs) = Fixture::start(&plan, &repo.path("results")).unwrap();
+    let (a, b, c) = (
+        format!("sha256:{}", "a".repeat(64)),
+        format!("sha256:{}", "b".repeat(64)),
+        format!("sha256:{}", "c".repeat(64)),
+    );
+    f.images = vec![replica(&a)];
+    f.complete(&runs[0]).unwrap();
+    // Pruned and rebuilt from the same files: another ID.
+    f.images = vec![replica(&b)];
+    f.complete(&runs[1]).unwrap();
+    let out = audit(
+        repo.dir.path(),
+        &["experiments/smoke.yaml", "--format", "json"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let j = out.json();
+    let rebuilt: Vec<&serde_json::Value> = j["deviations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "image-rebuilt")
+        .collect();
+    assert_eq!(rebuilt.len(), 1, "{j}");
+    assert_eq!(rebuilt[0]["standing"], "declared");
+    let evidence = rebuilt[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("sha256:aaaaaaaaaaaa") && evidence.contains("sha256:bbbbbbbbbbbb"),
+        "{evidence}"
+    );
+
+    // A source file of the contender edited and run uncommitted, rebuilt: another ID.
+    let main = repo.path("contenders/feed-rs/src/main.rs");
+    let mut source = std::fs::read_to_string(&main).unwrap();
+    source.push_str("// changed\n");
+    std::fs::write(&main, source).unwrap();
+    let loaded = load_file(&plan, None).unwrap();
+    f.inputs = feedbench_core::inputs::Inputs::of_working_tree(&loaded).unwrap();
+    f.declare_uncommitted().unwrap();
+    let now = runs_now(&loaded).unwrap();
+    f.images = vec![replica(&c)];
+    f.complete(&now[2]).unwrap();
+    let out = audit(repo.dir.path(), &["experiments/smoke.yaml"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stderr, out.stdout);
+    assert!(
+        out.stderr.contains(
+            "The image feedbench/feed-rs:dev was rebuilt from changed sources: `../contenders/feed-rs/src/main.rs`"
+        ),
+        "{}",
+        out.stderr
+    );
+}

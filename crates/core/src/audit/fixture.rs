@@ -46,6 +46,8 @@ pub struct Fixture {
     dirs: BTreeMap<String, String>,
     /// The plan's inputs, recorded in manifests (empty for a study started with `start_with`).
     pub inputs: crate::inputs::Inputs,
+    /// The images the next runs' manifests record (none unless a test sets them).
+    pub images: Vec<manifest::Image>,
 }
 
 impl Fixture {
@@ -95,6 +97,7 @@ impl Fixture {
             attempts: BTreeMap::new(),
             dirs: BTreeMap::new(),
             inputs: Default::default(),
+            images: Vec::new(),
         };
         f.append(Event::StudyStarted {
             plan_file: plan_file.into(),
@@ -233,7 +236,7 @@ impl Fixture {
                 cgroup_version: "2".into(),
                 engine_version: "fixture".into(),
             },
-            images: Vec::new(),
+            images: self.images.clone(),
             seed_digest: None,
             inputs: self.inputs.files_of(&run.inputs),
             started_wall_ns: journal::unix_ns().to_string(),

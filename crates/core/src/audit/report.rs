@@ -119,6 +119,12 @@ pub enum Kind {
     RunRepeated,
     /// A contender whose gate failed: none of its runs ran.
     ContenderExcluded,
+    /// An image's ID changed between runs, from the same sources or from sources an
+    /// amendment changed.
+    ImageRebuilt,
+    /// An image's ID changed between runs from sources nothing declares, or from sources
+    /// feedbench does not know.
+    ImageChanged,
     RunInvalid,
     RunSkipped,
     RunInterrupted,

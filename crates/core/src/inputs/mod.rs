@@ -369,7 +369,7 @@ fn content(node: &Node) -> &[u8] {
 
 /// A plan path with `.` segments and inner `..` resolved, leading `..` kept: how the files
 /// are named in records.
-fn normal(path: &str) -> String {
+pub fn normal(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for seg in path.split('/') {
         match seg {
