@@ -312,3 +312,55 @@ fn caps_beyond_the_host_are_refused_before_anything_is_recorded() {
         "neither the amendment nor anything else is journalled"
     );
 }
+
+/// Invalidating a ramp by hand sets aside the baseline that took its rate from the ramp's
+/// saturation: moved to `_superseded/` and journalled, never silently kept.
+#[test]
+fn invalidating_a_ramp_supersedes_the_runs_that_took_its_rate() {
+    let s = Study::new();
+    s.completed(2);
+    assert!(s.study().join("runs/svc_baseline_db-cut_r1").exists());
+    let (code, _, err) = s.feedbench(&[
+        "invalidate",
+        "svc/ramp/r1",
+        "--reason",
+        "the load generator was the bottleneck",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("recorded: deviation: svc/baseline+db-cut/r1 superseded: `svc/ramp/r1`"),
+        "{err}"
+    );
+    assert!(!s.study().join("runs/svc_baseline_db-cut_r1").exists());
+    assert!(s
+        .study()
+        .join("_superseded/svc_baseline_db-cut_r1/requests.csv")
+        .exists());
+    assert!(matches!(
+        s.events().last().unwrap(),
+        Event::RunSupersededByDependency { run, dependency, reason, dir, .. }
+            if run == "svc/baseline+db-cut/r1"
+                && dependency == "svc/ramp/r1"
+                && reason == "the load generator was the bottleneck"
+                && dir == "_superseded/svc_baseline_db-cut_r1"
+    ));
+    let (_, out, _) = s.feedbench(&["status", "plan.yaml"]);
+    assert!(out.contains("1 invalid, 4 not run, 1 superseded"), "{out}");
+    assert!(
+        out.contains("`svc/ramp/r1`, which it took a figure from, was set aside"),
+        "{out}"
+    );
+    // The second repetition's results are untouched.
+    let (code, _, err) = s.feedbench(&[
+        "skip",
+        "svc/ramp/r2",
+        "--reason",
+        "out of time",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("superseded"), "{err}");
+}

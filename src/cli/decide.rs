@@ -38,9 +38,11 @@ impl DecideArgs {
                 self.plan.display()
             )));
         };
-        let event = decide(&self.results, &loaded, &runs, spec, decision, &self.reason)
+        let events = decide(&self.results, &loaded, &runs, spec, decision, &self.reason)
             .map_err(super::run::study_error)?;
-        eprintln!("recorded: {}", super::status::describe(&event));
+        for event in &events {
+            eprintln!("recorded: {}", super::status::describe(event));
+        }
         Ok(())
     }
 }

@@ -92,6 +92,10 @@ impl StatusArgs {
         let width = runs.iter().map(|r| r.id.len()).max().unwrap_or(0);
         for s in &status {
             let detail = match &s.state {
+                RunState::NotRun if s.superseded_by_dependency.is_some() => format!(
+                    "`{}`, which it took a figure from, was set aside; it runs again only once that stands",
+                    s.superseded_by_dependency.as_deref().unwrap_or_default()
+                ),
                 RunState::NotRun if !s.superseded.is_empty() => {
                     "by an amendment; `run --resume` runs it again".to_string()
                 }
@@ -204,6 +208,7 @@ pub fn describe(e: &Event) -> String {
             }
         ),
         Event::RunSkipped { run, reason, .. } => format!("deviation: {run} skipped: {reason}"),
+        Event::RunSupersededByDependency { run, dependency, dir, .. } => format!("deviation: {run} superseded: `{dependency}`, which it took a figure from, was set aside → {dir}"),
         Event::RunSuperseded { run, amendment, .. } => format!("{run} superseded by the amendment \"{amendment}\""),
         Event::PlanAmended { reason, changes, files_changed, .. } if files_changed.is_empty() => format!("plan amended: \"{reason}\" ({} run(s) touched)", changes.len()),
         Event::PlanAmended { reason, changes, files_changed, .. } => format!("plan amended: \"{reason}\" ({} run(s) touched; inputs changed: {})", changes.len(), files_changed.join(", ")),

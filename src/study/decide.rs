@@ -2,6 +2,9 @@
 //! `invalidate` sets a completed valid run aside (to `_invalid_by-person/`), `skip` records
 //! that a run that has not run will not be. Refused, with what to do instead, for a run in
 //! any other state, a study with no journal, or a plan changed since the study last ran.
+//! Every standing result that took a figure from the run set aside (a baseline's rate from
+//! its ramp), directly or through another, is superseded with it: moved to `_superseded/`
+//! and journalled as `run-superseded-by-dependency`, never silently kept.
 
 use std::path::Path;
 
@@ -19,7 +22,8 @@ pub enum Decision {
 }
 
 /// Records `decision` about `spec` (a run of `loaded`, whose runs are `runs`) with the
-/// person's `reason`, in the study under `results`; returns the journal event.
+/// person's `reason`, in the study under `results`; returns the journal events: the
+/// decision, then each dependent result it superseded.
 pub fn decide(
     results: &Path,
     loaded: &LoadedPlan,
@@ -27,7 +31,7 @@ pub fn decide(
     spec: &RunSpec,
     decision: Decision,
     reason: &str,
-) -> Result<Event, StudyError> {
+) -> Result<Vec<Event>, StudyError> {
     let study = loaded.plan.study.name.to_string();
     let study_dir = results.join(&study);
     if !study_dir.join(journal::FILE).exists() {
@@ -109,5 +113,53 @@ pub fn decide(
         }
     };
     w.append(event.clone())?;
-    Ok(event)
+    let mut events = vec![event];
+    let mut ledger = ledger;
+    ledger.apply(&events[0]);
+    for dependent in dependents(runs, &spec.id) {
+        let state = ledger
+            .status(runs)
+            .into_iter()
+            .find(|s| s.run == dependent.id)
+            .map(|s| s.state);
+        let Some(RunState::CompletedValid { attempt, dir, .. }) = state else {
+            continue;
+        };
+        let to = files::move_dir(
+            &study_dir.join(&dir),
+            &layout::aside(&study_dir, layout::SUPERSEDED, &dependent.id),
+        )?;
+        let e = Event::RunSupersededByDependency {
+            run: dependent.id.clone(),
+            run_hash: dependent.run_hash.clone(),
+            attempt,
+            dir: layout::relative(&study_dir, &to),
+            dependency: spec.id.clone(),
+            reason: reason.to_string(),
+        };
+        w.append(e.clone())?;
+        ledger.apply(&e);
+        events.push(e);
+    }
+    Ok(events)
+}
+
+/// The runs that take a figure from `run`, directly or through another, in plan order.
+fn dependents<'a>(runs: &'a [RunSpec], run: &str) -> Vec<&'a RunSpec> {
+    let mut set: Vec<&str> = vec![run];
+    loop {
+        let more: Vec<&str> = runs
+            .iter()
+            .filter(|r| !set.contains(&r.id.as_str()))
+            .filter(|r| r.depends_on.iter().any(|d| set.contains(&d.as_str())))
+            .map(|r| r.id.as_str())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        set.extend(more);
+    }
+    runs.iter()
+        .filter(|r| r.id != run && set.contains(&r.id.as_str()))
+        .collect()
 }

@@ -119,6 +119,9 @@ pub enum Kind {
     RunRepeated,
     /// A contender whose gate failed: none of its runs ran.
     ContenderExcluded,
+    /// A result set aside because a run it took a figure from was invalidated or skipped
+    /// by a person.
+    RunSupersededByDependency,
     /// An image's ID changed between runs, from the same sources or from sources an
     /// amendment changed.
     ImageRebuilt,

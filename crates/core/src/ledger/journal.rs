@@ -116,6 +116,19 @@ pub enum Event {
         dir: Option<String>,
         amendment: String,
     },
+    /// A person invalidated or skipped a run another run took a figure from (a baseline's
+    /// rate from its ramp's saturation): the dependent result no longer stands either. Its
+    /// directory moved to `_superseded/`; it is not run, to be run again once its source is.
+    RunSupersededByDependency {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: String,
+        /// The run it depends on, which was set aside.
+        dependency: String,
+        /// The person's reason for setting the dependency aside.
+        reason: String,
+    },
     PlanAmended {
         reason: String,
         old_plan_hash: String,

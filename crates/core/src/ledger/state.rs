@@ -72,6 +72,10 @@ pub struct RunStatus {
     pub attempts: u32,
     /// Runs that were superseded by amendments, by their old hash.
     pub superseded: Vec<String>,
+    /// The run whose setting aside (invalidated or skipped by a person) superseded this
+    /// run's last result, while it is not run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by_dependency: Option<String>,
 }
 
 impl RunStatus {
@@ -92,6 +96,8 @@ pub struct Ledger {
     open: BTreeMap<String, (String, u32, String)>,
     attempts: BTreeMap<String, u32>,
     superseded: BTreeMap<String, Vec<String>>,
+    /// Runs superseded because a run they depend on was set aside: run → that run.
+    by_dependency: BTreeMap<String, String>,
     /// Contenders excluded by their gate, with the reason.
     pub excluded: BTreeMap<String, String>,
     pub gate_passed: BTreeSet<String>,
@@ -239,6 +245,25 @@ impl Ledger {
                     reason: reason.clone(),
                 },
             ),
+            Event::RunSupersededByDependency {
+                run,
+                run_hash,
+                dependency,
+                ..
+            } => {
+                self.by_dependency.insert(run.clone(), dependency.clone());
+                if self
+                    .records
+                    .get(run)
+                    .is_some_and(|r| &r.run_hash == run_hash)
+                {
+                    self.records.remove(run);
+                    self.superseded
+                        .entry(run.clone())
+                        .or_default()
+                        .push(run_hash.clone());
+                }
+            }
             Event::RunSuperseded { run, run_hash, .. } => {
                 self.pending
                     .retain(|p| !(&p.run == run && &p.run_hash == run_hash));
@@ -307,12 +332,17 @@ impl Ledger {
                         },
                     }
                 };
+                let state_is_not_run = matches!(state, RunState::NotRun);
                 RunStatus {
                     run: r.id.clone(),
                     run_hash: r.run_hash.clone(),
                     state,
                     attempts: self.attempts.get(&r.id).copied().unwrap_or(0),
                     superseded: self.superseded.get(&r.id).cloned().unwrap_or_default(),
+                    superseded_by_dependency: match state_is_not_run {
+                        true => self.by_dependency.get(&r.id).cloned(),
+                        false => None,
+                    },
                 }
             })
             .collect()

@@ -121,6 +121,12 @@ fn run_of(e: &Event) -> Option<(&str, &str, Option<u32>)> {
             run_hash,
             attempt,
             ..
+        }
+        | Event::RunSupersededByDependency {
+            run,
+            run_hash,
+            attempt,
+            ..
         } => Some((run, run_hash, Some(*attempt))),
         _ => None,
     }
