@@ -399,6 +399,16 @@ fn an_edited_init_script_is_an_undeclared_departure_until_amended() {
         a.stderr
     );
 
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo.dir.path())
+        .args(["status", "experiments/smoke.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("input changed since it was recorded: `../contenders/schema/indexed.sql`"),
+        "{text}"
+    );
     let loaded = load_file(&plan, None).unwrap();
     let new_runs = runs_now(&loaded).unwrap();
     assert!(runs

@@ -23,13 +23,22 @@ pub struct StatusArgs {
 impl StatusArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
-        let (_, runs) = super::planned(&loaded)?;
+        let (inputs, runs) = super::planned(&loaded)?;
         let study_dir = self.results.join(loaded.plan.study.name.as_str());
         let j = journal::read(&study_dir.join(journal::FILE))
             .map_err(|e| CliError::Failure(e.into()))?;
         let ledger = Ledger::fold(j.events());
         let status = ledger.status(&runs);
         let change = ledger.plan_change(&loaded.plan_hash, &runs);
+        // Input files changed since the inputs were last recorded.
+        let files_changed: Vec<String> = ledger
+            .inputs
+            .as_ref()
+            .map(|(_, f)| feedbench_core::inputs::changed(f, &inputs.files))
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         let c = counts(&status);
         let bad: Vec<_> = j.undeclared_bad();
         let entries: Vec<_> = j.entries.iter().map(|(_, e)| e.clone()).collect();
@@ -46,6 +55,7 @@ impl StatusArgs {
                 "plan_hash": loaded.plan_hash,
                 "recorded_plan_hash": ledger.plan_hash,
                 "plan_changed": change.as_ref().map(|c| c.changes.iter().map(|ch| ch.run.clone()).collect::<Vec<_>>()),
+                "inputs_changed": files_changed,
                 "excluded_contenders": ledger.excluded,
                 "runs": status,
                 "counts": c,
@@ -85,6 +95,9 @@ impl StatusArgs {
                 crate::ledger::files::short(&ch.old_plan_hash),
                 ch.changes.len()
             ));
+        }
+        for f in &files_changed {
+            text.push_str(&format!("input changed since it was recorded: {f}\n"));
         }
         for (who, why) in &ledger.excluded {
             text.push_str(&format!("contender `{who}` excluded by its gate: {why}\n"));
