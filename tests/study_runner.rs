@@ -13,7 +13,7 @@ use feedbench::engine::topology::RunTopology;
 use feedbench::ledger::journal::{self, Decider, Event, Writer};
 use feedbench::ledger::manifest::{verify, Git, Host, Image, Manifest};
 use feedbench::ledger::Evidence;
-use feedbench::plan::{expand_with, load_file, LoadedPlan, RunSpec};
+use feedbench::plan::{load_file, LoadedPlan, RunSpec};
 use feedbench::run::events::{Clock, RunEvent};
 use feedbench::run::execute::Saturations;
 use feedbench::run::gate::GateOutcome;
@@ -247,7 +247,7 @@ impl Study {
     fn new(plan: &Path) -> Study {
         let loaded = load_file(plan, None).unwrap();
         let inputs = Inputs::of_working_tree(&loaded).unwrap();
-        let runs = expand_with(&loaded.plan, Some(&inputs));
+        let runs = feedbench_core::inputs::expand(&loaded.plan, &inputs);
         Study {
             loaded,
             inputs,
@@ -294,7 +294,7 @@ impl Study {
     fn reload(&mut self, plan: &Path) {
         self.loaded = load_file(plan, None).unwrap();
         self.inputs = Inputs::of_working_tree(&self.loaded).unwrap();
-        self.runs = expand_with(&self.loaded.plan, Some(&self.inputs));
+        self.runs = feedbench_core::inputs::expand(&self.loaded.plan, &self.inputs);
     }
 
     fn dir(&self) -> PathBuf {
@@ -620,7 +620,7 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
     let scale = Scale::new(0.25).unwrap();
     let scaled = scale_loaded(&study.loaded, &String::from_utf8_lossy(&text), scale, None).unwrap();
     let inputs = Inputs::of_working_tree(&scaled).unwrap();
-    let runs = expand_with(&scaled.plan, Some(&inputs));
+    let runs = feedbench_core::inputs::expand(&scaled.plan, &inputs);
     let selected = with_dependencies(&runs, Some("nginx/baseline*"));
     let git = Git {
         clean: Some(false),

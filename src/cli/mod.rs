@@ -209,7 +209,7 @@ pub fn planned(
             CliError::Failure(e.into())
         }
     })?;
-    let runs = crate::plan::expand_with(&loaded.plan, Some(&inputs));
+    let runs = feedbench_core::inputs::expand(&loaded.plan, &inputs);
     Ok((inputs, runs))
 }
 

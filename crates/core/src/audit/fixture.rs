@@ -12,7 +12,7 @@ use crate::ledger::layout::{self, SUPERSEDED};
 use crate::ledger::manifest::{
     self, Execution, Git, Host, Manifest, ManifestError, Outcome, Validity,
 };
-use crate::plan::{expand_with, load_file, LoadError, RunSpec};
+use crate::plan::{load_file, LoadError, RunSpec};
 use crate::rundir;
 
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +56,7 @@ impl Fixture {
     pub fn start(plan: &Path, results: &Path) -> Result<(Fixture, Vec<RunSpec>), FixtureError> {
         let loaded = load_file(plan, None)?;
         let inputs = crate::inputs::Inputs::of_working_tree(&loaded)?;
-        let runs = expand_with(&loaded.plan, Some(&inputs));
+        let runs = crate::inputs::expand(&loaded.plan, &inputs);
         let git = crate::git::registration(plan)?;
         let dir = results.join(loaded.plan.study.name.as_str());
         let f = Fixture::start_with(

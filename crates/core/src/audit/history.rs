@@ -14,7 +14,7 @@ use crate::inputs::tree::{GitTree, Tree, WorkingTree};
 use crate::inputs::{InputFile, Inputs};
 use crate::plan::hash::{canonical_json, plan_hash, to_json};
 use crate::plan::validate::Context;
-use crate::plan::{expand_with, load_str, yaml, LoadError, Plan, RunSpec};
+use crate::plan::{expand, load_str, yaml, LoadError, Plan, RunSpec};
 
 /// Where a version of the plan comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,15 +39,9 @@ impl Rev {
     }
 }
 
-/// At most the first 12 characters of a hash. The hash may come from a file a person or a
-/// crash damaged (any text, multibyte characters included), so it is cut at a character
-/// boundary, never inside a character.
-pub fn short(hash: &str) -> &str {
-    match hash.char_indices().nth(12) {
-        Some((end, _)) => &hash[..end],
-        None => hash,
-    }
-}
+/// At most the first 12 characters of a hash, cut at a character boundary (the hash may
+/// come from a file a person or a crash damaged): the one helper, `files::short`.
+pub use crate::files::short;
 
 /// One version of the plan file.
 #[derive(Debug, Clone)]
@@ -99,7 +93,10 @@ impl PlanVersion {
                     plan_hash: Some(loaded.plan_hash.clone()),
                     document,
                     study: Some(loaded.plan.study.name.to_string()),
-                    runs: expand_with(&loaded.plan, inputs.as_ref()),
+                    runs: match &inputs {
+                        Some(i) => crate::inputs::expand(&loaded.plan, i),
+                        None => expand(&loaded.plan),
+                    },
                     error,
                     plan: Some(Box::new(loaded.plan)),
                     inputs_digest: inputs.as_ref().map(Inputs::digest),

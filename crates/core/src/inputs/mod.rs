@@ -383,10 +383,17 @@ pub fn normal(path: &str) -> String {
     parts.join("/")
 }
 
+/// Expands `plan` into its runs, each hashed with the digests of the inputs it depends on.
+pub fn expand(plan: &Plan, inputs: &Inputs) -> Vec<crate::plan::RunSpec> {
+    let of_run =
+        |c: &ResolvedContender, co_tenant: bool| inputs.of_run(c, &plan.topology, co_tenant);
+    crate::plan::expand_with(plan, Some(&of_run))
+}
+
 /// The runs of a loaded plan, hashed with its inputs as the files on disk are now.
 pub fn runs_now(loaded: &crate::plan::LoadedPlan) -> Result<Vec<crate::plan::RunSpec>, InputError> {
     let inputs = Inputs::of_working_tree(loaded)?;
-    Ok(crate::plan::expand_with(&loaded.plan, Some(&inputs)))
+    Ok(expand(&loaded.plan, &inputs))
 }
 
 /// The input files (by plan path) that differ from HEAD, or that HEAD does not hold, in the
@@ -430,7 +437,7 @@ impl std::fmt::Display for FileChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let short = |h: &Option<String>| {
             h.as_deref().map_or("(absent)".to_string(), |h| {
-                crate::audit::history::short(h).to_string()
+                crate::files::short(h).to_string()
             })
         };
         write!(

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use super::tree::{GitTree, WorkingTree};
 use super::*;
-use crate::plan::{expand_with, load_file};
+use crate::plan::load_file;
 
 const PLAN: &str = r#"
 study:
@@ -103,7 +103,7 @@ fn study() -> tempfile::TempDir {
 fn runs_now(root: &Path) -> (Inputs, Vec<crate::plan::RunSpec>) {
     let loaded = load_file(&root.join("plans/study.yaml"), None).unwrap();
     let inputs = Inputs::of_working_tree(&loaded).unwrap();
-    let runs = expand_with(&loaded.plan, Some(&inputs));
+    let runs = expand(&loaded.plan, &inputs);
     (inputs, runs)
 }
 

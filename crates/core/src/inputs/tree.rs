@@ -285,7 +285,7 @@ impl GitTree {
 
 impl Tree for GitTree {
     fn label(&self) -> String {
-        format!("commit {}", crate::audit::history::short(&self.commit))
+        format!("commit {}", crate::files::short(&self.commit))
     }
 
     fn read(&self, path: &str) -> Result<Option<Node>, InputError> {

@@ -217,14 +217,18 @@ pub fn profile_length(profile: &Profile) -> (Duration, Option<Duration>) {
 
 /// Expands a validated plan into its runs, in execution order, hashing the plan alone:
 /// for tests of the plan's own semantics. Every command that records or compares run hashes
-/// uses [`expand_with`] and the plan's inputs.
+/// uses `inputs::expand`, with the plan's inputs.
 pub fn expand(plan: &Plan) -> Vec<RunSpec> {
     expand_with(plan, None)
 }
 
+/// The digests of the source files a run depends on, by plan path, from its contender and
+/// whether the run starts the co-tenant: what `inputs::Inputs::of_run` answers.
+pub type RunInputs<'a> = &'a dyn Fn(&ResolvedContender, bool) -> BTreeMap<String, String>;
+
 /// Expands a validated plan into its runs, in execution order; each run's hash covers the
-/// digests of the inputs it depends on (`crate::inputs`).
-pub fn expand_with(plan: &Plan, inputs: Option<&crate::inputs::Inputs>) -> Vec<RunSpec> {
+/// digests `inputs` gives for it (the `inputs` module's `expand` passes them).
+pub fn expand_with(plan: &Plan, inputs: Option<RunInputs>) -> Vec<RunSpec> {
     let contenders = resolve_contenders(plan);
     // (contender index, entry index, repetition) in declaration order.
     let mut cells = Vec::new();
@@ -314,7 +318,7 @@ pub fn expand_with(plan: &Plan, inputs: Option<&crate::inputs::Inputs>) -> Vec<R
                 .map(|&d| hashes[d].clone().unwrap_or_default())
                 .collect(),
             executor: profile.stops_at_knee().map(|_| RAMP_STOPS_AT_KNEE),
-            inputs: inputs.map(|i| i.of_run(&contenders[ci], &plan.topology, steals(fault))),
+            inputs: inputs.map(|of_run| of_run(&contenders[ci], steals(fault))),
         };
         hashes[i] = Some(value_hash(&def));
         sources[i] = def.inputs.iter().flat_map(|m| m.keys().cloned()).collect();
