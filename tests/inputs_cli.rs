@@ -77,3 +77,60 @@ fn a_file_the_context_leaves_out_is_no_input() {
         Vec::<String>::new()
     );
 }
+
+/// An init script edited and committed after runs completed: `run --resume` exits 2 before
+/// touching the engine, naming the file and exactly the runs of the arms that run it.
+#[test]
+fn a_committed_init_script_edit_is_refused_naming_exactly_its_runs() {
+    let repo = Repo::new();
+    repo.copy_project_dirs(&["contenders", "images"]);
+    let text =
+        std::fs::read_to_string(common::repo().join("experiments/example-study.yaml")).unwrap();
+    repo.write("experiments/example-study.yaml", &text);
+    repo.commit("register the example study");
+    let plan = repo.path("experiments/example-study.yaml");
+    let (mut f, runs) =
+        feedbench::audit::fixture::Fixture::start(&plan, &repo.path("results")).unwrap();
+    for r in &runs {
+        f.complete(r).unwrap();
+    }
+    let sql = repo.path("contenders/schema/production.sql");
+    let mut script = std::fs::read_to_string(&sql).unwrap();
+    script.push_str("-- one more index\n");
+    std::fs::write(&sql, script).unwrap();
+    repo.commit("one more index in production");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo.dir.path())
+        .args([
+            "run",
+            "experiments/example-study.yaml",
+            "--resume",
+            "--no-build",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`../contenders/schema/production.sql`: sha256"),
+        "{err}"
+    );
+    let named: Vec<&str> = err
+        .lines()
+        .filter(|l| l.ends_with("(its definition changed)"))
+        .map(|l| l.trim().split(' ').next().unwrap())
+        .collect();
+    let production: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.contender.ends_with(".production"))
+        .map(|r| r.id.as_str())
+        .collect();
+    assert_eq!(production.len(), 2);
+    let mut named_sorted = named.clone();
+    named_sorted.sort();
+    let mut expected = production.clone();
+    expected.sort();
+    assert_eq!(named_sorted, expected, "{err}");
+    assert!(err.contains("--amend"), "{err}");
+}
