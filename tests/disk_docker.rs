@@ -166,6 +166,7 @@ fn a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_
     disk.fill_leaving(0);
     let full = feedbench(&results, &["--resume"]).output().unwrap();
     let err = String::from_utf8_lossy(&full.stderr);
+    eprintln!("a resume on the full disk said: {}", err.trim());
     assert_eq!(full.status.code(), Some(1), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains("No space left on device"), "{err}");
