@@ -1,8 +1,8 @@
 //! A full disk, for real: the study's results on a size-limited tmpfs that this test mounts
 //! and fills while a run measures. The disk guard aborts the run with its figure, no
 //! journal line or manifest is torn or lost, and once space is freed `run --resume`
-//! completes the study; with no byte left, a resume's first write fails with a clear
-//! error naming the file, never a panic.
+//! completes the study; with (almost) no byte left, a resume fails at the first write that
+//! does not fit, with a clear error naming the file, never a panic.
 
 mod common;
 
@@ -162,7 +162,8 @@ fn a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_
     assert!(events.iter().any(|e| matches!(e,
         Event::RunAborted { run, reason, .. } if run == "static/steady/r1" && reason.contains("disk-floor"))));
 
-    // With no byte left, a resume's first journal write fails clearly, nothing panics.
+    // With (almost) no byte left, a resume fails at the first write that does not fit (a
+    // journal line may still fit in the last page), clearly and naming it; nothing panics.
     disk.fill_leaving(0);
     let full = feedbench(&results, &["--resume"]).output().unwrap();
     let err = String::from_utf8_lossy(&full.stderr);
