@@ -224,7 +224,11 @@ impl History {
             if let Some(t) = git::show(&top, &c.hash, &rel)? {
                 let tree = GitTree::new(&top, &c.hash, &rel);
                 let v = PlanVersion::with_inputs(Rev::Commit(c), &rel, &t, Some(&tree));
-                paths.extend(v.inputs.iter().filter_map(|f| repo_path(&rel, &f.path)));
+                paths.extend(
+                    v.inputs
+                        .iter()
+                        .filter_map(|f| repo_path(&top, &rel, &f.path)),
+                );
             }
         }
         if let Ok(loaded) = load_str(
@@ -236,7 +240,11 @@ impl History {
             },
         ) {
             if let Ok(i) = Inputs::read(&loaded.plan, &WorkingTree::new(plan_dir(plan))) {
-                paths.extend(i.files.iter().filter_map(|f| repo_path(&rel, &f.path)));
+                paths.extend(
+                    i.files
+                        .iter()
+                        .filter_map(|f| repo_path(&top, &rel, &f.path)),
+                );
             }
         }
         paths.sort();
@@ -306,12 +314,12 @@ fn plan_dir(plan: &Path) -> &Path {
 }
 
 /// An input's plan path as a path in the repository; None when it leads out of it.
-fn repo_path(plan_rel: &str, path: &str) -> Option<String> {
+fn repo_path(top: &Path, plan_rel: &str, path: &str) -> Option<String> {
     if path.starts_with("feedbench:") {
         return None;
     }
     let base = plan_rel.rsplit_once('/').map_or("", |(d, _)| d);
-    crate::inputs::tree::join(base, path)
+    crate::inputs::tree::in_repository(top, base, path)
 }
 
 /// One field that differs between two plan documents.

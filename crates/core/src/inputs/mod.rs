@@ -370,6 +370,7 @@ fn content(node: &Node) -> &[u8] {
 /// A plan path with `.` segments and inner `..` resolved, leading `..` kept: how the files
 /// are named in records.
 pub fn normal(path: &str) -> String {
+    let lead = if path.starts_with('/') { "/" } else { "" };
     let mut parts: Vec<&str> = Vec::new();
     for seg in path.split('/') {
         match seg {
@@ -380,7 +381,7 @@ pub fn normal(path: &str) -> String {
             s => parts.push(s),
         }
     }
-    parts.join("/")
+    format!("{lead}{}", parts.join("/"))
 }
 
 /// Expands `plan` into its runs, each hashed with the digests of the inputs it depends on.
@@ -410,8 +411,10 @@ pub fn uncommitted(plan: &std::path::Path, inputs: &Inputs) -> Result<Vec<String
         .iter()
         .filter(|f| f.role != TEMPLATE && f.role != PREPARED)
     {
-        let repo = tree::join(base, &f.path).ok_or_else(|| InputError::OutsideRepository {
-            path: f.path.clone(),
+        let repo = tree::in_repository(&top, base, &f.path).ok_or_else(|| {
+            InputError::OutsideRepository {
+                path: f.path.clone(),
+            }
         })?;
         by_repo.insert(repo, &f.path);
     }

@@ -217,3 +217,24 @@ fn a_missing_input_is_named_with_the_field_and_the_tree() {
     assert!(msg.contains("the working tree"), "{msg}");
     assert!(e.bad_input());
 }
+
+#[test]
+fn absolute_paths_are_read_where_they_point() {
+    let t = study();
+    let r = t.path();
+    let abs = r.canonicalize().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let text = PLAN
+        .replace("../app", &abs.join("app").to_string_lossy())
+        .replace("../schema", &abs.join("schema").to_string_lossy());
+    std::fs::write(elsewhere.path().join("p.yaml"), text).unwrap();
+    let loaded = load_file(&elsewhere.path().join("p.yaml"), None).unwrap();
+    let inputs = Inputs::of_working_tree(&loaded).unwrap();
+    let main = format!("{}/app/src/main.py", abs.display());
+    let f = inputs
+        .files
+        .iter()
+        .find(|f| f.path == main)
+        .expect("read by its absolute path");
+    assert_eq!(f.sha256, sha256_hex(b"print('hi')\n"));
+}

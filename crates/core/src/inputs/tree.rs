@@ -35,9 +35,11 @@ pub trait Tree {
     fn walk(&self, dir: &str, ignore: &Ignore) -> Result<Option<Vec<(String, Node)>>, InputError>;
 }
 
-/// `base/path` with `.` and `..` resolved lexically; None when it climbs above the root of
-/// `base` (for a relative `base`, above the directory `base` is relative to).
+/// `base/path` with `.` and `..` resolved lexically (an absolute `path` stands alone); None
+/// when it climbs above the root of `base` (for a relative `base`, above the directory
+/// `base` is relative to).
 pub fn join(base: &str, path: &str) -> Option<String> {
+    let base = if path.starts_with('/') { "/" } else { base };
     let absolute = base.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for seg in base.split('/').chain(path.split('/')) {
@@ -55,6 +57,18 @@ pub fn join(base: &str, path: &str) -> Option<String> {
     } else {
         joined
     })
+}
+
+/// A plan path as a path in the repository at `top` whose plan file lies in `base` (relative
+/// to `top`); None when it leads out of the repository.
+pub fn in_repository(top: &Path, base: &str, path: &str) -> Option<String> {
+    if path.starts_with('/') {
+        let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+        let abs = join("/", path)?;
+        let rel = Path::new(&abs).strip_prefix(&top).ok()?;
+        return Some(rel.to_string_lossy().into_owned());
+    }
+    join(base, path)
 }
 
 /// The files on disk, below the plan file's directory.
@@ -204,7 +218,7 @@ impl GitTree {
     }
 
     fn rel(&self, path: &str) -> Result<String, InputError> {
-        join(&self.base, path).ok_or_else(|| InputError::OutsideRepository {
+        in_repository(&self.top, &self.base, path).ok_or_else(|| InputError::OutsideRepository {
             path: path.to_string(),
         })
     }
@@ -378,5 +392,9 @@ mod tests {
         assert_eq!(join("experiments", "../../x"), None);
         assert_eq!(join("/w/e", "../c").as_deref(), Some("/w/c"));
         assert_eq!(join("/w", "../../c"), None);
+        assert_eq!(
+            join("experiments", "/abs/x/../y").as_deref(),
+            Some("/abs/y")
+        );
     }
 }
