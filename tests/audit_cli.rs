@@ -7,7 +7,8 @@ mod common;
 
 use common::audit::{audit, Repo};
 use feedbench::audit::fixture::Fixture;
-use feedbench::plan::{expand, load_file};
+use feedbench::plan::load_file;
+use feedbench_core::inputs::runs_now;
 
 const PLAN: &str = "experiments/tiny.yaml";
 
@@ -48,7 +49,7 @@ fn a_clean_study_passes_and_lists_every_run() {
     let md = audit(repo.dir.path(), &[PLAN]);
     assert_eq!(md.code, 0, "{}", md.stderr);
     assert!(md.stdout.starts_with("## Deviations\n"), "{}", md.stdout);
-    for r in expand(&load_file(&repo.path(PLAN), None).unwrap().plan) {
+    for r in runs_now(&load_file(&repo.path(PLAN), None).unwrap()).unwrap() {
         assert!(
             md.stdout
                 .contains(&format!("| `{}` | completed valid |", r.id)),
@@ -61,7 +62,7 @@ fn a_clean_study_passes_and_lists_every_run() {
 #[test]
 fn an_undeclared_plan_edit_fails_until_an_amendment_declares_it() {
     let (repo, mut f) = completed();
-    let old = expand(&load_file(&repo.path(PLAN), None).unwrap().plan);
+    let old = runs_now(&load_file(&repo.path(PLAN), None).unwrap()).unwrap();
     edit_cap(&repo);
     repo.commit("give the fault proxy more CPU");
     let a = audit(repo.dir.path(), &[PLAN, "--format", "json"]);
@@ -89,7 +90,7 @@ fn an_undeclared_plan_edit_fails_until_an_amendment_declares_it() {
         "the fault proxy saturated its 0.25 CPU in the pilot",
         &loaded.plan_hash,
         &old,
-        &expand(&loaded.plan),
+        &runs_now(&loaded).unwrap(),
     )
     .unwrap();
     let a = audit(repo.dir.path(), &[PLAN, "--format", "json"]);
@@ -274,7 +275,7 @@ fn docs_example() {
     edit_cap(&repo);
     repo.commit("Give the fault proxy 0.5 CPU");
     let loaded = load_file(&repo.path(PLAN), None).unwrap();
-    let new_runs = expand(&loaded.plan);
+    let new_runs = runs_now(&loaded).unwrap();
     f.amend(
         "the fault proxy saturated its 0.25 CPU cap (run svc/baseline+db-cut/r1 invalid)",
         &loaded.plan_hash,
@@ -305,12 +306,15 @@ fn docs_example() {
 #[test]
 fn the_smoke_plan_audits_in_a_repository_linking_the_project() {
     let repo = Repo::new();
-    repo.link_project_dirs(&["contenders", "images"]);
+    repo.copy_project_dirs(&["contenders", "images"]);
     let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
     repo.write("experiments/smoke.yaml", &text);
     repo.commit("register the smoke plan");
-    assert!(!repo.git(&["ls-files"]).contains("contenders"));
-    // Relative paths resolve as in the project, so the plan loads with its file checks.
+    // Relative paths resolve as in the project, so the plan loads with its file checks, and
+    // its inputs are committed with it.
+    assert!(repo
+        .git(&["ls-files"])
+        .contains("contenders/schema/indexed.sql"));
     let (mut f, runs) =
         Fixture::start(&repo.path("experiments/smoke.yaml"), &repo.path("results")).unwrap();
     assert_eq!(f.git.clean, Some(true));
@@ -340,4 +344,161 @@ fn a_multibyte_run_hash_in_a_manifest_is_a_departure_not_a_panic() {
         assert!(!a.stderr.contains("panicked"), "{}", a.stderr);
         assert!(a.stdout.contains("svc/baseline+db-cut/r1"), "{}", a.stdout);
     }
+}
+
+/// An init script edited after registration: the audit fails naming the file until an
+/// amendment declares the edit; once declared (and the runs it touched run again) it passes.
+#[test]
+fn an_edited_init_script_is_an_undeclared_departure_until_amended() {
+    let repo = Repo::new();
+    repo.copy_project_dirs(&["contenders", "images"]);
+    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
+    repo.write("experiments/smoke.yaml", &text);
+    repo.commit("register the smoke plan");
+    let plan = repo.path("experiments/smoke.yaml");
+    let (mut f, runs) = Fixture::start(&plan, &repo.path("results")).unwrap();
+    for r in &runs {
+        f.complete(r).unwrap();
+    }
+    let m = feedbench::ledger::manifest::Manifest::read(
+        &repo.path("results/smoke/runs/feed-rs_ramp_r1"),
+    )
+    .unwrap()
+    .unwrap();
+    let indexed = m
+        .inputs
+        .iter()
+        .find(|i| i.path == "../contenders/schema/indexed.sql")
+        .expect("the manifest records the init script");
+    assert_eq!(indexed.role, "init");
+    assert_eq!(
+        indexed.bytes,
+        std::fs::metadata(repo.path("contenders/schema/indexed.sql"))
+            .unwrap()
+            .len()
+    );
+    assert_eq!(audit(repo.dir.path(), &["experiments/smoke.yaml"]).code, 0);
+
+    let sql = repo.path("contenders/schema/indexed.sql");
+    let mut script = std::fs::read_to_string(&sql).unwrap();
+    script.push_str("-- a later index\n");
+    std::fs::write(&sql, script).unwrap();
+    repo.commit("tune the index");
+    let a = audit(repo.dir.path(), &["experiments/smoke.yaml"]);
+    assert!(
+        a.stdout.contains("takes the plan's inputs from digest"),
+        "{}",
+        a.stdout
+    );
+    assert_eq!(a.code, 1, "{}", a.stderr);
+    assert!(
+        a.stderr.contains(
+            "An input of the plan was changed after registration: `../contenders/schema/indexed.sql`"
+        ),
+        "{}",
+        a.stderr
+    );
+
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo.dir.path())
+        .args(["status", "experiments/smoke.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("input changed since it was recorded: `../contenders/schema/indexed.sql`"),
+        "{text}"
+    );
+    let loaded = load_file(&plan, None).unwrap();
+    let new_runs = runs_now(&loaded).unwrap();
+    assert!(runs
+        .iter()
+        .zip(&new_runs)
+        .all(|(a, b)| a.run_hash != b.run_hash));
+    f.amend("a later index", &loaded.plan_hash, &runs, &new_runs)
+        .unwrap();
+    for r in &new_runs {
+        f.complete(r).unwrap();
+    }
+    let a = audit(
+        repo.dir.path(),
+        &["experiments/smoke.yaml", "--format", "json"],
+    );
+    assert_eq!(a.code, 0, "{}\n{}", a.stderr, a.stdout);
+    let j = a.json();
+    assert_eq!(j["history"][0]["declared"], true, "{j}");
+    assert_eq!(j["summary"]["completed_valid"], 3, "{j}");
+}
+
+fn replica(id: &str) -> feedbench::ledger::manifest::Image {
+    feedbench::ledger::manifest::Image {
+        role: "replica".into(),
+        container: "fb-smoke-replica-1".into(),
+        image: "feedbench/feed-rs:dev".into(),
+        image_id: Some(id.into()),
+    }
+}
+
+/// A contender's image rebuilt mid-study: from unchanged sources it is a declared rebuild
+/// naming both image IDs; from changed sources (run with --allow-uncommitted) nothing
+/// declares, it is an undeclared departure naming the changed files.
+#[test]
+fn a_rebuilt_image_is_benign_from_unchanged_sources_and_a_departure_from_changed_ones() {
+    let repo = Repo::new();
+    repo.copy_project_dirs(&["contenders", "images"]);
+    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
+    repo.write("experiments/smoke.yaml", &text);
+    repo.commit("register the smoke plan");
+    let plan = repo.path("experiments/smoke.yaml");
+    let (mut f, runs) = Fixture::start(&plan, &repo.path("results")).unwrap();
+    let (a, b, c) = (
+        format!("sha256:{}", "a".repeat(64)),
+        format!("sha256:{}", "b".repeat(64)),
+        format!("sha256:{}", "c".repeat(64)),
+    );
+    f.images = vec![replica(&a)];
+    f.complete(&runs[0]).unwrap();
+    // Pruned and rebuilt from the same files: another ID.
+    f.images = vec![replica(&b)];
+    f.complete(&runs[1]).unwrap();
+    let out = audit(
+        repo.dir.path(),
+        &["experiments/smoke.yaml", "--format", "json"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let j = out.json();
+    let rebuilt: Vec<&serde_json::Value> = j["deviations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "image-rebuilt")
+        .collect();
+    assert_eq!(rebuilt.len(), 1, "{j}");
+    assert_eq!(rebuilt[0]["standing"], "declared");
+    let evidence = rebuilt[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("sha256:aaaaaaaaaaaa") && evidence.contains("sha256:bbbbbbbbbbbb"),
+        "{evidence}"
+    );
+
+    // A source file of the contender edited and run uncommitted, rebuilt: another ID.
+    let main = repo.path("contenders/feed-rs/src/main.rs");
+    let mut source = std::fs::read_to_string(&main).unwrap();
+    source.push_str("// changed\n");
+    std::fs::write(&main, source).unwrap();
+    let loaded = load_file(&plan, None).unwrap();
+    f.inputs = feedbench_core::inputs::Inputs::of_working_tree(&loaded).unwrap();
+    f.declare_uncommitted().unwrap();
+    let now = runs_now(&loaded).unwrap();
+    f.images = vec![replica(&c)];
+    f.complete(&now[2]).unwrap();
+    let out = audit(repo.dir.path(), &["experiments/smoke.yaml"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stderr, out.stdout);
+    assert!(
+        out.stderr.contains(
+            "The image feedbench/feed-rs:dev was rebuilt from changed sources: `../contenders/feed-rs/src/main.rs`"
+        ),
+        "{}",
+        out.stderr
+    );
 }

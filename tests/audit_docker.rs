@@ -31,7 +31,7 @@ fn audits_of_a_real_study_name_each_departure() {
         .replace("name: test-ledger", "name: test-audit")
         .replace("repetitions: 3", "repetitions: 2");
     let repo = Repo::new();
-    repo.link_project_dirs(&["contenders", "images"]);
+    repo.copy_project_dirs(&["contenders", "images"]);
     repo.write(".gitignore", "/results/\n");
     repo.write(PLAN, &text);
     repo.commit("register the study");

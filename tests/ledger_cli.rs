@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use assert_cmd::Command;
 use feedbench::ledger::journal::{self, Event, Writer};
-use feedbench::plan::{expand, load_file, RunSpec};
+use feedbench::plan::{load_file, RunSpec};
 
 struct Study {
     dir: tempfile::TempDir,
@@ -24,7 +24,7 @@ impl Study {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         std::fs::copy(root.join("tests/plans/valid/minimal.yaml"), &plan).unwrap();
         let loaded = load_file(&plan, None).unwrap();
-        let runs = expand(&loaded.plan);
+        let runs = feedbench_core::inputs::runs_now(&loaded).unwrap();
         Study {
             dir,
             plan,
@@ -311,4 +311,89 @@ fn caps_beyond_the_host_are_refused_before_anything_is_recorded() {
         before,
         "neither the amendment nor anything else is journalled"
     );
+}
+
+/// Invalidating a ramp by hand sets aside the baseline that took its rate from the ramp's
+/// saturation: moved to `_superseded/` and journalled, never silently kept.
+#[test]
+fn invalidating_a_ramp_supersedes_the_runs_that_took_its_rate() {
+    let s = Study::new();
+    s.completed(2);
+    assert!(s.study().join("runs/svc_baseline_db-cut_r1").exists());
+    let (code, _, err) = s.feedbench(&[
+        "invalidate",
+        "svc/ramp/r1",
+        "--reason",
+        "the load generator was the bottleneck",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("recorded: deviation: svc/baseline+db-cut/r1 superseded: `svc/ramp/r1`"),
+        "{err}"
+    );
+    assert!(!s.study().join("runs/svc_baseline_db-cut_r1").exists());
+    assert!(s
+        .study()
+        .join("_superseded/svc_baseline_db-cut_r1/requests.csv")
+        .exists());
+    assert!(matches!(
+        s.events().last().unwrap(),
+        Event::RunSupersededByDependency { run, dependency, reason, dir, .. }
+            if run == "svc/baseline+db-cut/r1"
+                && dependency == "svc/ramp/r1"
+                && reason == "the load generator was the bottleneck"
+                && dir == "_superseded/svc_baseline_db-cut_r1"
+    ));
+    let (_, out, _) = s.feedbench(&["status", "plan.yaml"]);
+    assert!(out.contains("1 invalid, 4 not run, 1 superseded"), "{out}");
+    assert!(
+        out.contains("`svc/ramp/r1`, which it took a figure from, was set aside"),
+        "{out}"
+    );
+    // The second repetition's results are untouched.
+    let (code, _, err) = s.feedbench(&[
+        "skip",
+        "svc/ramp/r2",
+        "--reason",
+        "out of time",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("superseded"), "{err}");
+}
+
+/// A journal that names a dependent result's directory outside the study: invalidating the
+/// ramp it depends on is refused whole, before anything moves.
+#[test]
+fn a_dependents_directory_outside_the_study_refuses_the_decision_before_anything_moves() {
+    let s = Study::new();
+    s.completed(2);
+    let outside = s.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("keep"), "not the study's").unwrap();
+    let path = s.study().join(journal::FILE);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "\"dir\":\"runs/svc_baseline_db-cut_r1\"",
+        "\"dir\":\"../../outside\"",
+    );
+    assert!(text.contains("../../outside"));
+    std::fs::write(&path, text).unwrap();
+    let (code, _, err) = s.feedbench(&[
+        "invalidate",
+        "svc/ramp/r1",
+        "--reason",
+        "x",
+        "--plan",
+        "plan.yaml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("which takes a figure from `svc/ramp/r1`"),
+        "{err}"
+    );
+    assert!(s.study().join("runs/svc_ramp_r1").exists());
+    assert!(outside.join("keep").exists());
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use common::audit::{audit, Repo};
 use feedbench::audit::fixture::Fixture;
 use feedbench::ledger::layout::PILOTS;
-use feedbench::plan::{expand, load_file};
+use feedbench::plan::load_file;
 
 const PLAN: &str = "experiments/tiny.yaml";
 
@@ -133,7 +133,7 @@ fn a_file_where_the_pilots_go_fails_naming_it() {
 fn the_audit_lists_pilots_apart_from_the_study() {
     let repo = Repo::with_plan("tests/plans/valid/minimal.yaml", PLAN);
     let loaded = load_file(&repo.path(PLAN), None).unwrap();
-    let runs = expand(&loaded.plan);
+    let runs = feedbench_core::inputs::runs_now(&loaded).unwrap();
     let study = repo.path("results/tiny");
     let git = feedbench::git::registration(&repo.path(PLAN)).unwrap();
     // Pilot 1: the registered plan at 0.25, its ramp completed valid.

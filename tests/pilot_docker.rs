@@ -29,7 +29,7 @@ fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() {
         .replace("name: test-probe", "name: test-pilot");
     assert!(text.contains("constant: {rate: 5, duration: 10s}"));
     let repo = Repo::new();
-    repo.link_project_dirs(&["contenders", "images"]);
+    repo.copy_project_dirs(&["contenders", "images"]);
     repo.write(".gitignore", "/results/\n");
     repo.write(PLAN, &text);
     repo.commit("register the probe study");

@@ -242,7 +242,9 @@ impl Scratch {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("experiments")).unwrap();
-        for sub in ["contenders", "images"] {
+        // The plan's inputs as in the project: its build contexts, init scripts and the
+        // workspace's lock file, which the cargo-built images' sources include.
+        for sub in ["contenders", "images", "Cargo.lock"] {
             std::os::unix::fs::symlink(repo().join(sub), dir.path().join(sub)).unwrap();
         }
         Scratch { dir }

@@ -8,7 +8,7 @@ mod common;
 use common::audit::{audit, Repo};
 use common::report::{complete_all, generated, report, study, text, PLAN};
 use feedbench::audit::fixture::Fixture;
-use feedbench::plan::{expand, load_file};
+use feedbench::plan::load_file;
 use serde_json::Value;
 
 #[test]
@@ -132,7 +132,7 @@ fn a_study_without_results_is_refused_and_nothing_is_written() {
     assert!(!repo.path("results/smoke/report").exists());
     // No study directory at all.
     let empty = Repo::new();
-    empty.link_project_dirs(&["contenders", "images"]);
+    empty.copy_project_dirs(&["contenders", "images"]);
     empty.write(
         PLAN,
         &std::fs::read_to_string(common::repo().join(PLAN)).unwrap(),
@@ -215,7 +215,7 @@ fn an_edited_check_fails_the_audit_naming_the_hypothesis_and_is_reported_beside_
         "the pilot showed 20/s was too easy",
         &loaded.plan_hash,
         &runs,
-        &expand(&loaded.plan),
+        &feedbench_core::inputs::runs_now(&loaded).unwrap(),
     )
     .unwrap();
     let a = audit(repo.dir.path(), &[PLAN, "--format", "json"]);

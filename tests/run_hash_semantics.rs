@@ -1,8 +1,11 @@
 //! Run hashes across the executor's change of semantics: a step ramp with `stop-on-breach`
 //! now stops its load at the knee, so its runs (and the runs that take their rates from
 //! it) hash differently from round 1's, which ran every step; a ramp that runs every step
-//! keeps its round-1 hash. The round-1 hashes below were printed by `feedbench plan` of
-//! round 1 on experiments/smoke.yaml, as written and with `stop-on-breach: false`.
+//! keeps its round-1 hash as far as the plan goes. The round-1 hashes below were printed by
+//! `feedbench plan` of round 1 on experiments/smoke.yaml, as written and with
+//! `stop-on-breach: false`. Since the inputs digest, every run's hash also covers its input
+//! files (init scripts, build contexts), which round 1 did not hash: `feedbench plan` prints
+//! hashes that differ from all of round 1's, and the plan-alone hash keeps round 1's.
 
 use std::path::PathBuf;
 
@@ -101,5 +104,22 @@ fn ramps_that_stop_hash_differently_from_round_one_and_ramps_that_do_not_keep_th
         .iter()
         .map(|(i, h)| (i.to_string(), h.to_string()))
         .collect();
-    assert_eq!(run_hashes(&every_step), kept);
+    // With the inputs, as `feedbench plan` hashes: no run keeps its round-1 hash.
+    let with_inputs = run_hashes(&every_step);
+    assert!(with_inputs
+        .iter()
+        .zip(&kept)
+        .all(|(a, b)| a.0 == b.0 && a.1 != b.1));
+    // The plan alone, as round 1 hashed.
+    let ctx = feedbench_core::plan::validate::Context {
+        host_cores: None,
+        exists: None,
+    };
+    let loaded = feedbench_core::plan::load_str("smoke.yaml", &every_step, &ctx)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let alone: Vec<(String, String)> = feedbench_core::plan::expand(&loaded.plan)
+        .into_iter()
+        .map(|r| (r.id, r.run_hash))
+        .collect();
+    assert_eq!(alone, kept);
 }

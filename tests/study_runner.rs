@@ -13,7 +13,7 @@ use feedbench::engine::topology::RunTopology;
 use feedbench::ledger::journal::{self, Decider, Event, Writer};
 use feedbench::ledger::manifest::{verify, Git, Host, Image, Manifest};
 use feedbench::ledger::Evidence;
-use feedbench::plan::{expand, load_file, LoadedPlan, RunSpec};
+use feedbench::plan::{load_file, LoadedPlan, RunSpec};
 use feedbench::run::events::{Clock, RunEvent};
 use feedbench::run::execute::Saturations;
 use feedbench::run::gate::GateOutcome;
@@ -23,6 +23,7 @@ use feedbench::study::{
     run_study, Interrupt, Observer, Reporter, Session, StudyError, StudyEvent, StudyRequest,
     Testbed, TestbedError,
 };
+use feedbench_core::inputs::Inputs;
 
 const PLAN: &str = "tests/plans/runner/study.yaml";
 
@@ -236,6 +237,7 @@ fn registered() -> Git {
 
 struct Study {
     loaded: LoadedPlan,
+    inputs: Inputs,
     runs: Vec<RunSpec>,
     results: tempfile::TempDir,
     git: Git,
@@ -244,9 +246,11 @@ struct Study {
 impl Study {
     fn new(plan: &Path) -> Study {
         let loaded = load_file(plan, None).unwrap();
-        let runs = expand(&loaded.plan);
+        let inputs = Inputs::of_working_tree(&loaded).unwrap();
+        let runs = feedbench_core::inputs::expand(&loaded.plan, &inputs);
         Study {
             loaded,
+            inputs,
             runs,
             results: tempfile::tempdir().unwrap(),
             git: registered(),
@@ -271,6 +275,8 @@ impl Study {
             resume,
             amend,
             allow_uncommitted: false,
+            inputs: &self.inputs,
+            uncommitted_inputs: &[],
         };
         let mut seen = Collect::default();
         let result = match Session::open(&request, &mut seen) {
@@ -282,6 +288,13 @@ impl Study {
 
     fn journal(&self) -> Vec<String> {
         journal_lines(self.results.path())
+    }
+
+    /// Reads the plan and its inputs again, as the next `feedbench run` would.
+    fn reload(&mut self, plan: &Path) {
+        self.loaded = load_file(plan, None).unwrap();
+        self.inputs = Inputs::of_working_tree(&self.loaded).unwrap();
+        self.runs = feedbench_core::inputs::expand(&self.loaded.plan, &self.inputs);
     }
 
     fn dir(&self) -> PathBuf {
@@ -606,7 +619,8 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
     let text = std::fs::read(repo().join(PLAN)).unwrap();
     let scale = Scale::new(0.25).unwrap();
     let scaled = scale_loaded(&study.loaded, &String::from_utf8_lossy(&text), scale, None).unwrap();
-    let runs = expand(&scaled.plan);
+    let inputs = Inputs::of_working_tree(&scaled).unwrap();
+    let runs = feedbench_core::inputs::expand(&scaled.plan, &inputs);
     let selected = with_dependencies(&runs, Some("nginx/baseline*"));
     let git = Git {
         clean: Some(false),
@@ -633,6 +647,8 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
             resume: false,
             amend: None,
             allow_uncommitted: true,
+            inputs: &inputs,
+            uncommitted_inputs: &[],
         };
         let mut seen = Collect::default();
         let mut session = Session::open(&request, &mut seen).unwrap();
@@ -656,8 +672,8 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
     let j = journal::read(&one.dir.join(journal::FILE)).unwrap();
     let kinds: Vec<String> = j.events().map(kind).collect();
     assert_eq!(
-        kinds[..2],
-        ["uncommitted-plan", "study-started"],
+        kinds[..3],
+        ["inputs-read", "uncommitted-plan", "study-started"],
         "{kinds:?}"
     );
     assert_eq!(count(&kinds, "run-finished"), 2, "{kinds:?}");
@@ -687,4 +703,108 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
     let (result, _) = study.run(&Fake::default(), &mut never(), false, None).await;
     result.unwrap();
     assert!(study.dir().join(journal::FILE).exists());
+}
+
+/// The runner's plan with a database whose init scripts are files beside it, and nginx in
+/// two arms: `plain` runs `schema.sql`, `indexed` also `indexed.sql`.
+fn plan_with_init_scripts(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join(PLAN))
+        .unwrap()
+        .replace(
+            "  services: {}\n  links: {}\n",
+            "  services:\n    database: {kind: database, image: \"postgres:16\", port: 5432, init: [schema.sql]}\n  links:\n    db: {service: database, listen: 15432}\n",
+        )
+        .replace(
+            "caps:\n  replica: {cpus: 0.25, memory: 128MiB}\n  fault-proxy",
+            "caps:\n  replica: {cpus: 0.25, memory: 128MiB}\n  database: {cpus: 0.25, memory: 256MiB}\n  fault-proxy",
+        )
+        .replace(
+            "    gate: {image: \"feedbench/gate:dev\", command: [check], timeout: 1m}\n  caddy:",
+            "    gate: {image: \"feedbench/gate:dev\", command: [check], timeout: 1m}\n    variants:\n      plain: {}\n      indexed:\n        services:\n          database: {init: [schema.sql, indexed.sql]}\n  caddy:",
+        );
+    assert!(text.contains("indexed.sql") && text.contains("database: {cpus"));
+    std::fs::write(dir.join("schema.sql"), "create table t (id int);\n").unwrap();
+    std::fs::write(dir.join("indexed.sql"), "create index on t (id);\n").unwrap();
+    let plan = dir.join("study.yaml");
+    std::fs::write(&plan, text).unwrap();
+    plan
+}
+
+/// Editing one init script is a change of exactly the runs that use it: `--resume` refuses,
+/// naming the file and those runs and no other; `--amend` supersedes and reruns exactly
+/// those, and journals the file.
+#[tokio::test]
+async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_exactly_those() {
+    let scripts = tempfile::tempdir().unwrap();
+    let plan = plan_with_init_scripts(scripts.path());
+    let mut study = Study::new(&plan);
+    let fake = Fake::default();
+    let (result, _) = study.run(&fake, &mut never(), false, None).await;
+    result.unwrap();
+    assert_eq!(
+        count(&study.journal(), "run-finished nginx.indexed/ramp/r1"),
+        1
+    );
+
+    std::fs::write(
+        scripts.path().join("indexed.sql"),
+        "create index on t (id desc);\n",
+    )
+    .unwrap();
+    study.reload(&plan);
+    let (result, _) = study.run(&Fake::default(), &mut never(), true, None).await;
+    let err = result.unwrap_err();
+    assert!(err.is_refusal(), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("`indexed.sql`: sha256"), "{msg}");
+    let named: Vec<&str> = msg
+        .lines()
+        .filter_map(|l| l.trim().split(' ').next())
+        .filter(|w| w.contains("/r1"))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "nginx.indexed/baseline+replica-kill/r1",
+            "nginx.indexed/ramp/r1"
+        ],
+        "{msg}"
+    );
+
+    let fake = Fake::default();
+    let (result, _) = study
+        .run(&fake, &mut never(), false, Some("a descending index"))
+        .await;
+    result.unwrap();
+    let executed: Vec<String> = fake
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("execute"))
+        .collect();
+    assert_eq!(
+        executed,
+        [
+            "execute nginx.indexed/ramp/r1",
+            "execute nginx.indexed/baseline+replica-kill/r1 at 70% of 100"
+        ]
+    );
+    let j = journal::read(&study.dir().join(journal::FILE)).unwrap();
+    let amended: Vec<&Event> = j
+        .events()
+        .filter(|e| matches!(e, Event::PlanAmended { .. }))
+        .collect();
+    let Event::PlanAmended {
+        files_changed,
+        old_inputs_digest,
+        new_inputs_digest,
+        changes,
+        ..
+    } = amended[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(files_changed, &["indexed.sql"]);
+    assert_ne!(old_inputs_digest, new_inputs_digest);
+    assert_eq!(changes.len(), 2);
+    assert_eq!(j.events().filter(|e| kind(e) == "inputs-read").count(), 2);
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::CliError;
-use crate::plan::{expand, load_file};
+use crate::plan::load_file;
 use crate::study::decide;
 pub use crate::study::Decision;
 
@@ -29,7 +29,7 @@ impl DecideArgs {
             return Err(CliError::invalid("--reason must say why, in words".into()));
         }
         let loaded = load_file(&self.plan, super::local_cores())?;
-        let runs = expand(&loaded.plan);
+        let (_, runs) = super::planned(&loaded)?;
         let Some(spec) = runs.iter().find(|r| r.id == self.run) else {
             return Err(CliError::invalid(format!(
                 "`{}` has no run `{}`; `feedbench status {}` lists the runs",
@@ -38,9 +38,11 @@ impl DecideArgs {
                 self.plan.display()
             )));
         };
-        let event = decide(&self.results, &loaded, &runs, spec, decision, &self.reason)
+        let events = decide(&self.results, &loaded, &runs, spec, decision, &self.reason)
             .map_err(super::run::study_error)?;
-        eprintln!("recorded: {}", super::status::describe(&event));
+        for event in &events {
+            eprintln!("recorded: {}", super::status::describe(event));
+        }
         Ok(())
     }
 }

@@ -195,7 +195,7 @@ pub fn run_topology(
     CliError,
 > {
     let loaded = crate::plan::load_file(plan, None)?;
-    let runs = crate::plan::expand(&loaded.plan);
+    let (_, runs) = planned(&loaded)?;
     let Some(run) = runs.iter().find(|r| r.id == run_id) else {
         let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
         let hint = crate::plan::de::suggest(run_id, &ids, "run");
@@ -207,6 +207,36 @@ pub fn run_topology(
     let topo = crate::engine::topology::of_loaded(&loaded, run)
         .map_err(|e| CliError::Failure(e.into()))?;
     Ok((loaded, topo))
+}
+
+/// The plan's inputs as they are on disk and its runs, hashed with them: what every command
+/// that records or compares run hashes works from.
+pub fn planned(
+    loaded: &crate::plan::LoadedPlan,
+) -> Result<(feedbench_core::inputs::Inputs, Vec<crate::plan::RunSpec>), CliError> {
+    let inputs = feedbench_core::inputs::Inputs::of_working_tree(loaded).map_err(|e| {
+        if e.bad_input() {
+            CliError::invalid(format!("`{}`: {e}", loaded.file))
+        } else {
+            CliError::Failure(e.into())
+        }
+    })?;
+    let runs = feedbench_core::inputs::expand(&loaded.plan, &inputs);
+    Ok((inputs, runs))
+}
+
+/// The input files of the plan at `plan` that its commit does not cover.
+pub fn uncommitted_inputs(
+    plan: &std::path::Path,
+    inputs: &feedbench_core::inputs::Inputs,
+) -> Result<Vec<String>, CliError> {
+    feedbench_core::inputs::uncommitted(plan, inputs).map_err(|e| {
+        if e.bad_input() {
+            CliError::invalid(format!("`{}`: {e}", plan.display()))
+        } else {
+            CliError::Failure(e.into())
+        }
+    })
 }
 
 /// Runs an async command body on a runtime made for it.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use super::{CliError, Format};
 use crate::plan::scale::{scale_loaded, Scale};
 use crate::plan::select::with_dependencies;
-use crate::plan::{expand, load_bytes, LoadError, Severity};
+use crate::plan::{load_bytes, LoadError, Severity};
 use crate::study::{open_area, PilotRequest, Session, StudyRequest};
 
 #[derive(Debug, clap::Args)]
@@ -64,7 +64,7 @@ impl PilotArgs {
             ),
             other => other.into(),
         })?;
-        let runs = expand(&scaled.plan);
+        let (inputs, runs) = super::planned(&scaled)?;
         let selected = with_dependencies(&runs, self.only.as_deref());
         if selected.is_empty() {
             return Err(CliError::invalid(format!(
@@ -109,6 +109,8 @@ impl PilotArgs {
             resume: false,
             amend: None,
             allow_uncommitted: true,
+            inputs: &inputs,
+            uncommitted_inputs: &[],
         };
         let mut reporter = super::run::show::Show { json };
         let mut session =

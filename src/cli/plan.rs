@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{CliError, Format};
-use crate::plan::{expand, load_file, Diagnostic, LoadedPlan, RunSpec, Severity};
+use crate::plan::{load_file, Diagnostic, LoadedPlan, RunSpec, Severity};
 
 /// The version of `feedbench plan --format json`'s output.
 pub const FORMAT_VERSION: u32 = 1;
@@ -22,7 +22,8 @@ pub struct PlanArgs {
 impl PlanArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
-        let summary = Summary::new(&loaded);
+        let (_, runs) = super::planned(&loaded)?;
+        let summary = Summary::new(&loaded, runs);
         match self.format {
             Format::Json => {
                 serde_json::to_writer_pretty(&mut *out, &summary).map_err(anyhow::Error::from)?;
@@ -61,8 +62,8 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn new(loaded: &LoadedPlan) -> Self {
-        let runs = expand(&loaded.plan);
+    /// The summary of `loaded`, whose runs (hashed with its inputs) are `runs`.
+    pub fn new(loaded: &LoadedPlan, runs: Vec<RunSpec>) -> Self {
         let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
         let estimated = runs
             .iter()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use super::{CliError, Format};
 use crate::engine::runtime::Runtime;
-use crate::plan::{expand, load_file, RunSpec};
+use crate::plan::{load_file, RunSpec};
 use crate::study::{run_study, DockerTestbed, Interrupt, Session, StudyError, StudyRequest};
 
 #[derive(Debug, clap::Args)]
@@ -53,7 +53,7 @@ pub(super) mod show;
 impl RunArgs {
     pub fn exec(self) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
-        let runs = expand(&loaded.plan);
+        let (inputs, runs) = super::planned(&loaded)?;
         let selected: Vec<RunSpec> = runs
             .iter()
             .filter(|r| self.only.as_deref().is_none_or(|p| glob(p, &r.id)))
@@ -68,6 +68,7 @@ impl RunArgs {
         }
         let registration =
             crate::git::registration(&self.plan).map_err(|e| CliError::Failure(e.into()))?;
+        let uncommitted = super::uncommitted_inputs(&self.plan, &inputs)?;
         let request = StudyRequest {
             loaded: &loaded,
             runs: &runs,
@@ -78,6 +79,8 @@ impl RunArgs {
             resume: self.resume,
             amend: self.amend.as_deref(),
             allow_uncommitted: self.allow_uncommitted,
+            inputs: &inputs,
+            uncommitted_inputs: &uncommitted,
         };
         let mut reporter = show::Show {
             json: self.format == Format::Json,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::{CliError, Format};
 use crate::ledger::journal::{self, Event};
 use crate::ledger::state::{counts, Ledger, RunState};
-use crate::plan::{expand, load_file};
+use crate::plan::load_file;
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
@@ -23,7 +23,7 @@ pub struct StatusArgs {
 impl StatusArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
-        let runs = expand(&loaded.plan);
+        let (inputs, runs) = super::planned(&loaded)?;
         let study_dir = self.results.join(loaded.plan.study.name.as_str());
         let j = journal::read(&study_dir.join(journal::FILE)).map_err(|e| {
             if crate::confine::is_bad_input(&e.source) {
@@ -35,6 +35,15 @@ impl StatusArgs {
         let ledger = Ledger::fold(j.events());
         let status = ledger.status(&runs);
         let change = ledger.plan_change(&loaded.plan_hash, &runs);
+        // Input files changed since the inputs were last recorded.
+        let files_changed: Vec<String> = ledger
+            .inputs
+            .as_ref()
+            .map(|(_, f)| feedbench_core::inputs::changed(f, &inputs.files))
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         let c = counts(&status);
         let bad: Vec<_> = j.undeclared_bad();
         let entries: Vec<_> = j.entries.iter().map(|(_, e)| e.clone()).collect();
@@ -51,6 +60,7 @@ impl StatusArgs {
                 "plan_hash": loaded.plan_hash,
                 "recorded_plan_hash": ledger.plan_hash,
                 "plan_changed": change.as_ref().map(|c| c.changes.iter().map(|ch| ch.run.clone()).collect::<Vec<_>>()),
+                "inputs_changed": files_changed,
                 "excluded_contenders": ledger.excluded,
                 "runs": status,
                 "counts": c,
@@ -91,12 +101,19 @@ impl StatusArgs {
                 ch.changes.len()
             ));
         }
+        for f in &files_changed {
+            text.push_str(&format!("input changed since it was recorded: {f}\n"));
+        }
         for (who, why) in &ledger.excluded {
             text.push_str(&format!("contender `{who}` excluded by its gate: {why}\n"));
         }
         let width = runs.iter().map(|r| r.id.len()).max().unwrap_or(0);
         for s in &status {
             let detail = match &s.state {
+                RunState::NotRun if s.superseded_by_dependency.is_some() => format!(
+                    "`{}`, which it took a figure from, was set aside; it runs again only once that stands",
+                    s.superseded_by_dependency.as_deref().unwrap_or_default()
+                ),
                 RunState::NotRun if !s.superseded.is_empty() => {
                     "by an amendment; `run --resume` runs it again".to_string()
                 }
@@ -191,7 +208,9 @@ pub fn describe(e: &Event) -> String {
             git_commit.as_deref().map_or("-", crate::ledger::files::short),
             match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" }
         ),
-        Event::UncommittedPlan { plan_file, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
+        Event::UncommittedPlan { plan_file, files, .. } if files.is_empty() => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
+        Event::UncommittedPlan { plan_file, files, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes to {} (--allow-uncommitted)", files.join(", ")),
+        Event::InputsRead { digest, files } => format!("inputs read: {} file(s), digest {}", files.len(), crate::ledger::files::short(digest)),
         Event::RunStarted { run, attempt, .. } => format!("{run} started (attempt {attempt})"),
         Event::RunFinished { run, dir, objective, .. } => format!(
             "{run} completed valid{} → {dir}",
@@ -209,8 +228,10 @@ pub fn describe(e: &Event) -> String {
             }
         ),
         Event::RunSkipped { run, reason, .. } => format!("deviation: {run} skipped: {reason}"),
+        Event::RunSupersededByDependency { run, dependency, dir, .. } => format!("deviation: {run} superseded: `{dependency}`, which it took a figure from, was set aside → {dir}"),
         Event::RunSuperseded { run, amendment, .. } => format!("{run} superseded by the amendment \"{amendment}\""),
-        Event::PlanAmended { reason, changes, .. } => format!("plan amended: \"{reason}\" ({} run(s) touched)", changes.len()),
+        Event::PlanAmended { reason, changes, files_changed, .. } if files_changed.is_empty() => format!("plan amended: \"{reason}\" ({} run(s) touched)", changes.len()),
+        Event::PlanAmended { reason, changes, files_changed, .. } => format!("plan amended: \"{reason}\" ({} run(s) touched; inputs changed: {})", changes.len(), files_changed.join(", ")),
         Event::GatePassed { contender, seconds, .. } => format!("gate of {contender} passed in {seconds:.0} s"),
         Event::ContenderExcluded { contender, reason, runs, .. } => format!(
             "deviation: contender {contender} excluded by its gate ({reason}); its {} run(s) will not run",

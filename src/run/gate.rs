@@ -297,6 +297,7 @@ mod tests {
             repetition: 1,
             depends_on: vec![],
             estimated_duration_s: None,
+            inputs: vec![],
         };
         let g = gate_run(&run);
         assert_eq!(g.id, "feed-rs.c2/gate");

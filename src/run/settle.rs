@@ -30,6 +30,8 @@ pub struct StudyContext {
     pub plan_hash: String,
     pub git: Git,
     pub host: Host,
+    /// The plan's inputs as read when the study started.
+    pub inputs: feedbench_core::inputs::Inputs,
 }
 
 pub fn feedbench_version() -> String {
@@ -57,6 +59,7 @@ fn manifest(
         host: ctx.host.clone(),
         images,
         seed_digest: record.and_then(|r| r.seed.as_ref().map(|s| s.digest.clone())),
+        inputs: ctx.inputs.files_of(&run.inputs),
         started_wall_ns: record.map_or(String::new(), |r| r.started_wall_ns.to_string()),
         ended_wall_ns: record.map_or(String::new(), |r| r.ended_wall_ns.to_string()),
         outcome,

@@ -2,6 +2,9 @@
 //! `invalidate` sets a completed valid run aside (to `_invalid_by-person/`), `skip` records
 //! that a run that has not run will not be. Refused, with what to do instead, for a run in
 //! any other state, a study with no journal, or a plan changed since the study last ran.
+//! Every standing result that took a figure from the run set aside (a baseline's rate from
+//! its ramp), directly or through another, is superseded with it: moved to `_superseded/`
+//! and journalled as `run-superseded-by-dependency`, never silently kept.
 
 use std::path::Path;
 
@@ -19,7 +22,8 @@ pub enum Decision {
 }
 
 /// Records `decision` about `spec` (a run of `loaded`, whose runs are `runs`) with the
-/// person's `reason`, in the study under `results`; returns the journal event.
+/// person's `reason`, in the study under `results`; returns the journal events: the
+/// decision, then each dependent result it superseded.
 pub fn decide(
     results: &Path,
     loaded: &LoadedPlan,
@@ -27,7 +31,7 @@ pub fn decide(
     spec: &RunSpec,
     decision: Decision,
     reason: &str,
-) -> Result<Event, StudyError> {
+) -> Result<Vec<Event>, StudyError> {
     let study = loaded.plan.study.name.to_string();
     let study_dir = results.join(&study);
     if !study_dir.join(journal::FILE).exists() {
@@ -93,7 +97,33 @@ pub fn decide(
         .find(|s| s.run == spec.id)
         .map(|s| s.state)
         .unwrap_or(RunState::NotRun);
-    let event = match (decision, state) {
+    // The standing results that took a figure from this run, each directory checked before
+    // anything moves: a journal naming one outside the study refuses the whole decision.
+    let dependents_checked =
+        || -> Result<Vec<(&RunSpec, u32, String, std::path::PathBuf)>, StudyError> {
+            let mut out = Vec::new();
+            let status_now = ledger.status(runs);
+            for dependent in dependents(runs, &spec.id) {
+                let Some(RunState::CompletedValid { attempt, dir, .. }) = status_now
+                    .iter()
+                    .find(|s| s.run == dependent.id)
+                    .map(|s| s.state.clone())
+                else {
+                    continue;
+                };
+                let from = crate::confine::inside(&study_dir, &dir).map_err(|why| {
+                StudyError::Refused(format!(
+                    "the journal `{}` names `{dir}` as the directory of `{}`, which takes a figure from `{}`: {why}",
+                    path.display(),
+                    dependent.id,
+                    spec.id
+                ))
+            })?;
+                out.push((dependent, attempt, dir, from));
+            }
+            Ok(out)
+        };
+    let (event, to_supersede) = match (decision, state) {
         (Decision::Invalidate, RunState::CompletedValid { attempt, dir, .. }) => {
             // Never move anything from out of the study directory into it.
             let from = crate::confine::inside(&study_dir, &dir).map_err(|why| {
@@ -111,11 +141,12 @@ pub fn decide(
                     spec.id
                 )));
             }
+            let to_supersede = dependents_checked()?;
             let to = files::move_dir(
                 &from,
                 &layout::aside(&study_dir, &layout::invalid_area("by-person"), &spec.id),
             )?;
-            Event::RunInvalidated {
+            let event = Event::RunInvalidated {
                 run: spec.id.clone(),
                 run_hash: spec.run_hash.clone(),
                 attempt,
@@ -123,14 +154,18 @@ pub fn decide(
                 reason: reason.to_string(),
                 by: Decider::Person,
                 evidence: Vec::new(),
-            }
+            };
+            (event, to_supersede)
         }
-        (Decision::Skip, RunState::NotRun) => Event::RunSkipped {
-            run: spec.id.clone(),
-            run_hash: spec.run_hash.clone(),
-            reason: reason.to_string(),
-            by: Decider::Person,
-        },
+        (Decision::Skip, RunState::NotRun) => {
+            let event = Event::RunSkipped {
+                run: spec.id.clone(),
+                run_hash: spec.run_hash.clone(),
+                reason: reason.to_string(),
+                by: Decider::Person,
+            };
+            (event, dependents_checked()?)
+        }
         (Decision::Invalidate, s) => {
             return Err(StudyError::Refused(format!(
                 "`{}` is {}; only a completed valid run can be invalidated{}",
@@ -157,5 +192,48 @@ pub fn decide(
         }
     };
     w.append(event.clone())?;
-    Ok(event)
+    let mut events = vec![event];
+    for (dependent, attempt, dir, from) in to_supersede {
+        // A directory that is gone stays named as the journal had it; the audit says so.
+        let dir = if from.is_dir() {
+            let to = files::move_dir(
+                &from,
+                &layout::aside(&study_dir, layout::SUPERSEDED, &dependent.id),
+            )?;
+            layout::relative(&study_dir, &to)
+        } else {
+            dir
+        };
+        let e = Event::RunSupersededByDependency {
+            run: dependent.id.clone(),
+            run_hash: dependent.run_hash.clone(),
+            attempt,
+            dir,
+            dependency: spec.id.clone(),
+            reason: reason.to_string(),
+        };
+        w.append(e.clone())?;
+        events.push(e);
+    }
+    Ok(events)
+}
+
+/// The runs that take a figure from `run`, directly or through another, in plan order.
+fn dependents<'a>(runs: &'a [RunSpec], run: &str) -> Vec<&'a RunSpec> {
+    let mut set: Vec<&str> = vec![run];
+    loop {
+        let more: Vec<&str> = runs
+            .iter()
+            .filter(|r| !set.contains(&r.id.as_str()))
+            .filter(|r| r.depends_on.iter().any(|d| set.contains(&d.as_str())))
+            .map(|r| r.id.as_str())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        set.extend(more);
+    }
+    runs.iter()
+        .filter(|r| r.id != run && set.contains(&r.id.as_str()))
+        .collect()
 }

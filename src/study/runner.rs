@@ -28,6 +28,7 @@ use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::Saturations;
 use crate::run::settle::{self, StudyContext};
 use crate::rundir::record::RunRecord;
+use feedbench_core::inputs::{self, Inputs};
 
 /// What a person asked `feedbench run` to do.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +48,10 @@ pub struct StudyRequest<'a> {
     /// A declared plan change, with its reason (implies resume).
     pub amend: Option<&'a str>,
     pub allow_uncommitted: bool,
+    /// The plan's inputs as read now; `runs` are hashed with them.
+    pub inputs: &'a Inputs,
+    /// Input files (plan paths) that differ from their commit or are not committed.
+    pub uncommitted_inputs: &'a [String],
 }
 
 impl StudyRequest<'_> {
@@ -70,6 +75,7 @@ pub async fn run_study<T: Testbed>(
         plan_hash: loaded.plan_hash.clone(),
         git: request.registration.clone(),
         host: testbed.host().await?,
+        inputs: request.inputs.clone(),
     };
     // Caps that do not fit the host are the plan's problem: refused before anything is
     // recorded (an amendment, a gate, a run).
@@ -85,21 +91,36 @@ pub async fn run_study<T: Testbed>(
         // An amendment a crash cut short is finished before anything else.
         session.supersede_pending()?;
     }
+    let recorded_inputs = session.ledger.inputs.clone();
     if let (Some(c), Some(reason)) = (session.change.clone(), request.amend) {
+        let files_changed = recorded_inputs
+            .as_ref()
+            .map(|(_, files)| inputs::changed(files, &request.inputs.files))
+            .unwrap_or_default();
         session.log(Event::PlanAmended {
             reason: reason.to_string(),
             old_plan_hash: c.old_plan_hash,
             new_plan_hash: c.new_plan_hash,
             git_commit: ctx.git.commit.clone(),
             changes: c.changes,
+            old_inputs_digest: recorded_inputs.as_ref().map(|(d, _)| d.clone()),
+            new_inputs_digest: Some(request.inputs.digest()),
+            files_changed: files_changed.into_iter().map(|f| f.path).collect(),
         })?;
         session.supersede_pending()?;
     }
-    if ctx.git.clean != Some(true) {
+    if recorded_inputs.as_ref().map(|(_, f)| f) != Some(&request.inputs.files) {
+        session.log(Event::InputsRead {
+            digest: request.inputs.digest(),
+            files: request.inputs.files.clone(),
+        })?;
+    }
+    if ctx.git.clean != Some(true) || !request.uncommitted_inputs.is_empty() {
         session.log(Event::UncommittedPlan {
             plan_file: ctx.plan_file.clone(),
             plan_hash: loaded.plan_hash.clone(),
             git_commit: ctx.git.commit.clone(),
+            files: request.uncommitted_inputs.to_vec(),
         })?;
     }
     let status = session.ledger.status(request.runs);

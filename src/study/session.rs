@@ -40,6 +40,21 @@ impl<'r> Session<'r> {
     ) -> Result<Session<'r>, StudyError> {
         let loaded = request.loaded;
         let git = request.registration;
+        if git.clean == Some(true)
+            && !request.uncommitted_inputs.is_empty()
+            && !request.allow_uncommitted
+        {
+            return Err(StudyError::Refused(format!(
+                "`{}` is committed, but input files its runs depend on are not (they differ from their commit, or no commit holds them):\n{}\nThe commit of the plan and its inputs is the study's pre-registration: commit them first, or pass --allow-uncommitted to run anyway and record which files as a deviation",
+                loaded.file,
+                request
+                    .uncommitted_inputs
+                    .iter()
+                    .map(|f| format!("  {f}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )));
+        }
         if git.clean != Some(true) && !request.allow_uncommitted {
             let why = match (&git.path, &git.commit) {
                 (None, _) => "is not in a git repository".to_string(),
@@ -88,7 +103,14 @@ impl<'r> Session<'r> {
         let ledger = Ledger::fold(journal.events());
         let change = ledger.plan_change(&loaded.plan_hash, request.runs);
         match (&change, request.amend) {
-            (Some(c), None) => return Err(StudyError::Refused(undeclared(request, &study, c))),
+            (Some(c), None) => {
+                let files = ledger
+                    .inputs
+                    .as_ref()
+                    .map(|(_, f)| feedbench_core::inputs::changed(f, &request.inputs.files))
+                    .unwrap_or_default();
+                return Err(StudyError::Refused(undeclared(request, &study, c, &files)));
+            }
             (None, Some(_)) if ledger.plan_hash.is_some() => {
                 return Err(StudyError::Refused(format!(
                     "--amend: `{}` has not changed since study `{study}` last ran (plan hash {}); there is nothing to amend",
@@ -213,7 +235,12 @@ fn open_writer(dir: &Path, ledger: &mut Ledger) -> Result<Writer, StudyError> {
 }
 
 /// The refusal of a plan change nobody declared: what changed and what it would touch.
-fn undeclared(request: &StudyRequest<'_>, study: &str, c: &PlanChange) -> String {
+fn undeclared(
+    request: &StudyRequest<'_>,
+    study: &str,
+    c: &PlanChange,
+    files: &[feedbench_core::inputs::FileChange],
+) -> String {
     let file = &request.loaded.file;
     let list: Vec<String> = c
         .changes
@@ -226,20 +253,43 @@ fn undeclared(request: &StudyRequest<'_>, study: &str, c: &PlanChange) -> String
             Some(_) => format!("  {} (its definition changed)", ch.run),
         })
         .collect();
-    let what = if c.old_plan_hash == c.new_plan_hash {
+    let what = if c.old_plan_hash == c.new_plan_hash && !files.is_empty() {
+        format!(
+            "`{file}` is unchanged (plan hash {}), but input files its runs depend on changed since study `{study}` last ran:\n{}",
+            short(&c.new_plan_hash),
+            files
+                .iter()
+                .map(|f| format!("  {f}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    } else if c.old_plan_hash == c.new_plan_hash {
         format!(
             "`{file}` is unchanged (plan hash {}), but this feedbench defines some of its runs differently from the feedbench that ran them (another version?).",
             short(&c.new_plan_hash)
         )
     } else {
+        let also = if files.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Input files changed too:\n{}",
+                files
+                    .iter()
+                    .map(|f| format!("  {f}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        };
         format!(
-            "`{file}` changed since study `{study}` last ran (plan hash {} then, {} now).",
+            "`{file}` changed since study `{study}` last ran (plan hash {} then, {} now).{also}",
             short(&c.old_plan_hash),
             short(&c.new_plan_hash)
         )
     };
+    let sep = if what.ends_with('.') { " " } else { "\n" };
     format!(
-        "{what} {}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
+        "{what}{sep}{}\nA change is never applied silently: declare it with --amend \"<reason>\" to record an amendment, mark the runs it touched superseded and run exactly those again; or restore the plan",
         if list.is_empty() {
             "No result recorded so far is touched.".to_string()
         } else {

@@ -35,20 +35,23 @@ impl Repo {
         r
     }
 
-    /// Links the project's directories `dirs` (e.g. `contenders`, `images`) into the
-    /// repository, untracked, so a plan's relative paths (build contexts, init scripts)
-    /// resolve for `feedbench run` as they do in the project.
-    pub fn link_project_dirs(&self, dirs: &[&str]) {
-        let mut exclude = String::new();
+    /// Copies the project's directories `dirs` (e.g. `contenders`, `images`) into the
+    /// repository, to be committed with the plan: a plan's relative paths (build contexts,
+    /// init scripts) resolve as they do in the project, and its inputs are registered with it.
+    pub fn copy_project_dirs(&self, dirs: &[&str]) {
         for d in dirs {
-            std::os::unix::fs::symlink(super::repo().join(d), self.path(d)).unwrap();
-            exclude.push_str(&format!("/{d}\n"));
+            let out = Command::new("cp")
+                .arg("-R")
+                .arg(super::repo().join(d))
+                .arg(self.path(d))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
-        let info = self.path(".git/info");
-        std::fs::create_dir_all(&info).unwrap();
-        let mut text = std::fs::read_to_string(info.join("exclude")).unwrap_or_default();
-        text.push_str(&exclude);
-        std::fs::write(info.join("exclude"), text).unwrap();
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {

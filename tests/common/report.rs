@@ -67,7 +67,7 @@ pub fn files_for(source: &Path, run: &RunSpec) -> Vec<(String, Vec<u8>)> {
 /// A repository with the smoke plan committed and a study directory started.
 pub fn study() -> (Repo, Fixture, Vec<RunSpec>) {
     let repo = Repo::new();
-    repo.link_project_dirs(&["contenders", "images"]);
+    repo.copy_project_dirs(&["contenders", "images"]);
     let text = std::fs::read_to_string(project().join(PLAN)).unwrap();
     repo.write(PLAN, &text);
     repo.commit("register the smoke plan");

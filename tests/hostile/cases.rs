@@ -61,8 +61,9 @@ fn case(name: &str, mutate: impl Fn(&Study) + 'static, want: [Want; 5]) -> Case 
     }
 }
 
-/// The journal line of RUN's `run-finished` in a fresh study.
-const FINISHED: usize = 3;
+/// The journal line of RUN's `run-finished` in a fresh study (after `study-started` and
+/// `inputs-read`, then its `run-started`).
+const FINISHED: usize = 4;
 
 fn run_file(name: &str) -> String {
     format!("{RUN_DIR}/{name}")
@@ -110,8 +111,8 @@ pub fn journal() -> Vec<Case> {
             },
             // A crash's torn last line: skip and invalidate terminate and declare it.
             [
-                tampered(&["Journal line 12 does not parse"]),
-                ok_naming(&["journal.jsonl` line 12 does not parse"]),
+                tampered(&["Journal line 13 does not parse"]),
+                ok_naming(&["journal.jsonl` line 13 does not parse"]),
                 ok(),
                 ok(),
                 ok(),
@@ -127,7 +128,7 @@ pub fn journal() -> Vec<Case> {
                     b"\"run\":\"svc/ramp/r1\xe2\x9c",
                 )
             },
-            bad_line(2),
+            bad_line(3),
         ),
         case(
             "journal: bytes that are not UTF-8 inside a string",
@@ -139,7 +140,7 @@ pub fn journal() -> Vec<Case> {
                     b"\"attempt\":1,\"dir\":\"runs/svc_ramp_r1\xff\xfe\",\"objective\"",
                 )
             },
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: empty file",
@@ -333,7 +334,7 @@ pub fn journal() -> Vec<Case> {
         case(
             "journal: an attempt past u32",
             |s| edit_line(s, FINISHED, |l| l["attempt"] = json!(99_999_999_999u64)),
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: an attempt of u32::MAX",
@@ -346,7 +347,7 @@ pub fn journal() -> Vec<Case> {
         case(
             "journal: a negative attempt",
             |s| edit_line(s, FINISHED, |l| l["attempt"] = json!(-1)),
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: a wall_ns of 40 digits",
@@ -362,7 +363,7 @@ pub fn journal() -> Vec<Case> {
             "journal: wall_ns at i128's ends on two lines",
             |s| {
                 edit_line(s, 1, |l| l["wall_ns"] = i128::MIN.to_string().into());
-                edit_line(s, 11, |l| l["wall_ns"] = i128::MAX.to_string().into());
+                edit_line(s, 12, |l| l["wall_ns"] = i128::MAX.to_string().into());
             },
             [ok(), ok(), ok(), ok(), ok()],
         ),
@@ -374,17 +375,17 @@ pub fn journal() -> Vec<Case> {
         case(
             "journal: a run id of the wrong JSON type",
             |s| edit_line(s, FINISHED, |l| l["run"] = json!(5)),
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: an event name of the wrong JSON type",
             |s| edit_line(s, FINISHED, |l| l["event"] = json!(["run-finished"])),
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: an unknown event",
             |s| edit_line(s, FINISHED, |l| l["event"] = "run-exploded".into()),
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: a missing field",
@@ -393,7 +394,7 @@ pub fn journal() -> Vec<Case> {
                     l.as_object_mut().unwrap().remove("run_hash");
                 })
             },
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: an extra field",
@@ -403,7 +404,7 @@ pub fn journal() -> Vec<Case> {
         case(
             "journal: format_version 99",
             |s| edit_line(s, FINISHED, |l| l["format_version"] = json!(99)),
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: 100 000 nested brackets on a line",
@@ -413,7 +414,7 @@ pub fn journal() -> Vec<Case> {
                     b.push(b'\n');
                 })
             },
-            bad_line(12),
+            bad_line(13),
         ),
         case(
             "journal: a 4 MB line of garbage",
@@ -423,7 +424,7 @@ pub fn journal() -> Vec<Case> {
                     b.push(b'\n');
                 })
             },
-            bad_line(12),
+            bad_line(13),
         ),
         case(
             "journal: NUL bytes on a line",
@@ -435,7 +436,7 @@ pub fn journal() -> Vec<Case> {
                     b"\"event\":\"run-fin\0\0ished\"",
                 )
             },
-            bad_line(3),
+            bad_line(FINISHED),
         ),
         case(
             "journal: a torn-line-found declaring line u64::MAX",

@@ -154,11 +154,41 @@ pub fn first_commit(top: &Path, rel: &str) -> Result<Option<Commit>, GitError> {
     Ok(out.and_then(|o| commits(&o).into_iter().next()))
 }
 
-/// The commits after `since`, up to HEAD, that touched the file at `rel`, oldest first.
-pub fn commits_touching(top: &Path, rel: &str, since: &str) -> Result<Vec<Commit>, GitError> {
+/// The commits after `since`, up to HEAD, that touched any of the files or directories at
+/// `rels`, oldest first.
+pub fn commits_touching(top: &Path, rels: &[&str], since: &str) -> Result<Vec<Commit>, GitError> {
     let range = format!("{since}..HEAD");
-    let out = git(top, &["log", "--reverse", COMMIT_FORMAT, &range, "--", rel])?;
+    let mut args = vec!["log", "--reverse", COMMIT_FORMAT, &range, "--"];
+    args.extend(rels);
+    let out = git(top, &args)?;
     Ok(out.map(|o| commits(&o)).unwrap_or_default())
+}
+
+/// Of `rels` (files, paths in the repository at `top`), those that differ from HEAD or that
+/// HEAD does not hold: what a registration does not cover.
+pub fn uncommitted(top: &Path, rels: &[&str]) -> Result<Vec<String>, GitError> {
+    if rels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut args = vec![
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignored=matching",
+        "--",
+    ];
+    args.extend(rels);
+    let out = git(top, &args)?.unwrap_or_default();
+    let mut dirty: Vec<String> = out
+        .split('\0')
+        .filter(|e| e.len() > 3)
+        .map(|e| e[3..].to_string())
+        .filter(|p| rels.contains(&p.as_str()))
+        .collect();
+    dirty.sort();
+    dirty.dedup();
+    Ok(dirty)
 }
 
 /// Whether `ancestor` is HEAD or one of its ancestors.
@@ -238,7 +268,7 @@ mod tests {
         run(r, &["commit", "-qam", "unrelated again"]);
         std::fs::write(r.join("p.yaml"), "a: 2\n").unwrap();
         run(r, &["commit", "-qam", "edit the plan"]);
-        let later = commits_touching(r, "p.yaml", &reg.hash).unwrap();
+        let later = commits_touching(r, &["p.yaml"], &reg.hash).unwrap();
         assert_eq!(later.len(), 1);
         assert_eq!(later[0].subject, "edit the plan");
         assert_eq!(

@@ -13,6 +13,7 @@ pub mod confine;
 pub mod evidence;
 pub mod files;
 pub mod git;
+pub mod inputs;
 pub mod ledger;
 pub mod plan;
 pub mod report;

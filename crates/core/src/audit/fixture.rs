@@ -12,7 +12,7 @@ use crate::ledger::layout::{self, SUPERSEDED};
 use crate::ledger::manifest::{
     self, Execution, Git, Host, Manifest, ManifestError, Outcome, Validity,
 };
-use crate::plan::{expand, load_file, LoadError, RunSpec};
+use crate::plan::{load_file, LoadError, RunSpec};
 use crate::rundir;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,8 @@ pub enum FixtureError {
     File(#[from] FileError),
     #[error(transparent)]
     Pilot(#[from] crate::ledger::pilot::PilotError),
+    #[error(transparent)]
+    Inputs(#[from] crate::inputs::InputError),
 }
 
 /// A study being written.
@@ -42,6 +44,10 @@ pub struct Fixture {
     attempts: BTreeMap<String, u32>,
     /// Where each run's last attempt is, relative to the study directory.
     dirs: BTreeMap<String, String>,
+    /// The plan's inputs, recorded in manifests (empty for a study started with `start_with`).
+    pub inputs: crate::inputs::Inputs,
+    /// The images the next runs' manifests record (none unless a test sets them).
+    pub images: Vec<manifest::Image>,
 }
 
 impl Fixture {
@@ -49,7 +55,8 @@ impl Fixture {
     /// records `study-started` with the plan's hash and its registration in git.
     pub fn start(plan: &Path, results: &Path) -> Result<(Fixture, Vec<RunSpec>), FixtureError> {
         let loaded = load_file(plan, None)?;
-        let runs = expand(&loaded.plan);
+        let inputs = crate::inputs::Inputs::of_working_tree(&loaded)?;
+        let runs = crate::inputs::expand(&loaded.plan, &inputs);
         let git = crate::git::registration(plan)?;
         let dir = results.join(loaded.plan.study.name.as_str());
         let f = Fixture::start_with(
@@ -60,6 +67,12 @@ impl Fixture {
             git,
             &runs,
         )?;
+        let mut f = f;
+        f.append(Event::InputsRead {
+            digest: inputs.digest(),
+            files: inputs.files.clone(),
+        })?;
+        f.inputs = inputs;
         Ok((f, runs))
     }
 
@@ -83,6 +96,8 @@ impl Fixture {
             journal,
             attempts: BTreeMap::new(),
             dirs: BTreeMap::new(),
+            inputs: Default::default(),
+            images: Vec::new(),
         };
         f.append(Event::StudyStarted {
             plan_file: plan_file.into(),
@@ -153,6 +168,7 @@ impl Fixture {
             plan_file: self.plan_file.clone(),
             plan_hash: self.plan_hash.clone(),
             git_commit: self.git.commit.clone(),
+            files: Vec::new(),
         })
     }
 
@@ -220,8 +236,9 @@ impl Fixture {
                 cgroup_version: "2".into(),
                 engine_version: "fixture".into(),
             },
-            images: Vec::new(),
+            images: self.images.clone(),
             seed_digest: None,
+            inputs: self.inputs.files_of(&run.inputs),
             started_wall_ns: journal::unix_ns().to_string(),
             ended_wall_ns: journal::unix_ns().to_string(),
             outcome: Outcome {
@@ -310,16 +327,31 @@ impl Fixture {
                 });
             }
         }
-        // The amended plan is committed now: later runs record the commit it is in.
-        if Path::new(&self.plan_file).exists() {
-            self.git = crate::git::registration(Path::new(&self.plan_file))?;
+        // The amended plan is committed now: later runs record the commit it is in, and
+        // its inputs are read again, as `feedbench run --amend` does.
+        let plan = Path::new(&self.plan_file);
+        let mut inputs = None;
+        if plan.exists() {
+            self.git = crate::git::registration(plan)?;
+            if !self.inputs.files.is_empty() {
+                inputs = Some(crate::inputs::Inputs::of_working_tree(&load_file(
+                    plan, None,
+                )?)?);
+            }
         }
+        let files_changed = inputs
+            .as_ref()
+            .map(|i| crate::inputs::changed(&self.inputs.files, &i.files))
+            .unwrap_or_default();
         self.append(Event::PlanAmended {
             reason: reason.into(),
             old_plan_hash: self.plan_hash.clone(),
             new_plan_hash: new_plan_hash.into(),
             git_commit: self.git.commit.clone(),
             changes: changes.clone(),
+            old_inputs_digest: inputs.as_ref().map(|_| self.inputs.digest()),
+            new_inputs_digest: inputs.as_ref().map(crate::inputs::Inputs::digest),
+            files_changed: files_changed.into_iter().map(|f| f.path).collect(),
         })?;
         for c in changes.iter().filter(|c| c.old_run_hash.is_some()) {
             let Some(&attempt) = self.attempts.get(&c.run) else {
@@ -344,6 +376,15 @@ impl Fixture {
             })?;
         }
         self.plan_hash = new_plan_hash.into();
+        if let Some(i) = inputs {
+            if i.files != self.inputs.files {
+                self.append(Event::InputsRead {
+                    digest: i.digest(),
+                    files: i.files.clone(),
+                })?;
+            }
+            self.inputs = i;
+        }
         Ok(changes)
     }
 }

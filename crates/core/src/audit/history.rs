@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use super::AuditError;
 use crate::git::{self, Commit};
+use crate::inputs::tree::{GitTree, Tree, WorkingTree};
+use crate::inputs::{InputFile, Inputs};
 use crate::plan::hash::{canonical_json, plan_hash, to_json};
 use crate::plan::validate::Context;
 use crate::plan::{expand, load_str, yaml, LoadError, Plan, RunSpec};
@@ -37,15 +39,9 @@ impl Rev {
     }
 }
 
-/// At most the first 12 characters of a hash. The hash may come from a file a person or a
-/// crash damaged (any text, multibyte characters included), so it is cut at a character
-/// boundary, never inside a character.
-pub fn short(hash: &str) -> &str {
-    match hash.char_indices().nth(12) {
-        Some((end, _)) => &hash[..end],
-        None => hash,
-    }
-}
+/// At most the first 12 characters of a hash, cut at a character boundary (the hash may
+/// come from a file a person or a crash damaged): the one helper, `files::short`.
+pub use crate::files::short;
 
 /// One version of the plan file.
 #[derive(Debug, Clone)]
@@ -63,26 +59,50 @@ pub struct PlanVersion {
     pub error: Option<String>,
     /// The plan, when it loads.
     pub plan: Option<Box<Plan>>,
+    /// The digest of its inputs as this version's tree holds them (`inputs::Inputs::digest`);
+    /// None when they were not read.
+    pub inputs_digest: Option<String>,
+    /// Its input files, as read.
+    pub inputs: Vec<InputFile>,
 }
 
 impl PlanVersion {
-    /// Reads one version from its text; `file` names it in messages.
+    /// Reads one version from its text; `file` names it in messages. Its runs are hashed
+    /// with its inputs as `tree` holds them; without a tree, with the plan alone.
     pub fn from_text(rev: Rev, file: &str, text: &str) -> PlanVersion {
+        PlanVersion::with_inputs(rev, file, text, None)
+    }
+
+    /// [`PlanVersion::from_text`], with the inputs read from `tree`.
+    pub fn with_inputs(rev: Rev, file: &str, text: &str, tree: Option<&dyn Tree>) -> PlanVersion {
         let document = yaml::parse(text).ok().and_then(|n| to_json(&n).ok());
         let ctx = Context {
             host_cores: None,
             exists: None,
         };
         match load_str(file, text, &ctx) {
-            Ok(loaded) => PlanVersion {
-                rev,
-                plan_hash: Some(loaded.plan_hash.clone()),
-                document,
-                study: Some(loaded.plan.study.name.to_string()),
-                runs: expand(&loaded.plan),
-                error: None,
-                plan: Some(Box::new(loaded.plan)),
-            },
+            Ok(loaded) => {
+                let read = tree.map(|t| Inputs::read(&loaded.plan, t));
+                let (inputs, error) = match read {
+                    Some(Ok(i)) => (Some(i), None),
+                    Some(Err(e)) => (None, Some(format!("its inputs cannot be read: {e}"))),
+                    None => (None, None),
+                };
+                PlanVersion {
+                    rev,
+                    plan_hash: Some(loaded.plan_hash.clone()),
+                    document,
+                    study: Some(loaded.plan.study.name.to_string()),
+                    runs: match &inputs {
+                        Some(i) => crate::inputs::expand(&loaded.plan, i),
+                        None => expand(&loaded.plan),
+                    },
+                    error,
+                    plan: Some(Box::new(loaded.plan)),
+                    inputs_digest: inputs.as_ref().map(Inputs::digest),
+                    inputs: inputs.map(|i| i.files).unwrap_or_default(),
+                }
+            }
             Err(e) => {
                 let hash = yaml::parse(text).ok().and_then(|n| plan_hash(&n).ok());
                 let error = match &e {
@@ -101,6 +121,8 @@ impl PlanVersion {
                     runs: Vec::new(),
                     error: Some(error),
                     plan: None,
+                    inputs_digest: None,
+                    inputs: Vec::new(),
                 }
             }
         }
@@ -191,15 +213,58 @@ impl History {
             None => git::first_commit(&top, &rel)?
                 .ok_or_else(|| AuditError::NeverCommitted { file: file.clone() })?,
         };
+        // The commits that touched the plan, then those that touched any input some
+        // version of it names: an edit to an init script is a change of the plan's runs.
+        let mut paths = vec![rel.clone()];
+        for c in std::iter::once(registration.clone()).chain(git::commits_touching(
+            &top,
+            &[rel.as_str()],
+            &registration.hash,
+        )?) {
+            if let Some(t) = git::show(&top, &c.hash, &rel)? {
+                let tree = GitTree::new(&top, &c.hash, &rel);
+                let v = PlanVersion::with_inputs(Rev::Commit(c), &rel, &t, Some(&tree));
+                paths.extend(
+                    v.inputs
+                        .iter()
+                        .filter_map(|f| repo_path(&top, &rel, &f.path)),
+                );
+            }
+        }
+        if let Ok(loaded) = load_str(
+            &file,
+            &text,
+            &Context {
+                host_cores: None,
+                exists: None,
+            },
+        ) {
+            if let Ok(i) = Inputs::read(&loaded.plan, &WorkingTree::new(plan_dir(plan))) {
+                paths.extend(
+                    i.files
+                        .iter()
+                        .filter_map(|f| repo_path(&top, &rel, &f.path)),
+                );
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        let path_refs: Vec<&str> = paths.iter().map(String::as_str).collect();
         let mut commits = vec![registration.clone()];
-        commits.extend(git::commits_touching(&top, &rel, &registration.hash)?);
+        commits.extend(git::commits_touching(&top, &path_refs, &registration.hash)?);
         let mut versions = Vec::new();
         let mut last_text = None;
         for (i, c) in commits.into_iter().enumerate() {
             let name = format!("{rel}@{}", short(&c.hash));
             match git::show(&top, &c.hash, &rel)? {
                 Some(t) => {
-                    versions.push(PlanVersion::from_text(Rev::Commit(c), &name, &t));
+                    let tree = GitTree::new(&top, &c.hash, &rel);
+                    versions.push(PlanVersion::with_inputs(
+                        Rev::Commit(c),
+                        &name,
+                        &t,
+                        Some(&tree),
+                    ));
                     last_text = Some(t);
                 }
                 None if i == 0 => {
@@ -217,19 +282,44 @@ impl History {
                         runs: Vec::new(),
                         error: Some("the commit deletes the plan file".into()),
                         plan: None,
+                        inputs_digest: None,
+                        inputs: Vec::new(),
                     });
                     last_text = None;
                 }
             }
         }
-        if last_text.as_deref() != Some(text.as_str()) {
-            versions.push(PlanVersion::from_text(Rev::WorkingTree, &file, &text));
+        // The working tree is a version of its own when the plan's text or its inputs differ
+        // from the last commit's.
+        let working = WorkingTree::new(plan_dir(plan));
+        let now = PlanVersion::with_inputs(Rev::WorkingTree, &file, &text, Some(&working));
+        let last = versions.iter().rev().find(|v| v.rev.committed());
+        let same_inputs = last.is_some_and(|l| l.inputs_digest == now.inputs_digest);
+        if last_text.as_deref() != Some(text.as_str()) || !same_inputs {
+            versions.push(now);
         }
         Ok(History {
             plan_file: rel,
             versions,
         })
     }
+}
+
+/// The directory of the plan file as the user named it.
+fn plan_dir(plan: &Path) -> &Path {
+    match plan.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// An input's plan path as a path in the repository; None when it leads out of it.
+fn repo_path(top: &Path, plan_rel: &str, path: &str) -> Option<String> {
+    if path.starts_with("feedbench:") {
+        return None;
+    }
+    let base = plan_rel.rsplit_once('/').map_or("", |(d, _)| d);
+    crate::inputs::tree::in_repository(top, base, path)
 }
 
 /// One field that differs between two plan documents.

@@ -254,6 +254,7 @@ fn specs(area: &PilotArea) -> Vec<RunSpec> {
             repetition: 0,
             depends_on: Vec::new(),
             estimated_duration_s: None,
+            inputs: Vec::new(),
             id,
             run_hash,
         })

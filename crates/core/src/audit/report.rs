@@ -78,6 +78,9 @@ pub struct Amendment {
     pub new_plan_hash: String,
     pub git_commit: Option<String>,
     pub changes: Vec<RunChange>,
+    /// The inputs' digests it takes the study from and to, when recorded.
+    pub old_inputs_digest: Option<String>,
+    pub new_inputs_digest: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -116,6 +119,15 @@ pub enum Kind {
     RunRepeated,
     /// A contender whose gate failed: none of its runs ran.
     ContenderExcluded,
+    /// A result set aside because a run it took a figure from was invalidated or skipped
+    /// by a person.
+    RunSupersededByDependency,
+    /// An image's ID changed between runs, from the same sources or from sources an
+    /// amendment changed.
+    ImageRebuilt,
+    /// An image's ID changed between runs from sources nothing declares, or from sources
+    /// feedbench does not know.
+    ImageChanged,
     RunInvalid,
     RunSkipped,
     RunInterrupted,

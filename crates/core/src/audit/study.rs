@@ -75,7 +75,8 @@ pub fn dirs_named(event: &Event) -> Option<&str> {
         | Event::RunFinished { dir, .. }
         | Event::RunAborted { dir, .. }
         | Event::RunInterrupted { dir, .. }
-        | Event::RunInvalidated { dir, .. } => Some(dir),
+        | Event::RunInvalidated { dir, .. }
+        | Event::RunSupersededByDependency { dir, .. } => Some(dir),
         Event::RunSuperseded { dir, .. } => dir.as_deref(),
         _ => None,
     }

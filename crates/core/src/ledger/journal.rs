@@ -54,6 +54,9 @@ pub enum Event {
         plan_file: String,
         plan_hash: String,
         git_commit: Option<String>,
+        /// The plan's input files that differ from their commit or are not committed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
     },
     RunStarted {
         run: String,
@@ -113,12 +116,41 @@ pub enum Event {
         dir: Option<String>,
         amendment: String,
     },
+    /// A person invalidated or skipped a run another run took a figure from (a baseline's
+    /// rate from its ramp's saturation): the dependent result no longer stands either. Its
+    /// directory moved to `_superseded/`; it is not run, to be run again once its source is.
+    RunSupersededByDependency {
+        run: String,
+        run_hash: String,
+        attempt: u32,
+        dir: String,
+        /// The run it depends on, which was set aside.
+        dependency: String,
+        /// The person's reason for setting the dependency aside.
+        reason: String,
+    },
     PlanAmended {
         reason: String,
         old_plan_hash: String,
         new_plan_hash: String,
         git_commit: Option<String>,
         changes: Vec<RunChange>,
+        /// The inputs' digest (`inputs-read`) before and after, when the study recorded one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old_inputs_digest: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_inputs_digest: Option<String>,
+        /// The input files whose content changed, by path.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files_changed: Vec<String>,
+    },
+    /// The study's inputs as read when an invocation began, written when they differ from
+    /// the last record (the first time, and after an amendment): every file the run hashes
+    /// cover, with feedbench's templates.
+    InputsRead {
+        /// `inputs::Inputs::digest`: over the sources the run hashes cover.
+        digest: String,
+        files: Vec<crate::inputs::InputFile>,
     },
     GatePassed {
         contender: String,

@@ -82,6 +82,10 @@ pub struct Manifest {
     /// (`spec::seed::digest`); absent when it ran its init scripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_digest: Option<String>,
+    /// Every input file the run depends on (`crate::inputs`): path, role, sha256, bytes.
+    /// Absent from manifests written before inputs were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<crate::inputs::InputFile>,
     pub started_wall_ns: String,
     pub ended_wall_ns: String,
     pub outcome: Outcome,
@@ -233,6 +237,7 @@ pub fn sample_for_tests() -> Manifest {
         },
         images: Vec::new(),
         seed_digest: None,
+        inputs: Vec::new(),
         started_wall_ns: "1".into(),
         ended_wall_ns: "2".into(),
         outcome: Outcome {

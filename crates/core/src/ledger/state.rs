@@ -72,6 +72,10 @@ pub struct RunStatus {
     pub attempts: u32,
     /// Runs that were superseded by amendments, by their old hash.
     pub superseded: Vec<String>,
+    /// The run whose setting aside (invalidated or skipped by a person) superseded this
+    /// run's last result, while it is not run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by_dependency: Option<String>,
 }
 
 impl RunStatus {
@@ -92,6 +96,8 @@ pub struct Ledger {
     open: BTreeMap<String, (String, u32, String)>,
     attempts: BTreeMap<String, u32>,
     superseded: BTreeMap<String, Vec<String>>,
+    /// Runs superseded because a run they depend on was set aside: run → that run.
+    by_dependency: BTreeMap<String, String>,
     /// Contenders excluded by their gate, with the reason.
     pub excluded: BTreeMap<String, String>,
     pub gate_passed: BTreeSet<String>,
@@ -99,6 +105,8 @@ pub struct Ledger {
     pub plan_hash: Option<String>,
     /// Results an amendment superseded whose `run-superseded` event is not written yet.
     pub pending: Vec<Pending>,
+    /// The inputs last recorded (`inputs-read`): their digest and files.
+    pub inputs: Option<(String, Vec<crate::inputs::InputFile>)>,
 }
 
 /// A result an amendment superseded, waiting for its directory to be moved aside.
@@ -237,6 +245,25 @@ impl Ledger {
                     reason: reason.clone(),
                 },
             ),
+            Event::RunSupersededByDependency {
+                run,
+                run_hash,
+                dependency,
+                ..
+            } => {
+                self.by_dependency.insert(run.clone(), dependency.clone());
+                if self
+                    .records
+                    .get(run)
+                    .is_some_and(|r| &r.run_hash == run_hash)
+                {
+                    self.records.remove(run);
+                    self.superseded
+                        .entry(run.clone())
+                        .or_default()
+                        .push(run_hash.clone());
+                }
+            }
             Event::RunSuperseded { run, run_hash, .. } => {
                 self.pending
                     .retain(|p| !(&p.run == run && &p.run_hash == run_hash));
@@ -259,6 +286,9 @@ impl Ledger {
                 contender, reason, ..
             } => {
                 self.excluded.insert(contender.clone(), reason.clone());
+            }
+            Event::InputsRead { digest, files } => {
+                self.inputs = Some((digest.clone(), files.clone()));
             }
             Event::UncommittedPlan { .. } | Event::TornLineFound { .. } => {}
         }
@@ -302,12 +332,17 @@ impl Ledger {
                         },
                     }
                 };
+                let state_is_not_run = matches!(state, RunState::NotRun);
                 RunStatus {
                     run: r.id.clone(),
                     run_hash: r.run_hash.clone(),
                     state,
                     attempts: self.attempts.get(&r.id).copied().unwrap_or(0),
                     superseded: self.superseded.get(&r.id).cloned().unwrap_or_default(),
+                    superseded_by_dependency: match state_is_not_run {
+                        true => self.by_dependency.get(&r.id).cloned(),
+                        false => None,
+                    },
                 }
             })
             .collect()
@@ -400,6 +435,7 @@ mod tests {
             repetition: 1,
             depends_on: deps.iter().map(|d| d.to_string()).collect(),
             estimated_duration_s: None,
+            inputs: Vec::new(),
         }
     }
 
@@ -561,6 +597,9 @@ mod tests {
             new_plan_hash: "P2".into(),
             git_commit: None,
             changes: c.changes.clone(),
+            old_inputs_digest: None,
+            new_inputs_digest: None,
+            files_changed: Vec::new(),
         });
         let half = Ledger::fold(&amended);
         assert_eq!(half.pending.len(), 2);
@@ -640,6 +679,9 @@ mod tests {
                 new_plan_hash: "Q".into(),
                 git_commit: None,
                 changes: Vec::new(),
+                old_inputs_digest: None,
+                new_inputs_digest: None,
+                files_changed: Vec::new(),
             },
         ]);
         assert!(l.excluded.is_empty());

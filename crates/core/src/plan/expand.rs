@@ -122,6 +122,10 @@ pub struct RunSpec {
     pub depends_on: Vec<String>,
     /// Warm-up plus measured phase; `None` where the length depends on a measurement.
     pub estimated_duration_s: Option<f64>,
+    /// The plan paths of the sources (build contexts, init scripts) the run's hash covers;
+    /// empty when the inputs were not read.
+    #[serde(skip)]
+    pub inputs: Vec<String>,
 }
 
 impl RunSpec {
@@ -154,6 +158,11 @@ struct RunDefinition<'a> {
     /// for every other run, whose hash it leaves as it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     executor: Option<&'static str>,
+    /// The digests of the source files the run depends on, by plan path (an init script, a
+    /// build context): an edit to one changes exactly the runs that use it. Absent where the
+    /// inputs were not read (pure tests of the plan alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inputs: Option<BTreeMap<String, String>>,
 }
 
 /// The executor's semantics for step ramps that stop at their knee.
@@ -206,8 +215,20 @@ pub fn profile_length(profile: &Profile) -> (Duration, Option<Duration>) {
     (profile.warmup(), measured)
 }
 
-/// Expands a validated plan into its runs, in execution order.
+/// Expands a validated plan into its runs, in execution order, hashing the plan alone:
+/// for tests of the plan's own semantics. Every command that records or compares run hashes
+/// uses `inputs::expand`, with the plan's inputs.
 pub fn expand(plan: &Plan) -> Vec<RunSpec> {
+    expand_with(plan, None)
+}
+
+/// The digests of the source files a run depends on, by plan path, from its contender and
+/// whether the run starts the co-tenant: what `inputs::Inputs::of_run` answers.
+pub type RunInputs<'a> = &'a dyn Fn(&ResolvedContender, bool) -> BTreeMap<String, String>;
+
+/// Expands a validated plan into its runs, in execution order; each run's hash covers the
+/// digests `inputs` gives for it (the `inputs` module's `expand` passes them).
+pub fn expand_with(plan: &Plan, inputs: Option<RunInputs>) -> Vec<RunSpec> {
     let contenders = resolve_contenders(plan);
     // (contender index, entry index, repetition) in declaration order.
     let mut cells = Vec::new();
@@ -278,6 +299,7 @@ pub fn expand(plan: &Plan) -> Vec<RunSpec> {
     let order = dependencies_first(&deps);
 
     let mut hashes: Vec<Option<String>> = vec![None; cells.len()];
+    let mut sources: Vec<Vec<String>> = vec![Vec::new(); cells.len()];
     for &i in &order {
         let (ci, ei, rep) = cells[i];
         let entry = &plan.matrix.runs[ei];
@@ -296,8 +318,10 @@ pub fn expand(plan: &Plan) -> Vec<RunSpec> {
                 .map(|&d| hashes[d].clone().unwrap_or_default())
                 .collect(),
             executor: profile.stops_at_knee().map(|_| RAMP_STOPS_AT_KNEE),
+            inputs: inputs.map(|of_run| of_run(&contenders[ci], steals(fault))),
         };
         hashes[i] = Some(value_hash(&def));
+        sources[i] = def.inputs.iter().flat_map(|m| m.keys().cloned()).collect();
     }
 
     order
@@ -315,9 +339,15 @@ pub fn expand(plan: &Plan) -> Vec<RunSpec> {
                 repetition: rep,
                 depends_on: deps[i].iter().map(|&d| ids[d].clone()).collect(),
                 estimated_duration_s: measured.map(|m| warmup.as_secs_f64() + m.as_secs_f64()),
+                inputs: std::mem::take(&mut sources[i]),
             }
         })
         .collect()
+}
+
+/// Whether a run with this fault starts the co-tenant.
+fn steals(fault: Option<(&str, &Fault)>) -> bool {
+    matches!(fault.map(|f| &f.1.inject), Some(Injection::CpuSteal { .. }))
 }
 
 fn topology_definition<'a>(t: &'a Topology, fault: Option<&Fault>) -> TopologyDefinition<'a> {

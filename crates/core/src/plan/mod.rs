@@ -15,6 +15,6 @@ pub mod validate;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use expand::{expand, RunSpec};
+pub use expand::{expand, expand_with, RunSpec};
 pub use load::{load_bytes, load_file, load_str, LoadError, LoadedPlan};
 pub use model::Plan;

@@ -9,3 +9,13 @@ pub mod faults;
 pub mod load;
 pub mod seed;
 pub mod topology;
+
+/// The HAProxy configuration template every run's balancer is rendered from.
+pub const BALANCER_TEMPLATE: &str = include_str!("templates/haproxy.cfg.j2");
+/// The k6 script template every run's load is rendered from.
+pub const LOAD_TEMPLATE: &str = include_str!("templates/load.js.j2");
+/// feedbench's own templates for a run, by file name: recorded among a run's inputs.
+pub const TEMPLATES: [(&str, &str); 2] = [
+    ("haproxy.cfg.j2", BALANCER_TEMPLATE),
+    ("load.js.j2", LOAD_TEMPLATE),
+];

@@ -505,7 +505,7 @@ pub fn haproxy_config(
         what: "the balancer configuration".into(),
         source: e,
     };
-    env.add_template("balancer-config", include_str!("templates/haproxy.cfg.j2"))
+    env.add_template("balancer-config", super::BALANCER_TEMPLATE)
         .map_err(render)?;
     env.get_template("balancer-config")
         .and_then(|t| {

@@ -1,6 +1,6 @@
 //! Declared deviations of execution: every run that needed more than one attempt (earlier
-//! attempts interrupted, or aborted by a guard or a failure), and every contender its gate
-//! excluded. The journal records each with its reason, so they are declared; a paper
+//! attempts interrupted, or aborted by a guard or a failure), every contender its gate
+//! excluded, and every result set aside because a run it took a figure from was. The journal records each with its reason, so they are declared; a paper
 //! reports them all the same.
 
 use std::collections::BTreeMap;
@@ -78,6 +78,29 @@ pub(super) fn check(entries: &Entries) -> Vec<Draft> {
                 });
                 continue;
             }
+            Event::RunSupersededByDependency {
+                run,
+                run_hash,
+                attempt,
+                dir,
+                dependency,
+                reason,
+            } => {
+                drafts.push(Draft {
+                    kind: Kind::RunSupersededByDependency,
+                    standing: Standing::Declared,
+                    subject: run.clone(),
+                    title: format!(
+                        "Run `{run}` no longer stands: `{dependency}`, which it took a figure from, was set aside"
+                    ),
+                    reason: format!("`{dependency}` was set aside by a person: {reason}"),
+                    evidence: vec![format!(
+                        "journal line {line}: run-superseded-by-dependency, attempt {attempt} (run hash {}); now in `{dir}`",
+                        short(run_hash)
+                    )],
+                });
+                continue;
+            }
             _ => continue,
         };
         let slot = by_run.entry(run.as_str()).or_insert_with(|| {
@@ -149,5 +172,28 @@ mod tests {
             "aborted: guard disk-floor: 1 GiB against 2 GiB"
         );
         assert!(d.iter().all(|x| x.standing == Standing::Declared));
+    }
+
+    #[test]
+    fn a_result_superseded_by_its_dependency_is_a_declared_item() {
+        let e = Event::RunSupersededByDependency {
+            run: "a/base/r1".into(),
+            run_hash: "0123456789abcdef".into(),
+            attempt: 1,
+            dir: "_superseded/a_base_r1".into(),
+            dependency: "a/ramp/r1".into(),
+            reason: "swapping".into(),
+        };
+        let d = check(&[(4, &e)]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].kind, Kind::RunSupersededByDependency);
+        assert_eq!(d[0].standing, Standing::Declared);
+        assert_eq!(d[0].subject, "a/base/r1");
+        assert!(d[0].reason.contains("swapping"), "{}", d[0].reason);
+        assert!(
+            d[0].evidence[0].contains("journal line 4"),
+            "{:?}",
+            d[0].evidence
+        );
     }
 }

@@ -12,11 +12,13 @@
 //!    directories, missing or unreadable manifests;
 //! 4. `journal`: journal lines that do not parse;
 //! 5. `attempts`: runs that needed more than one attempt, contenders their gate excluded;
-//! 6. `gaps`: every planned run without a valid result.
+//! 6. `images`: image IDs that changed between runs, and whether their sources did;
+//! 7. `gaps`: every planned run without a valid result.
 
 mod attempts;
 mod files;
 mod gaps;
+mod images;
 mod journal;
 mod plan_edits;
 mod unplanned;
@@ -119,6 +121,12 @@ fn run_of(e: &Event) -> Option<(&str, &str, Option<u32>)> {
             run_hash,
             attempt,
             ..
+        }
+        | Event::RunSupersededByDependency {
+            run,
+            run_hash,
+            attempt,
+            ..
         } => Some((run, run_hash, Some(*attempt))),
         _ => None,
     }
@@ -160,6 +168,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     drafts.extend(files::check(study, &entries));
     drafts.extend(journal::check(study, &entries));
     drafts.extend(attempts::check(&entries));
+    drafts.extend(images::check(history, study, &entries));
     let gaps = gaps::check(history, study, &entries);
     drafts.extend(gaps.drafts);
 

@@ -30,21 +30,35 @@ pub(super) fn check(
     let mut edits = Vec::new();
     for i in 1..vs.len() {
         let (a, b) = (&vs[i - 1], &vs[i]);
-        if a.plan_hash.is_some() && a.plan_hash == b.plan_hash {
+        if a.plan_hash.is_some() && a.plan_hash == b.plan_hash && a.inputs_digest == b.inputs_digest
+        {
             continue;
         }
+        // Input files whose content changed; only when both versions' inputs were read.
+        let files = match (&a.inputs_digest, &b.inputs_digest) {
+            (Some(x), Some(y)) if x != y => crate::inputs::changed(&a.inputs, &b.inputs),
+            _ => Vec::new(),
+        };
         let fields = match (&a.document, &b.document) {
             (Some(x), Some(y)) => diff(x, y),
             _ => Vec::new(),
         };
         // An amendment from any earlier version to this or any later one covers the change
         // (one amendment may declare several commits at once).
-        let has = |range: &[PlanVersion], h: &str| {
-            range.iter().any(|v| v.plan_hash.as_deref() == Some(h))
+        // A version is known by its plan hash and, where the amendment recorded it, by its
+        // inputs' digest.
+        let has = |range: &[PlanVersion], h: &str, inputs: &Option<String>| {
+            range.iter().any(|v| {
+                v.plan_hash.as_deref() == Some(h)
+                    && (inputs.is_none() || v.inputs_digest == *inputs)
+            })
         };
         let amendment = amendments
             .iter()
-            .find(|m| has(&vs[..i], &m.old_plan_hash) && has(&vs[i..], &m.new_plan_hash))
+            .find(|m| {
+                has(&vs[..i], &m.old_plan_hash, &m.old_inputs_digest)
+                    && has(&vs[i..], &m.new_plan_hash, &m.new_inputs_digest)
+            })
             .cloned();
         // The runs an amendment superseded carry its reason.
         let gone: Vec<Superseded> = amendment
@@ -57,11 +71,11 @@ pub(super) fn check(
                     .collect()
             })
             .unwrap_or_default();
-        let paths: Vec<&str> = if fields.is_empty() {
-            vec![history.plan_file.as_str()]
-        } else {
-            fields.iter().map(|f| f.path.as_str()).collect()
-        };
+        let mut paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
+        paths.extend(files.iter().map(|f| f.path.as_str()));
+        if paths.is_empty() {
+            paths.push(history.plan_file.as_str());
+        }
         let mut evidence = vec![format!(
             "{}{}: plan hash {} → {}",
             b.rev.label(),
@@ -73,6 +87,14 @@ pub(super) fn check(
             hash_or_none(&b.plan_hash)
         )];
         evidence.extend(fields.iter().map(ToString::to_string));
+        if !files.is_empty() {
+            evidence.push(format!(
+                "inputs digest {} → {}",
+                hash_or_none(&a.inputs_digest),
+                hash_or_none(&b.inputs_digest)
+            ));
+            evidence.extend(files.iter().map(|f| format!("input {f}")));
+        }
         let predictions = hypotheses_changed(a.document.as_ref(), b.document.as_ref());
         evidence.extend(predictions.iter().map(|(_, line)| line.clone()));
         if let Some(err) = &b.error {
@@ -103,6 +125,16 @@ pub(super) fn check(
                         "the plan was run uncommitted, with --allow-uncommitted".to_string(),
                     )
                 }
+                _ if a.plan_hash == b.plan_hash => (
+                    Standing::Undeclared,
+                    format!(
+                        "none recorded: no plan-amended event in the journal takes the plan's \
+                     inputs from digest {} to {}; declare the change as an amendment with its \
+                     reason (feedbench run --amend) or revert it",
+                        hash_or_none(&a.inputs_digest),
+                        hash_or_none(&b.inputs_digest)
+                    ),
+                ),
                 _ => (
                     Standing::Undeclared,
                     format!(
@@ -115,10 +147,11 @@ pub(super) fn check(
                 ),
             },
         };
-        let what = if b.rev.committed() {
-            "The plan was changed after registration"
-        } else {
-            "The plan file has uncommitted changes"
+        let what = match (b.rev.committed(), fields.is_empty() && !files.is_empty()) {
+            (true, false) => "The plan was changed after registration",
+            (false, false) => "The plan file has uncommitted changes",
+            (true, true) => "An input of the plan was changed after registration",
+            (false, true) => "An input of the plan has uncommitted changes",
         };
         edits.push(PlanEdit {
             draft: Draft {
@@ -236,6 +269,9 @@ fn amendments(entries: &Entries) -> Vec<Amendment> {
                 new_plan_hash,
                 git_commit,
                 changes,
+                old_inputs_digest,
+                new_inputs_digest,
+                ..
             } => Some(Amendment {
                 line: *line,
                 reason: reason.clone(),
@@ -243,6 +279,8 @@ fn amendments(entries: &Entries) -> Vec<Amendment> {
                 new_plan_hash: new_plan_hash.clone(),
                 git_commit: git_commit.clone(),
                 changes: changes.clone(),
+                old_inputs_digest: old_inputs_digest.clone(),
+                new_inputs_digest: new_inputs_digest.clone(),
             }),
             _ => None,
         })

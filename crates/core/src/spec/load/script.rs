@@ -10,7 +10,7 @@ use super::schedule::{per_unit, Schedule, TIME_UNIT_S};
 use super::ScriptError;
 use crate::plan::model::{Method, Workload};
 
-const TEMPLATE: &str = include_str!("../templates/load.js.j2");
+const TEMPLATE: &str = crate::spec::LOAD_TEMPLATE;
 
 /// The largest ID a script can draw exactly (JavaScript's Number.MAX_SAFE_INTEGER).
 pub const MAX_ID: u64 = (1 << 53) - 1;
