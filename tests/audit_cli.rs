@@ -305,11 +305,7 @@ fn docs_example() {
 
 #[test]
 fn the_smoke_plan_audits_in_a_repository_linking_the_project() {
-    let repo = Repo::new();
-    repo.copy_project_dirs(&["contenders", "images"]);
-    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
-    repo.write("experiments/smoke.yaml", &text);
-    repo.commit("register the smoke plan");
+    let repo = Repo::with_project_plan("smoke.yaml");
     // Relative paths resolve as in the project, so the plan loads with its file checks, and
     // its inputs are committed with it.
     assert!(repo
@@ -350,11 +346,7 @@ fn a_multibyte_run_hash_in_a_manifest_is_a_departure_not_a_panic() {
 /// amendment declares the edit; once declared (and the runs it touched run again) it passes.
 #[test]
 fn an_edited_init_script_is_an_undeclared_departure_until_amended() {
-    let repo = Repo::new();
-    repo.copy_project_dirs(&["contenders", "images"]);
-    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
-    repo.write("experiments/smoke.yaml", &text);
-    repo.commit("register the smoke plan");
+    let repo = Repo::with_project_plan("smoke.yaml");
     let plan = repo.path("experiments/smoke.yaml");
     let (mut f, runs) = Fixture::start(&plan, &repo.path("results")).unwrap();
     for r in &runs {
@@ -444,11 +436,7 @@ fn replica(id: &str) -> feedbench::ledger::manifest::Image {
 /// declares, it is an undeclared departure naming the changed files.
 #[test]
 fn a_rebuilt_image_is_benign_from_unchanged_sources_and_a_departure_from_changed_ones() {
-    let repo = Repo::new();
-    repo.copy_project_dirs(&["contenders", "images"]);
-    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
-    repo.write("experiments/smoke.yaml", &text);
-    repo.commit("register the smoke plan");
+    let repo = Repo::with_project_plan("smoke.yaml");
     let plan = repo.path("experiments/smoke.yaml");
     let (mut f, runs) = Fixture::start(&plan, &repo.path("results")).unwrap();
     let (a, b, c) = (

@@ -16,18 +16,9 @@ fn run(repo: &Repo, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn registered() -> Repo {
-    let repo = Repo::new();
-    repo.copy_project_dirs(&["contenders", "images"]);
-    let text = std::fs::read_to_string(common::repo().join("experiments/smoke.yaml")).unwrap();
-    repo.write("experiments/smoke.yaml", &text);
-    repo.commit("register the smoke plan");
-    repo
-}
-
 #[test]
 fn an_edited_or_untracked_input_is_refused_by_name_and_nothing_is_written() {
-    let repo = registered();
+    let repo = Repo::with_project_plan("smoke.yaml");
     let sql = repo.path("contenders/schema/indexed.sql");
     let mut text = std::fs::read_to_string(&sql).unwrap();
     text.push_str("-- not committed\n");
@@ -54,7 +45,7 @@ fn an_edited_or_untracked_input_is_refused_by_name_and_nothing_is_written() {
 
 #[test]
 fn a_file_the_context_leaves_out_is_no_input() {
-    let repo = registered();
+    let repo = Repo::with_project_plan("smoke.yaml");
     // __pycache__ is left out of every build context, so it is no input to commit.
     std::fs::create_dir_all(repo.path("contenders/feed-rs/src/__pycache__")).unwrap();
     std::fs::write(repo.path("contenders/feed-rs/src/__pycache__/x.pyc"), "x").unwrap();
@@ -82,12 +73,7 @@ fn a_file_the_context_leaves_out_is_no_input() {
 /// touching the engine, naming the file and exactly the runs of the arms that run it.
 #[test]
 fn a_committed_init_script_edit_is_refused_naming_exactly_its_runs() {
-    let repo = Repo::new();
-    repo.copy_project_dirs(&["contenders", "images"]);
-    let text =
-        std::fs::read_to_string(common::repo().join("experiments/example-study.yaml")).unwrap();
-    repo.write("experiments/example-study.yaml", &text);
-    repo.commit("register the example study");
+    let repo = Repo::with_project_plan("example-study.yaml");
     let plan = repo.path("experiments/example-study.yaml");
     let (mut f, runs) =
         feedbench::audit::fixture::Fixture::start(&plan, &repo.path("results")).unwrap();

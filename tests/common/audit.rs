@@ -54,6 +54,18 @@ impl Repo {
         }
     }
 
+    /// A repository holding the project's `contenders/` and `images/` and the plan
+    /// `experiments/<name>` copied from the project, committed together: a registered study.
+    pub fn with_project_plan(name: &str) -> Repo {
+        let repo = Repo::new();
+        repo.copy_project_dirs(&["contenders", "images"]);
+        let rel = format!("experiments/{name}");
+        let text = std::fs::read_to_string(super::repo().join(&rel)).unwrap();
+        repo.write(&rel, &text);
+        repo.commit("register the plan");
+        repo
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }

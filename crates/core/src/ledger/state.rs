@@ -132,6 +132,21 @@ impl Ledger {
         l
     }
 
+    /// The run's standing result for `run_hash`, if it has one, no longer stands.
+    fn supersede(&mut self, run: &str, run_hash: &str) {
+        if self
+            .records
+            .get(run)
+            .is_some_and(|r| r.run_hash == run_hash)
+        {
+            self.records.remove(run);
+            self.superseded
+                .entry(run.to_string())
+                .or_default()
+                .push(run_hash.to_string());
+        }
+    }
+
     fn settle(&mut self, run: &str, run_hash: &str, state: RunState) {
         self.open.remove(run);
         self.records.insert(
@@ -252,32 +267,12 @@ impl Ledger {
                 ..
             } => {
                 self.by_dependency.insert(run.clone(), dependency.clone());
-                if self
-                    .records
-                    .get(run)
-                    .is_some_and(|r| &r.run_hash == run_hash)
-                {
-                    self.records.remove(run);
-                    self.superseded
-                        .entry(run.clone())
-                        .or_default()
-                        .push(run_hash.clone());
-                }
+                self.supersede(run, run_hash);
             }
             Event::RunSuperseded { run, run_hash, .. } => {
                 self.pending
                     .retain(|p| !(&p.run == run && &p.run_hash == run_hash));
-                if self
-                    .records
-                    .get(run)
-                    .is_some_and(|r| &r.run_hash == run_hash)
-                {
-                    self.records.remove(run);
-                    self.superseded
-                        .entry(run.clone())
-                        .or_default()
-                        .push(run_hash.clone());
-                }
+                self.supersede(run, run_hash);
             }
             Event::GatePassed { contender, .. } => {
                 self.gate_passed.insert(contender.clone());
