@@ -397,3 +397,55 @@ fn a_dependents_directory_outside_the_study_refuses_the_decision_before_anything
     assert!(s.study().join("runs/svc_ramp_r1").exists());
     assert!(outside.join("keep").exists());
 }
+
+/// A journal that names a run's directory outside the study: a resume, which would move
+/// it (an unsettled run aside, a superseded result to `_superseded/`), refuses before
+/// anything moves or is written.
+#[test]
+fn a_resume_never_moves_a_directory_the_journal_places_outside_the_study() {
+    for (event, what) in [
+        ("run-finished", "a standing result"),
+        ("run-started", "an unsettled run"),
+    ] {
+        let s = Study::new();
+        s.completed(1);
+        let outside = s.dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "not the study's").unwrap();
+        let path = s.study().join(journal::FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| {
+                if l.contains(&format!("\"event\":\"{event}\"")) {
+                    l.replace("\"dir\":\"runs/svc_ramp_r1\"", "\"dir\":\"../../outside\"")
+                } else if event == "run-started" && l.contains("\"event\":\"run-finished\"") {
+                    String::new()
+                } else {
+                    l.to_string()
+                }
+            })
+            .filter(|l| !l.is_empty())
+            .collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let (code, _, err) = s.feedbench(&[
+            "run",
+            "plan.yaml",
+            "--resume",
+            "--allow-uncommitted",
+            "--no-build",
+        ]);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(
+            err.contains("names `../../outside` as the directory of `svc/ramp/r1`"),
+            "{what}: {err}"
+        );
+        assert!(outside.join("keep").exists(), "{what}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{what}: the journal was written"
+        );
+    }
+}

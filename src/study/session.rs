@@ -101,6 +101,9 @@ impl<'r> Session<'r> {
             )));
         }
         let ledger = Ledger::fold(journal.events());
+        if resume {
+            confined(&dir, &journal_path, &ledger)?;
+        }
         let change = ledger.plan_change(&loaded.plan_hash, request.runs);
         match (&change, request.amend) {
             (Some(c), None) => {
@@ -232,6 +235,32 @@ fn open_writer(dir: &Path, ledger: &mut Ledger) -> Result<Writer, StudyError> {
     let writer = Writer::open(&path)?;
     *ledger = Ledger::fold(journal::read(&path)?.events());
     Ok(writer)
+}
+
+/// Refuses, before anything moves, a resume whose journal names a directory it would move
+/// (an unsettled run's, a standing result an amendment would supersede, or one it did)
+/// that leads out of the study
+/// directory or through a link: a resume never moves anything from outside into the study.
+fn confined(dir: &Path, journal: &Path, ledger: &Ledger) -> Result<(), StudyError> {
+    let open = ledger
+        .open_runs()
+        .into_iter()
+        .map(|(run, _, _, d)| (run, d));
+    let pending = ledger
+        .pending
+        .iter()
+        .filter_map(|p| p.dir.clone().map(|d| (p.run.clone(), d)));
+    // A standing result an amendment would supersede moves too.
+    let standing = ledger.standing_dirs();
+    for (run, d) in open.chain(pending).chain(standing) {
+        if let Err(why) = crate::confine::inside(dir, &d) {
+            return Err(StudyError::Refused(format!(
+                "the journal `{}` names `{d}` as the directory of `{run}`, which a resume would move: {why}",
+                journal.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The refusal of a plan change nobody declared: what changed and what it would touch.

@@ -295,6 +295,18 @@ impl Ledger {
     }
 
     /// Runs started and never settled: (run, run hash, attempt, dir).
+    /// Every completed valid result the journal records, whatever its run hash, with the
+    /// directory it names: what an amendment may move.
+    pub fn standing_dirs(&self) -> Vec<(String, String)> {
+        self.records
+            .iter()
+            .filter_map(|(run, r)| match &r.state {
+                RunState::CompletedValid { dir, .. } => Some((run.clone(), dir.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn open_runs(&self) -> Vec<(String, String, u32, String)> {
         self.open
             .iter()
