@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use feedbench::plan::model::{Objective, Profile, Workload};
+use feedbench::plan::model::{LoadGeneratorKind, Objective, Profile, Workload};
 use feedbench::plan::units::Name;
 use feedbench::run::load::{self, LoadScript, LoadSpec};
 use feedbench::run::requests::{self, LoadSummary, Request};
@@ -247,6 +247,8 @@ fn render(profile: serde_json::Value, url: &str, max_vus: Option<u32>) -> LoadSc
         base_url: url,
         seed: 42,
         max_vus,
+        generator: LoadGeneratorKind::K6,
+        max_lag_ms: 250,
     })
     .unwrap()
 }

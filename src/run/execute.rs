@@ -224,9 +224,15 @@ pub async fn execute(
         base_url: &format!("http://{}:{BALANCER_PORT}", Role::Balancer.key()),
         seed: u64::from(run.repetition),
         max_vus: None,
+        generator: plan.topology.load_generator.kind,
+        max_lag_ms: plan.topology.load_generator.max_lag().millis,
     })?;
     write(dir, rundir::HAPROXY_CFG, topo.haproxy_cfg.as_bytes())?;
-    write(dir, rundir::LOAD_JS, script.script.as_bytes())?;
+    write(
+        dir,
+        rundir::load_input(script.generator),
+        script.script.as_bytes(),
+    )?;
     record.scheduled_arrivals = Some(script.scheduled_arrivals);
 
     let facts = rt.facts().await?;
@@ -369,7 +375,12 @@ async fn measure(
         .unwrap_or_default();
     rt.upload(&loadgen, &[script.file()]).await?;
     rt.start(&loadgen).await?;
-    let follower = Follower::start(rt, &loadgen, dir.join(rundir::REQUESTS_CSV));
+    let follower = Follower::start(
+        rt,
+        &loadgen,
+        script.generator,
+        dir.join(rundir::REQUESTS_CSV),
+    );
     let load_started = Instant::now();
     events.emit(RunEvent::LoadStarted {
         scheduled_arrivals: script.scheduled_arrivals,
@@ -481,7 +492,8 @@ async fn measure(
                     ),
                     at_ns: stop.at_ns,
                 });
-                // k6 stops its scenario on SIGINT and writes out what it has.
+                // k6 stops its scenario on SIGINT and writes out what it has; so does
+                // feedbench-load.
                 let _ = rt.kill(&loadgen, "SIGINT").await;
             }
         }
@@ -606,7 +618,10 @@ async fn measure(
     }
     record.monitors = Some(monitors.stop().await?);
     let raw = rt
-        .download(&loadgen, crate::spec::commands::K6_OUTPUT)
+        .download(
+            &loadgen,
+            crate::spec::commands::output_path(script.generator),
+        )
         .await;
     let (live, last) = follower.finish(raw.as_deref().ok()).await;
     for (i, v) in last {
@@ -617,7 +632,7 @@ async fn measure(
 
     match raw {
         Ok(bytes) if !bytes.is_empty() => {
-            write(dir, rundir::K6_CSV_GZ, &gzip(&bytes))?;
+            write(dir, rundir::load_raw(script.generator), &gzip(&bytes))?;
             let path = dir.join(rundir::REQUESTS_CSV);
             // Written beside the followed copy and renamed over it: a crash here leaves
             // one whole file or the other.
@@ -626,7 +641,12 @@ async fn measure(
                 path: staged.clone(),
                 source,
             })?;
-            let converted = requests::convert(bytes.as_slice(), std::io::BufWriter::new(out));
+            let converted = requests::convert_for(
+                script.generator,
+                bytes.as_slice(),
+                std::io::BufWriter::new(out),
+                &mut |_| false,
+            );
             std::fs::rename(&staged, &path).map_err(|source| ExecuteError::Write {
                 path: path.clone(),
                 source,

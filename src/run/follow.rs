@@ -1,4 +1,5 @@
-//! The load generator's output followed as k6 writes it: streamed out of its container over
+//! The load generator's output followed as it is written (k6's samples, or feedbench-load's
+//! stream): streamed out of its container over
 //! the engine's API (`tail -F` inside it, so a load generator on another engine is followed
 //! the same way), turned into requests.csv as it comes — flushed about once a second, so
 //! that a run cut short keeps what it measured — and every request handed to the ramp's
@@ -22,6 +23,7 @@ use super::requests::{self, Seen};
 use crate::analysis::live::{LiveRamp, Stop};
 use crate::analysis::saturation::{Request, StepVerdict};
 use crate::engine::runtime::Runtime;
+use crate::plan::model::LoadGeneratorKind;
 use crate::spec::commands;
 
 /// What the follower shares with the executor's loop.
@@ -88,14 +90,20 @@ fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 }
 
 impl Follower {
-    /// Starts following the load generator `container` (already started), writing
-    /// `requests_csv` as requests come.
-    pub fn start(rt: &Runtime, container: &str, requests_csv: PathBuf) -> Follower {
+    /// Starts following the load generator `container` (already started) of `kind`,
+    /// writing `requests_csv` as requests come.
+    pub fn start(
+        rt: &Runtime,
+        container: &str,
+        kind: LoadGeneratorKind,
+        requests_csv: PathBuf,
+    ) -> Follower {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
         let stream = tokio::spawn(stream(
             rt.clone(),
             container.to_string(),
+            kind,
             tx,
             shared.clone(),
         ));
@@ -115,7 +123,7 @@ impl Follower {
                 at: 0,
             };
             let mut flushed = Instant::now();
-            let result = requests::convert_with(input, out, &mut |seen| {
+            let result = requests::convert_for(kind, input, out, &mut |seen| {
                 let mut g = lock(&s);
                 match seen {
                     Seen::ScenarioStart(ns) => g.scenario_start_ns = Some(ns),
@@ -209,18 +217,19 @@ impl Follower {
     }
 }
 
-/// Streams k6's output file from its first byte into `tx`; when the stream breaks while
+/// Streams the load generator's output file from its first byte into `tx`; when the stream breaks while
 /// the container still runs, follows again from the byte it had reached. Once the
 /// container has stopped, hands back how many bytes it sent, and `tx`.
 async fn stream(
     rt: Runtime,
     container: String,
+    kind: LoadGeneratorKind,
     tx: Sender<Vec<u8>>,
     shared: Arc<Mutex<Shared>>,
 ) -> Option<(u64, Sender<Vec<u8>>)> {
     let mut offset: u64 = 0;
     loop {
-        let mut argv = commands::k6_follow_args();
+        let mut argv = commands::follow_args(kind);
         // `tail -c +N` starts at byte N, counted from 1.
         if let Some(a) = argv.iter_mut().find(|a| a.as_str() == "+1") {
             *a = format!("+{}", offset + 1);

@@ -173,7 +173,7 @@ struct TopologyDefinition<'a> {
     links: &'a IndexMap<Name, super::model::Link>,
     balancer: &'a super::model::Balancer,
     fault_proxy: &'a super::model::Sidecar,
-    load_generator: &'a super::model::Sidecar,
+    load_generator: &'a super::model::LoadGenerator,
     /// Only runs with a CPU-steal fault start the co-tenant.
     co_tenant: Option<&'a super::model::Sidecar>,
 }
@@ -351,7 +351,7 @@ fn steals(fault: Option<(&str, &Fault)>) -> bool {
 }
 
 fn topology_definition<'a>(t: &'a Topology, fault: Option<&Fault>) -> TopologyDefinition<'a> {
-    let steals = matches!(fault.map(|f| &f.inject), Some(Injection::CpuSteal { .. }));
+    let steals = steals(fault.map(|f| ("", f)));
     TopologyDefinition {
         links: &t.links,
         balancer: &t.balancer,

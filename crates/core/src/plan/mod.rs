@@ -5,6 +5,7 @@ pub mod check;
 pub mod de;
 pub mod diagnostic;
 pub mod expand;
+pub mod footprint;
 pub mod hash;
 pub mod load;
 pub mod model;

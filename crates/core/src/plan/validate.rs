@@ -7,7 +7,9 @@ use super::de::suggest;
 use super::expand::{
     profile_dependencies, profile_length, resolve_contenders, selects, ResolvedContender,
 };
-use super::model::{Cap, CappedRole, CapsOverride, Injection, Plan, Profile, ServiceKind};
+use super::model::{
+    Cap, CappedRole, CapsOverride, Injection, LoadGeneratorKind, Plan, Profile, ServiceKind,
+};
 use super::units::{Duration, Name, Rate};
 use super::yaml::join_key;
 use super::Severity;
@@ -101,6 +103,7 @@ pub fn validate(plan: &Plan, ctx: &Context) -> Vec<Finding> {
     guards(plan, &mut f);
     analysis(plan, &mut f);
     matrix(plan, ctx, &mut f);
+    load_generator_memory(plan, &mut f);
     let mut all = f.0;
     all.sort_by_key(|x| x.severity != Severity::Error);
     all
@@ -323,6 +326,22 @@ fn topology(plan: &Plan, ctx: &Context, f: &mut Findings) {
             "topology.balancer.connect-timeout",
             "the connect timeout must be above 0",
         );
+    }
+    let lg = &t.load_generator;
+    if let Some(lag) = lg.max_lag {
+        if !matches!(lg.kind, LoadGeneratorKind::Native) {
+            f.error(
+                "topology.load-generator.max-lag",
+                "max-lag is feedbench-load's bound on a start's lag; k6 has none",
+            )
+            .hint("remove max-lag, or set `kind: native`");
+        } else if lag.millis == 0 {
+            f.error(
+                "topology.load-generator.max-lag",
+                "max-lag must be above 0 (a start is never exactly on time)",
+            )
+            .hint("250ms is the default: two and a half CPU-cap periods");
+        }
     }
     for (role, build) in [
         ("balancer", &b.build),
@@ -873,6 +892,61 @@ fn analysis(plan: &Plan, f: &mut Findings) {
     }
 }
 
+/// Warns when a profile may keep more requests in flight than the load generator's memory
+/// cap holds (`plan::footprint`) while the system under test still meets its objective:
+/// the run could not measure it up to its objective. What the timeout would need (past a
+/// knee) is said beside it, not warned about on its own: at the study's rates it exceeds
+/// k6's usual caps in nearly every plan, and a warning every plan carries is not read.
+fn load_generator_memory(plan: &Plan, f: &mut Findings) {
+    use super::footprint::{self, in_flight, timeout_s};
+    let kind = plan.topology.load_generator.kind;
+    let fp = footprint::of(kind);
+    let Some(cap) = resolve_contenders(plan)
+        .iter()
+        .map(|c| c.caps.load_generator.memory.bytes as f64)
+        .reduce(f64::min)
+    else {
+        return;
+    };
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    let p99 = plan.study.objective.p99;
+    let timeout = timeout_s(p99.as_secs_f64());
+    for (name, profile) in &plan.profiles {
+        let Some(rate) = footprint::highest_rate(plan, profile) else {
+            continue;
+        };
+        let at_objective = in_flight(rate, p99.as_secs_f64()) * 2.0 + 5.0;
+        if fp.bytes(at_objective) <= cap {
+            continue;
+        }
+        let at_timeout = in_flight(rate, timeout) + 5.0;
+        let other = match kind {
+            LoadGeneratorKind::K6 => LoadGeneratorKind::Native,
+            LoadGeneratorKind::Native => LoadGeneratorKind::K6,
+        };
+        f.warn(
+            p(&["profiles", name.as_str()]),
+            format!(
+                "at {rate:.0} arrivals/s, with requests within the objective (2 × p99 = {}s each), {} keeps up to {at_objective:.0} requests in flight: about {:.0} MiB ({:.0} MiB plus {:.0} KiB per {}, docs/performance.md), above the load generator's {:.0} MiB cap (up to the {timeout} s timeout, {at_timeout:.0} in flight would need {:.0} MiB); it would be OOM-killed or drop starts before the system under test reaches its objective, and the run would be invalid",
+                2.0 * p99.as_secs_f64(),
+                kind.as_str(),
+                mib(fp.bytes(at_objective)),
+                mib(fp.base),
+                fp.per_request / 1024.0,
+                fp.unit,
+                mib(cap),
+                mib(fp.bytes(at_timeout)),
+            ),
+        )
+        .hint(format!(
+            "raise caps.load-generator.memory to at least {:.0} MiB, lower the profile's rate, or use `kind: {}` ({:.0} MiB for the same requests in flight)",
+            mib(fp.bytes(at_objective)).ceil(),
+            other.as_str(),
+            mib(footprint::of(other).bytes(at_objective)).ceil(),
+        ));
+    }
+}
+
 fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
     let m = &plan.matrix;
     if m.repetitions == 0 {
@@ -1253,6 +1327,64 @@ mod tests {
                 .replace("    observe: 20s\n", "    observe: 19.9s\n"),
         );
         assert!(shorter_rule.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_profile_whose_requests_in_flight_outgrow_the_load_generators_memory_is_warned_about() {
+        // 30/s with requests at 2 × p99 (the minimal plan's 500ms): 35 VUs, well within 256MiB.
+        assert!(load(MINIMAL).warnings.is_empty());
+        let fast = MINIMAL.replace("max: 30}", "max: 1200}");
+        let w: Vec<String> = load(&fast).warnings.iter().map(|d| d.to_string()).collect();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("t.yaml:42:5: profiles.ramp: at 1200 arrivals/s, with requests within the objective (2 × p99 = 1s each), k6 keeps up to 1205 requests in flight"), "{w:?}");
+        assert!(
+            w[0].contains("above the load generator's 256 MiB cap"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("use `kind: native`"), "{w:?}");
+        // The baseline's 70% of the ramp is bounded by the ramp's max.
+        assert!(
+            w[1].contains("profiles.baseline: at 840 arrivals/s"),
+            "{w:?}"
+        );
+        // The native generator holds the same load in a few MiB.
+        let native = fast.replace(
+            "load-generator: {image: grafana/k6:0.54.0}",
+            "load-generator: {kind: native, image: feedbench/load:latest}",
+        );
+        assert!(load(&native).warnings.is_empty());
+    }
+
+    #[test]
+    fn max_lag_belongs_to_the_native_load_generator_and_is_above_zero() {
+        let k6 = MINIMAL.replace(
+            "load-generator: {image: grafana/k6:0.54.0}",
+            "load-generator: {image: grafana/k6:0.54.0, max-lag: 100ms}",
+        );
+        assert_eq!(
+            errors(&k6),
+            ["t.yaml:27:55: topology.load-generator.max-lag: max-lag is feedbench-load's bound on a start's lag; k6 has none\n  hint: remove max-lag, or set `kind: native`"]
+        );
+        let zero = MINIMAL.replace(
+            "load-generator: {image: grafana/k6:0.54.0}",
+            "load-generator: {kind: native, image: feedbench/load:latest, max-lag: 0s}",
+        );
+        assert_eq!(errors(&zero).len(), 1, "{:?}", errors(&zero));
+        assert!(errors(&zero)[0].contains("max-lag must be above 0"));
+        let fine = MINIMAL.replace(
+            "load-generator: {image: grafana/k6:0.54.0}",
+            "load-generator: {kind: native, image: feedbench/load:latest, max-lag: 50ms}",
+        );
+        assert!(errors(&fine).is_empty());
+        let unknown = MINIMAL.replace(
+            "load-generator: {image: grafana/k6:0.54.0}",
+            "load-generator: {kind: wrk, image: grafana/k6:0.54.0}",
+        );
+        assert!(
+            errors(&unknown)[0].contains("kind"),
+            "{:?}",
+            errors(&unknown)
+        );
     }
 
     #[test]

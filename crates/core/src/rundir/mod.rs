@@ -9,6 +9,7 @@ pub mod events;
 pub mod frame;
 pub mod health;
 pub mod layout;
+pub mod native;
 pub mod record;
 pub mod requests;
 pub mod samples;
@@ -33,6 +34,10 @@ pub const HAPROXY_CFG: &str = "haproxy.cfg";
 pub const LOAD_JS: &str = "load.js";
 /// k6's raw per-metric output, gzipped, as k6 wrote it.
 pub const K6_CSV_GZ: &str = "k6.csv.gz";
+/// feedbench-load's plan as rendered for the run (a native load generator's `load.js`).
+pub const LOAD_JSON: &str = "load.json";
+/// feedbench-load's raw output stream, gzipped, as it wrote it (a native `k6.csv.gz`).
+pub const LOAD_STREAM_GZ: &str = "load-stream.csv.gz";
 /// Every container's output, one file per role.
 pub const LOGS_DIR: &str = "logs";
 
@@ -46,7 +51,7 @@ pub const SUMMARY_CSV: &str = "summary.csv";
 pub const METRICS_JSON: &str = "metrics.json";
 
 /// Every file name above, for checks that no other module spells one.
-pub const FILE_NAMES: [&str; 16] = [
+pub const FILE_NAMES: [&str; 18] = [
     RUN_JSON,
     MANIFEST_JSON,
     EVENTS_CSV,
@@ -57,6 +62,8 @@ pub const FILE_NAMES: [&str; 16] = [
     HAPROXY_CFG,
     LOAD_JS,
     K6_CSV_GZ,
+    LOAD_JSON,
+    LOAD_STREAM_GZ,
     layout::JOURNAL,
     INDEX_HTML,
     REPORT_MD,
@@ -68,4 +75,20 @@ pub const FILE_NAMES: [&str; 16] = [
 /// A container's log file under `logs/`, by its role's key.
 pub fn log_file(role: &str) -> String {
     format!("{role}.log")
+}
+
+/// The run directory's copy of the load generator's input (the rendered script or plan).
+pub fn load_input(kind: crate::plan::model::LoadGeneratorKind) -> &'static str {
+    match kind {
+        crate::plan::model::LoadGeneratorKind::K6 => LOAD_JS,
+        crate::plan::model::LoadGeneratorKind::Native => LOAD_JSON,
+    }
+}
+
+/// The run directory's gzipped copy of the load generator's raw output.
+pub fn load_raw(kind: crate::plan::model::LoadGeneratorKind) -> &'static str {
+    match kind {
+        crate::plan::model::LoadGeneratorKind::K6 => K6_CSV_GZ,
+        crate::plan::model::LoadGeneratorKind::Native => LOAD_STREAM_GZ,
+    }
 }

@@ -1,5 +1,6 @@
 //! requests.csv: k6's raw samples (CSV, nanosecond timestamps, gzipped or not) turned,
 //! streaming, into one row per request, plus the load summary (docs/results.md).
+//! feedbench-load writes its rows itself (`rundir::native`), each with `scheduled_ns`.
 //!
 //! k6 stamps every sample of a request with the moment it ended. The request's start is
 //! that end minus `http_req_blocked` (getting a connection: pool wait, connect, TLS)
@@ -22,6 +23,11 @@ pub const COLUMNS: [&str; 7] = [
     "error",
 ];
 
+/// The column a native load generator adds after `COLUMNS`: the instant the open model
+/// scheduled the request (unix ns), from which its lag and a latency free of coordinated
+/// omission follow.
+pub const SCHEDULED_COLUMN: &str = "scheduled_ns";
+
 /// The gauge the load script sets once, to the k6 scenario's start (unix ms).
 pub const SCENARIO_START_METRIC: &str = "feedbench_scenario_start_ms";
 
@@ -40,8 +46,11 @@ pub struct Request {
     /// byte received (connection set-up excluded).
     pub duration_ms: f64,
     /// k6's error code and message (`1500`, `1212 dial: connection refused`); empty when k6
-    /// reported none.
+    /// reported none. feedbench-load writes the same codes.
     pub error: String,
+    /// Native runs only: unix ns at which the open model scheduled the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_ns: Option<u64>,
 }
 
 /// What the load generator did, from the same output.
@@ -68,6 +77,20 @@ pub struct LoadSummary {
     pub incomplete: u64,
     /// Why the input ended early (a truncated file, say); rows before that are kept.
     pub truncated: Option<String>,
+    /// `native` when feedbench-load ran the load; absent for k6 (and every older record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// Native only: of `dropped_per_second`, the starts dropped because they were later than
+    /// the plan's `max-lag` (the rest found the connection cap reached).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub late_per_second: Vec<u64>,
+    /// Native only: each second's largest lag of a start behind its scheduled instant (ms).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub max_lag_ms_per_second: Vec<f64>,
+    /// Native only: how the generator said it ended (`completed` or `interrupted`); absent
+    /// when its output has no end record (it was killed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +105,8 @@ pub enum RequestsError {
     MissingColumn(&'static str),
     #[error("line {line}: timestamp {value} is not in unix nanoseconds (is K6_CSV_TIME_FORMAT=unix_nano set?)")]
     NotNanoseconds { line: u64, value: String },
+    #[error("line {line} of feedbench-load's output: {message}")]
+    Stream { line: u64, message: String },
     #[error("line {line}: `{value}` in column {column} is not a number")]
     BadNumber {
         line: u64,
@@ -294,6 +319,7 @@ pub fn convert_with<R: Read, W: Write>(
                     status,
                     duration_ms: 0.0,
                     error: error(&rec, &columns),
+                    scheduled_ns: None,
                 };
                 queue.push_back(Partial {
                     request,
@@ -346,12 +372,14 @@ pub fn convert_with<R: Read, W: Write>(
     Ok(summary)
 }
 
-fn write<W: Write>(
+/// Writes one row: `COLUMNS`, then `scheduled_ns` where the request has it (a file holds
+/// either kind of row only, as its header says).
+pub(crate) fn write<W: Write>(
     out: &mut csv::Writer<W>,
     r: &Request,
     s: &mut LoadSummary,
 ) -> Result<(), RequestsError> {
-    out.write_record([
+    let fields = [
         r.start_ns.to_string(),
         r.end_ns.to_string(),
         r.route.clone(),
@@ -359,7 +387,11 @@ fn write<W: Write>(
         r.status.to_string(),
         format!("{:.6}", r.duration_ms),
         r.error.clone(),
-    ])
+    ];
+    match r.scheduled_ns {
+        None => out.write_record(fields),
+        Some(ns) => out.write_record(fields.into_iter().chain([ns.to_string()])),
+    }
     .map_err(RequestsError::Write)?;
     s.requests += 1;
     if !r.error.is_empty() {
@@ -368,6 +400,22 @@ fn write<W: Write>(
     s.first_start_ns = Some(s.first_start_ns.map_or(r.start_ns, |f| f.min(r.start_ns)));
     s.last_end_ns = Some(s.last_end_ns.map_or(r.end_ns, |l| l.max(r.end_ns)));
     Ok(())
+}
+
+/// Converts the raw output of the load generator of `kind` (see `convert_with` and
+/// `native::convert_with`).
+pub fn convert_for<R: Read, W: Write>(
+    kind: crate::plan::model::LoadGeneratorKind,
+    raw: R,
+    requests_csv: W,
+    seen: &mut dyn FnMut(Seen<'_>) -> bool,
+) -> Result<LoadSummary, RequestsError> {
+    match kind {
+        crate::plan::model::LoadGeneratorKind::K6 => convert_with(raw, requests_csv, seen),
+        crate::plan::model::LoadGeneratorKind::Native => {
+            super::native::convert_with(raw, requests_csv, seen)
+        }
+    }
 }
 
 /// Reads requests.csv back, row by row.

@@ -1,5 +1,11 @@
-//! The load: a profile and the workload rendered into a k6 script (always an open model),
-//! with the arrival schedule analysis compares the achieved load against.
+//! The load: a profile and the workload rendered into the load generator's input (always an
+//! open model): a k6 script, or feedbench-load's plan (`kind: native`), both from the same
+//! schedule, route weights and seeded draws, with the arrival schedule analysis compares
+//! the achieved load against.
+//!
+//! For feedbench-load, maxVUs below is its cap on open connections (one request in flight
+//! each): the same Little's-law sizing holds, and a start that finds the cap reached is
+//! dropped and counted as k6 drops an iteration with no free VU.
 //!
 //! VU sizing (Little's law: requests in flight = arrival rate × latency), with `R₀` the
 //! schedule's highest rate over its first `PRE_ALLOCATION_S` seconds, `R` its highest rate
@@ -24,11 +30,10 @@ mod script;
 use indexmap::IndexMap;
 
 pub use schedule::{Schedule, Stage, TIME_UNIT_S};
-pub use script::{segments, Segment, MAX_ID};
+pub use script::{segments, Segment, MAX_ID, NATIVE_EXECUTOR};
 
-use crate::plan::model::{Objective, Profile, Workload};
+use crate::plan::model::{LoadGeneratorKind, Objective, Profile, Workload};
 use crate::plan::units::{Name, Rate};
-use crate::spec::commands::LOAD_SCRIPT;
 use crate::spec::topology::FileSpec;
 
 /// The VUs added to every Little's-law estimate.
@@ -77,17 +82,25 @@ pub struct LoadSpec<'a> {
     pub seed: u64,
     /// A ceiling on maxVUs, e.g. to fit the load generator's memory; none by default.
     pub max_vus: Option<u32>,
+    /// Which program runs the load.
+    pub generator: LoadGeneratorKind,
+    /// feedbench-load only: a start later than this is dropped and counted.
+    pub max_lag_ms: u64,
 }
 
 /// A rendered load and its schedule. Times count from the k6 scenario's start, which k6
 /// reports in its output (`requests::LoadSummary::scenario_start_ns`).
 #[derive(Debug, Clone)]
 pub struct LoadScript {
-    /// The k6 script (JavaScript), to be placed at `LOAD_SCRIPT`.
+    /// Which program runs the load.
+    pub generator: LoadGeneratorKind,
+    /// The load generator's input: the k6 script (JavaScript), or feedbench-load's plan
+    /// (JSON), to be placed at `commands::input_path(generator)`.
     pub script: String,
     /// The profile kind: step-ramp, constant, diurnal or soak.
     pub kind: &'static str,
-    /// The k6 executor: constant-arrival-rate or ramping-arrival-rate.
+    /// The k6 executor (constant-arrival-rate or ramping-arrival-rate), or
+    /// `NATIVE_EXECUTOR` for feedbench-load.
     pub executor: &'static str,
     /// The warm-up's length: requests that start before this are not evaluated.
     pub measured_start_s: f64,
@@ -114,10 +127,10 @@ impl LoadScript {
             .collect()
     }
 
-    /// The script as a file for the load-generator container.
+    /// The input as a file for the load-generator container.
     pub fn file(&self) -> FileSpec {
         FileSpec {
-            path: LOAD_SCRIPT.into(),
+            path: crate::spec::commands::input_path(self.generator).into(),
             sha256: crate::plan::hash::sha256_hex(self.script.as_bytes()),
             contents: self.script.clone().into_bytes(),
         }
@@ -206,8 +219,15 @@ pub fn render(spec: &LoadSpec) -> Result<LoadScript, ScriptError> {
         max_vus,
         timeout_ms,
     };
-    let (script, executor) = script::render(spec.workload, &params)?;
+    let (script, executor) = match spec.generator {
+        LoadGeneratorKind::K6 => script::render(spec.workload, &params)?,
+        LoadGeneratorKind::Native => (
+            script::render_native(spec.workload, &params, spec.max_lag_ms)?,
+            NATIVE_EXECUTOR,
+        ),
+    };
     Ok(LoadScript {
+        generator: spec.generator,
         script,
         kind: spec.profile.kind(),
         executor,

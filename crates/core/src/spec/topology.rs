@@ -352,8 +352,8 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         3,
         Readiness::NotStarted,
     );
-    load.cmd = Some(crate::spec::commands::k6_args());
-    load.env = crate::spec::commands::k6_env();
+    load.cmd = Some(crate::spec::commands::args(t.load_generator.kind));
+    load.env = crate::spec::commands::env(t.load_generator.kind);
     containers.push(load);
 
     // A CPU-steal run carries its co-tenant from the start (created, not started), so the

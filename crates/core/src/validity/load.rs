@@ -26,10 +26,17 @@ pub fn check_dropped(run: &Run, loadgen: Option<String>, limit_pct: f64, out: &m
             check: "dropped-iterations".into(),
             role: "load-generator".into(),
             container: loadgen,
-            figure: format!(
-                "iterations dropped for want of a free VU ({dropped} of {scheduled:.0}), share \
-                 of the scheduled arrivals"
-            ),
+            figure: match run.dropped_late {
+                None => format!(
+                    "iterations dropped for want of a free VU ({dropped} of {scheduled:.0}), \
+                     share of the scheduled arrivals"
+                ),
+                Some(late) => format!(
+                    "starts dropped ({dropped} of {scheduled:.0}: {} at the connection cap, \
+                     {late} later than max-lag), share of the scheduled arrivals",
+                    dropped.saturating_sub(late)
+                ),
+            },
             value: share,
             threshold: limit_pct,
             unit: "%".into(),
@@ -128,6 +135,7 @@ mod tests {
             schedule,
             containers: &[],
             dropped_iterations: Some(0),
+            dropped_late: None,
             scheduled_arrivals: Some(6000.0),
         }
     }
@@ -164,6 +172,22 @@ mod tests {
         );
         assert!((e.value - 61.0 / 60.0).abs() < 1e-9);
         assert_eq!(e.threshold, 1.0);
+    }
+
+    #[test]
+    fn a_native_generators_dropped_starts_say_how_many_were_late() {
+        let s = schedule(100.0);
+        let mut r = run(&s);
+        r.dropped_iterations = Some(90);
+        r.dropped_late = Some(70);
+        let mut out = Assessment::default();
+        check_dropped(&r, Some("lg".into()), 1.0, &mut out);
+        assert_eq!(
+            out.evidence[0].figure,
+            "starts dropped (90 of 6000: 20 at the connection cap, 70 later than max-lag), \
+             share of the scheduled arrivals"
+        );
+        assert!((out.evidence[0].value - 1.5).abs() < 1e-9);
     }
 
     #[test]

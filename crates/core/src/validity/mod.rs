@@ -74,8 +74,11 @@ pub struct Run<'a> {
     pub schedule: &'a Schedule,
     /// The measurement-path containers of the topology, with their caps.
     pub containers: &'a [PathContainer],
-    /// k6's `dropped_iterations`; `None` when unknown.
+    /// k6's `dropped_iterations`, or feedbench-load's dropped starts; `None` when unknown.
     pub dropped_iterations: Option<u64>,
+    /// feedbench-load only: of those, the starts dropped for lagging past `max-lag` (the
+    /// rest found its connection cap reached); `None` for k6.
+    pub dropped_late: Option<u64>,
     /// Arrivals the schedule started over the whole run, warm-up included.
     pub scheduled_arrivals: Option<f64>,
 }
@@ -169,6 +172,10 @@ pub fn assess(
         schedule: &script.schedule,
         containers: &containers,
         dropped_iterations: Some(load.dropped_iterations),
+        dropped_late: load
+            .generator
+            .is_some()
+            .then(|| load.late_per_second.iter().sum()),
         scheduled_arrivals,
     };
     Ok(check(&run, &data, &Limits::from_guards(guards)))

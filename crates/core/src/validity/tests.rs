@@ -89,6 +89,7 @@ fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
         schedule: &s,
         containers: &containers,
         dropped_iterations: Some(30),
+        dropped_late: None,
         scheduled_arrivals: Some(300.0),
     };
     // The fault proxy runs at its full cap; a replica's rows are not the measurement path;
@@ -162,6 +163,7 @@ fn topology() -> RunTopology {
 
 fn script() -> LoadScript {
     LoadScript {
+        generator: crate::plan::model::LoadGeneratorKind::K6,
         script: String::new(),
         kind: "constant",
         executor: "constant-arrival-rate",

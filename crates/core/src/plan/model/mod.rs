@@ -18,8 +18,8 @@ pub use matrix::{Matrix, MatrixEntry, Order};
 pub use profile::{IdRange, Method, Profile, Route, Workload};
 pub use study::{Guards, Hypothesis, Objective, Study};
 pub use topology::{
-    Balancer, Cap, CappedRole, Caps, CapsOverride, HealthCheck, Link, Service, ServiceKind,
-    Sidecar, Topology,
+    Balancer, Cap, CappedRole, Caps, CapsOverride, HealthCheck, Link, LoadGenerator,
+    LoadGeneratorKind, Service, ServiceKind, Sidecar, Topology, DEFAULT_MAX_LAG,
 };
 
 use indexmap::IndexMap;

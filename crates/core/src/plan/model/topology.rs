@@ -20,8 +20,8 @@ pub struct Topology {
     pub balancer: Balancer,
     /// The fault proxy on every link (Toxiproxy, or an image speaking its API).
     pub fault_proxy: Sidecar,
-    /// The load generator (k6).
-    pub load_generator: Sidecar,
+    /// The load generator: k6, or feedbench's own (`kind: native`).
+    pub load_generator: LoadGenerator,
     /// The co-tenant that steals CPU in a `cpu-steal` fault (stress-ng).
     pub co_tenant: Sidecar,
 }
@@ -103,6 +103,58 @@ pub struct Sidecar {
     pub image: ImageRef,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildRecipe>,
+}
+
+/// Which program drives the load. Both run the same open model from the same schedule and
+/// seeded draws, and their output becomes the same requests.csv (docs/load-generator.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadGeneratorKind {
+    /// k6's arrival-rate executors, with a script feedbench renders.
+    #[default]
+    K6,
+    /// `feedbench-load` (images/load): a lean open-model client that writes requests.csv's
+    /// rows itself, each with its scheduled instant.
+    Native,
+}
+
+impl LoadGeneratorKind {
+    pub fn is_k6(&self) -> bool {
+        *self == LoadGeneratorKind::K6
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadGeneratorKind::K6 => "k6",
+            LoadGeneratorKind::Native => "native",
+        }
+    }
+}
+
+/// The load generator's program and image. `kind` is in the run hash only when it is not
+/// k6, so that every plan written before it existed keeps its runs' hashes.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LoadGenerator {
+    #[serde(default, skip_serializing_if = "LoadGeneratorKind::is_k6")]
+    pub kind: LoadGeneratorKind,
+    pub image: ImageRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecipe>,
+    /// Native only: a start later than this behind its scheduled instant is not sent, and
+    /// is counted as dropped in its second (default 250ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_lag: Option<Duration>,
+}
+
+/// The native generator's default bound on a start's lag: two and a half CFS periods, so a
+/// generator throttled by its CPU cap for one period still sends what it owes.
+pub const DEFAULT_MAX_LAG: Duration = Duration { millis: 250 };
+
+impl LoadGenerator {
+    pub fn max_lag(&self) -> Duration {
+        self.max_lag.unwrap_or(DEFAULT_MAX_LAG)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

@@ -16,12 +16,8 @@ const TEMPLATE: &str = crate::spec::LOAD_TEMPLATE;
 pub const MAX_ID: u64 = (1 << 53) - 1;
 
 /// A piece of a path or body template: literal text, or a placeholder naming an ID range.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Segment {
-    Text(String),
-    Id { id: String },
-}
+/// feedbench-load's plan owns the type; the k6 script carries the same JSON.
+pub use feedbench_load::plan::Segment;
 
 /// Splits `text` at its `{name}` placeholders (a name of `[a-z0-9-]`); any other brace,
 /// such as a JSON body's, is text.
@@ -57,11 +53,11 @@ pub fn segments(text: &str) -> Vec<Segment> {
 }
 
 #[derive(Serialize)]
-struct RouteData {
-    name: String,
-    method: &'static str,
-    path: Vec<Segment>,
-    body: Option<Vec<Segment>>,
+pub struct RouteData {
+    pub name: String,
+    pub method: &'static str,
+    pub path: Vec<Segment>,
+    pub body: Option<Vec<Segment>>,
 }
 
 #[derive(Serialize)]
@@ -174,8 +170,17 @@ fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, ScriptError> {
     Ok(routes)
 }
 
-/// Renders the script and names the executor it uses.
-pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), ScriptError> {
+/// The workload compiled once for either load generator: the routes with their templates
+/// split at placeholders, the cumulative weights the route draw walks, and the ID ranges.
+pub struct Compiled {
+    pub routes: Vec<RouteData>,
+    pub cumulative_weights: Vec<f64>,
+    pub total_weight: f64,
+    pub ids: BTreeMap<String, [u64; 2]>,
+}
+
+/// Checks and compiles the workload.
+pub fn compile(w: &Workload) -> Result<Compiled, ScriptError> {
     let routes = compile_routes(w)?;
     let mut cumulative_weights = Vec::new();
     let mut total = 0.0;
@@ -197,15 +202,31 @@ pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), 
         }
         ids.insert(name.to_string(), [range.min, range.max]);
     }
-    let (executor, scenario) = scenario(p);
-    let data = PlanData {
-        seed: (p.seed ^ (p.seed >> 32)) as u32,
-        base_url: p.base_url.trim_end_matches('/').to_string(),
-        timeout: format!("{}ms", p.timeout_ms),
+    Ok(Compiled {
         routes,
         cumulative_weights,
         total_weight: total,
         ids,
+    })
+}
+
+/// The seed as both generators key their draws with (32 bits).
+pub fn seed32(seed: u64) -> u32 {
+    (seed ^ (seed >> 32)) as u32
+}
+
+/// Renders the script and names the executor it uses.
+pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), ScriptError> {
+    let c = compile(w)?;
+    let (executor, scenario) = scenario(p);
+    let data = PlanData {
+        seed: seed32(p.seed),
+        base_url: p.base_url.trim_end_matches('/').to_string(),
+        timeout: format!("{}ms", p.timeout_ms),
+        routes: c.routes,
+        cumulative_weights: c.cumulative_weights,
+        total_weight: c.total_weight,
+        ids: c.ids,
         scenario,
     };
     let plan_json = ascii_json(&data)?;
@@ -218,4 +239,55 @@ pub fn render(w: &Workload, p: &ScriptParams) -> Result<(String, &'static str), 
         .and_then(|t| t.render(minijinja::context! { kind => p.kind, plan_json => plan_json }))
         .map_err(ScriptError::Template)?;
     Ok((script, executor))
+}
+
+/// The executor name recorded for a native run (k6's are its executors' names).
+pub const NATIVE_EXECUTOR: &str = "feedbench-load-open-model";
+
+/// Renders feedbench-load's plan: the same routes, weights, ID ranges, seed and schedule
+/// as the k6 script would carry, so that iteration n sends the same request at the same
+/// scheduled instant under either generator.
+pub fn render_native(
+    w: &Workload,
+    p: &ScriptParams,
+    max_lag_ms: u64,
+) -> Result<String, ScriptError> {
+    use feedbench_load::plan as native;
+    let c = compile(w)?;
+    let plan = native::LoadPlan {
+        format_version: native::FORMAT_VERSION,
+        seed: seed32(p.seed),
+        base_url: p.base_url.trim_end_matches('/').to_string(),
+        timeout_ms: p.timeout_ms,
+        routes: c
+            .routes
+            .into_iter()
+            .map(|r| native::Route {
+                name: r.name,
+                method: r.method.to_string(),
+                path: r.path,
+                body: r.body,
+            })
+            .collect(),
+        cumulative_weights: c.cumulative_weights,
+        total_weight: c.total_weight,
+        ids: c.ids,
+        schedule: native::Schedule {
+            start_rate: p.schedule.start_rate,
+            stages: p
+                .schedule
+                .stages
+                .iter()
+                .map(|s| native::Stage {
+                    duration_s: s.duration_s,
+                    target: s.target,
+                })
+                .collect(),
+        },
+        max_connections: p.max_vus,
+        max_lag_ms,
+    };
+    let mut text = serde_json::to_string_pretty(&plan).map_err(ScriptError::Json)?;
+    text.push('\n');
+    Ok(text)
 }

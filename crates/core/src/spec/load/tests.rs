@@ -4,7 +4,7 @@ use indexmap::IndexMap;
 use serde_json::json;
 
 use super::*;
-use crate::plan::model::{Objective, Profile, Workload};
+use crate::plan::model::{LoadGeneratorKind, Objective, Profile, Workload};
 use crate::spec::commands::{k6_args, k6_env, LOAD_SCRIPT};
 
 fn profile(v: serde_json::Value) -> Profile {
@@ -42,6 +42,8 @@ fn render_with(
         base_url: "http://balancer:8080",
         seed: 7,
         max_vus: None,
+        generator: LoadGeneratorKind::K6,
+        max_lag_ms: 250,
     })
 }
 
@@ -333,6 +335,8 @@ fn workload_mistakes_are_errors() {
         base_url: "balancer:8080",
         seed: 1,
         max_vus: None,
+        generator: LoadGeneratorKind::K6,
+        max_lag_ms: 250,
     };
     assert!(matches!(render(&spec), Err(ScriptError::BadBaseUrl(_))));
 }
