@@ -80,6 +80,17 @@ fn both_implementations_agree_and_find_the_known_answers() {
     );
     assert_eq!(value(&ours, kill, "detect_balancer_down", "").0, Some(2.5));
     assert_eq!(value(&ours, kill, "detect_failed_request", "").0, Some(1.5));
+    // A native load generator's rows (r3 has `scheduled_ns`, request j sent 2·j ms late):
+    // the latency from the schedule charges the lateness; k6's rows (r1) have none.
+    let native = "feed-rs.indexed/baseline/r3";
+    assert_eq!(
+        value(&ours, native, "latency_from_schedule_max", "").0,
+        Some(10.0 * 20.0 + 1.0 + 18.0)
+    );
+    assert_eq!(value(&ours, native, "latency_max", "").0, Some(201.0));
+    assert!(!ours
+        .iter()
+        .any(|r| r.key.run.ends_with("/r1") && r.metric.starts_with("latency_from_schedule")));
     // A link cut whose replica the balancer marks DOWN and then UP again: no restart.
     let cut = "feed-rs.indexed/baseline+db-cut/r1";
     assert_eq!(value(&ours, cut, "time_to_recover", "clear").0, Some(12.0));

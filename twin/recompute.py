@@ -464,6 +464,10 @@ class Requests:
         self.end = df["end_ns"].to_numpy()[order]
         status = df["status"].to_numpy()[order]
         self.dur = df["duration_ms"].to_numpy()[order]
+        # A native load generator's rows carry the instant the open model scheduled them.
+        self.scheduled = (df["scheduled_ns"].to_numpy()[order]
+                          if "scheduled_ns" in df.columns and not df["scheduled_ns"].isna().any()
+                          else None)
         self.failed = (status == 0) | (status >= 500)
         self.no_response = status == 0
         self.s5xx = status >= 500
@@ -488,7 +492,8 @@ def read_requests(path: Path) -> Requests:
     df = read_table(path, {
         "start_ns": ("int", True), "end_ns": ("int", True),
         "status": ("int", True), "duration_ms": ("float", True),
-    })
+        "scheduled_ns": ("int", True),
+    }, optional_columns=("scheduled_ns",))
     return Requests(df)
 
 
@@ -678,6 +683,13 @@ def compute_run(run_dir: Path):
                        ("status_4xx_share", req.s4xx)):
         out.add(name, int(mask[lo:hi].sum()) / n if n else 0, "ratio")
     out.add("dropped_iterations", f["dropped"], "count")
+    # Latency from each request's scheduled instant, where the file has it (docs/analysis.md).
+    if req.scheduled is not None and n:
+        from_schedule = (req.end[lo:hi] - req.scheduled[lo:hi]) / 1e6
+        for name, v in zip(("latency_from_schedule_p50", "latency_from_schedule_p99"),
+                           percentiles(from_schedule, [P50, P99])):
+            out.add(name, v, "ms")
+        out.add("latency_from_schedule_max", float(from_schedule.max()), "ms")
 
     # --- the per-second series
     K = max(0, (me - ms) // NS)

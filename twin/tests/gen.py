@@ -74,7 +74,9 @@ def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFr
     for c in REQUEST_COLUMNS:
         if c not in req:
             req[c] = {"route": "feed", "method": "GET", "error": ""}[c]
-    req[REQUEST_COLUMNS].to_csv(d / "requests.csv", index=False)
+    # A native load generator's rows also carry their scheduled instant.
+    cols = REQUEST_COLUMNS + (["scheduled_ns"] if "scheduled_ns" in req else [])
+    req[cols].to_csv(d / "requests.csv", index=False)
     cont = containers.copy()
     for c in CONTAINER_COLUMNS:
         if c not in cont:
@@ -140,11 +142,13 @@ def interleave(parts):
 # Scenarios
 
 
-def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True):
+def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False):
     """A constant 10/s run: 20 s measured after 5 s of warm-up.
 
     In measured second k, request j (j = 0..9) starts at k s + j·100 ms and takes
     (j + 1)·(k + 1) ms + shift_ms. Statuses in the measured phase: 2 × 0, 3 × 503, 4 × 404.
+    With `native`, requests.csv has `scheduled_ns`: request j was sent 2·j ms after its
+    scheduled instant (so its latency from the schedule is its duration + 2·j ms).
     """
     ms = T0 + 5 * NS
     me = ms + 20 * NS
@@ -161,6 +165,9 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True):
     status[[m0 + 20, m0 + 21, m0 + 150]] = 503
     status[[m0 + 30, m0 + 31, m0 + 32, m0 + 199]] = 404
     req = requests_frame(starts, durs, status)
+    if native:
+        lag = ((req["start_ns"] - ms) % NS) // (100 * MS) * 2 * MS
+        req["scheduled_ns"] = req["start_ns"] - lag
     f = frame(repetition=repetition, start=ms, end=me, offered=202)
 
     # containers: rows every second, unix a little late, over [ms - 2 s, me + 1 s]
@@ -360,7 +367,7 @@ if __name__ == "__main__":
             print(big_run(a.root, a.requests, repetition=r + 1, fault=r % 2 == 0))
     else:
         for r in (1, 2, 3):
-            print(constant_run(a.root, repetition=r, shift_ms=0.5 * (r - 1)))
+            print(constant_run(a.root, repetition=r, shift_ms=0.5 * (r - 1), native=r == 3))
         print(ramp_run(a.root))
         print(fault_run(a.root))
         print(fault_run(a.root, injection="link-down", restart=False, fault="db-cut",

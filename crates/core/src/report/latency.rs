@@ -78,7 +78,8 @@ pub fn quick_p(reqs: &[Req], p: f64, scratch: &mut Vec<f64>) -> Option<f64> {
 
 /// The measured phase's rows.
 pub fn measured(out: &mut Out, reqs: &[Req], span: &Span, dropped: Option<u64>) {
-    let s = Stats::of(within(reqs, span.start_ns, span.end_ns));
+    let span_reqs = within(reqs, span.start_ns, span.end_ns);
+    let s = Stats::of(span_reqs);
     let len = span.len_s();
     out.count("requests", s.requests);
     out.value("offered_rate", ratio(span.offered_arrivals, len), "1/s");
@@ -101,6 +102,29 @@ pub fn measured(out: &mut Out, reqs: &[Req], span: &Span, dropped: Option<u64>) 
         Some(d) => out.count("dropped_iterations", d as usize),
         None => out.empty("dropped_iterations", "count", super::rows::NONE),
     }
+    from_schedule(out, span_reqs);
+}
+
+/// Latency counted from each request's scheduled instant (`end_ns − scheduled_ns`), free of
+/// coordinated omission: a request the generator sent late is charged its lateness. Only
+/// where every request of the span has `scheduled_ns` (a native load generator's rows).
+fn from_schedule(out: &mut Out, span_reqs: &[Req]) {
+    let Some(mut ms) = span_reqs
+        .iter()
+        .map(|r| r.scheduled_ns.map(|s| (r.end_ns - s) as f64 / 1e6))
+        .collect::<Option<Vec<f64>>>()
+        .filter(|v| !v.is_empty())
+    else {
+        return;
+    };
+    ms.sort_unstable_by(f64::total_cmp);
+    for (metric, p) in [
+        ("latency_from_schedule_p50", 50.0),
+        ("latency_from_schedule_p99", 99.0),
+    ] {
+        out.value(metric, percentile(&ms, p), "ms");
+    }
+    out.value("latency_from_schedule_max", ms.last().copied(), "ms");
 }
 
 pub fn ratio(a: f64, b: f64) -> Option<f64> {
@@ -158,6 +182,7 @@ mod tests {
             end_ns: start_ns + 1,
             status,
             duration_ms,
+            scheduled_ns: None,
         }
     }
 

@@ -196,6 +196,7 @@ mod tests {
                     end_ns: s.start_ns + k * 10 * S / n + 900_000_000,
                     status: 200,
                     duration_ms: 900.0,
+                    scheduled_ns: None,
                 })
             })
             .collect();

@@ -43,6 +43,9 @@ pub struct Req {
     pub end_ns: i128,
     pub status: u16,
     pub duration_ms: f64,
+    /// When the open model scheduled it: requests.csv's `scheduled_ns`, which a native load
+    /// generator writes; `None` without the column (k6).
+    pub scheduled_ns: Option<i128>,
 }
 
 impl Req {
@@ -239,6 +242,7 @@ pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
         t.column("status")?,
         t.column("duration_ms")?,
     );
+    let sched = t.column(crate::rundir::requests::SCHEDULED_COLUMN).ok();
     let mut out = Vec::new();
     t.each(|rec, c| {
         let status = c.text(rec, st);
@@ -249,6 +253,10 @@ pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
                 .parse()
                 .map_err(|_| c.bad("status", status, "an HTTP status (0 to 999)"))?,
             duration_ms: c.num(rec, d, "duration_ms")?,
+            scheduled_ns: match sched {
+                Some(i) => Some(c.int(rec, i, "scheduled_ns")?),
+                None => None,
+            },
         });
         Ok(())
     })?;

@@ -15,6 +15,8 @@ struct Columns {
     end: usize,
     status: usize,
     duration: usize,
+    /// `scheduled_ns`, which only a native load generator's file has.
+    scheduled: Option<usize>,
     count: usize,
 }
 
@@ -67,20 +69,23 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
         end: find("end_ns")?,
         status: find("status")?,
         duration: find("duration_ms")?,
+        scheduled: find(crate::rundir::requests::SCHEDULED_COLUMN).ok(),
         count: header.len(),
     };
-    // Which of the four wanted fields each column is (NONE: not wanted).
+    // Which of the wanted fields each column is (NONE: not wanted).
     const NONE: u8 = u8::MAX;
     let mut slot = vec![NONE; c.count];
-    for (k, col) in [c.start, c.end, c.status, c.duration]
+    for (k, col) in [Some(c.start), Some(c.end), Some(c.status), Some(c.duration), c.scheduled]
         .into_iter()
         .enumerate()
     {
-        slot[col] = k as u8;
+        if let Some(col) = col {
+            slot[col] = k as u8;
+        }
     }
     let body = bytes.get(header_end + 1..).unwrap_or(&[]);
     let mut out = Vec::with_capacity(body.len() / 48);
-    let mut wanted: [&[u8]; 4] = [&[]; 4];
+    let mut wanted: [&[u8]; 5] = [&[]; 5];
     let mut field = 0usize;
     let mut from = 0usize;
     let mut line_no: u64 = 1;
@@ -121,13 +126,19 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
             });
         }
         field = 0;
-        out.push(request(path, line_no, &wanted)?);
+        out.push(request(path, line_no, &wanted, c.scheduled.is_some())?);
     }
     Ok(out)
 }
 
-/// One row's request from its four wanted fields (start, end, status, duration).
-fn request(path: &Path, line_no: u64, f: &[&[u8]; 4]) -> Result<Req, ReadError> {
+/// One row's request from its wanted fields (start, end, status, duration, and scheduled
+/// when the file has the column).
+fn request(
+    path: &Path,
+    line_no: u64,
+    f: &[&[u8]; 5],
+    scheduled: bool,
+) -> Result<Req, ReadError> {
     let text = |i: usize| String::from_utf8_lossy(f[i]).into_owned();
     let start = int(f[0]).ok_or_else(|| bad(path, line_no, "start_ns", &text(0), "an integer"))?;
     let end = int(f[1]).ok_or_else(|| bad(path, line_no, "end_ns", &text(1), "an integer"))?;
@@ -145,11 +156,17 @@ fn request(path: &Path, line_no: u64, f: &[&[u8]; 4]) -> Result<Req, ReadError> 
         .and_then(|t| t.parse::<f64>().ok())
         .filter(|v| v.is_finite())
         .ok_or_else(|| bad(path, line_no, "duration_ms", &text(3), "a number"))?;
+    let scheduled_ns = if scheduled {
+        Some(int(f[4]).ok_or_else(|| bad(path, line_no, "scheduled_ns", &text(4), "an integer"))?)
+    } else {
+        None
+    };
     Ok(Req {
         start_ns: start,
         end_ns: end,
         status: status as u16,
         duration_ms: duration,
+        scheduled_ns,
     })
 }
 

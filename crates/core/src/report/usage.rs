@@ -229,6 +229,7 @@ mod tests {
                 end_ns: i * 100_000_000 + 1,
                 status: if i == 0 { 500 } else { 200 },
                 duration_ms: 1.0,
+                scheduled_ns: None,
             })
             .collect();
         let key = RunKey {

@@ -150,6 +150,7 @@ mod tests {
                     status: if state % 17 == 0 { 503 } else { 200 },
                     // Ties on purpose: durations on a coarse grid.
                     duration_ms: ((state >> 33) % 300) as f64 / 4.0,
+                    scheduled_ns: None,
                 }
             })
             .collect();
