@@ -1,0 +1,319 @@
+//! feedbench-load checked against k6 on the real engine, in one session: one deployed
+//! contender (tests/plans/docker/compare-load.yaml), each profile driven by k6, then
+//! feedbench-load, then k6 again, from the same rendered load. What must hold (stated in
+//! docs/load-generator.md before it was measured):
+//! - requests per second of the schedule: within 1 % or one request of each k6 run;
+//! - the measured phase's p50 and p99 `duration_ms` at a load neither generator saturates:
+//!   within 50 % + 2 ms of the two k6 runs' mean;
+//! - the knee of a saturating ramp (its first step that breaks the objective): the same
+//!   step as a k6 run's, or the adjacent one;
+//! - the same route counts (the same seeded draws), and requests.csv's columns alike.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use feedbench::analysis::saturation::{self, Objective, Step};
+use feedbench::engine::deploy::{deploy, teardown};
+use feedbench::engine::runtime::Runtime;
+use feedbench::engine::topology::{of_loaded, Role, RunTopology};
+use feedbench::plan::model::{LoadGenerator, LoadGeneratorKind, Profile};
+use feedbench::plan::{expand, load_file, LoadedPlan};
+use feedbench::run::load::{self, LoadScript, LoadSpec};
+use feedbench::run::requests::{self, LoadSummary, Request};
+use feedbench::spec::commands;
+
+const PLAN: &str = "tests/plans/docker/compare-load.yaml";
+const STUDY: &str = "test-compare-load";
+
+/// What one generator did with one profile.
+struct Drive {
+    kind: LoadGeneratorKind,
+    summary: LoadSummary,
+    requests: Vec<Request>,
+    header: String,
+}
+
+impl Drive {
+    fn t0(&self) -> u64 {
+        self.summary.scenario_start_ns.expect("a scenario start")
+    }
+
+    /// Requests by whole second of the schedule they started in.
+    fn per_second(&self, seconds: u64) -> Vec<u64> {
+        let mut out = vec![0; seconds as usize];
+        for r in &self.requests {
+            let s = r.start_ns.saturating_sub(self.t0()) / 1_000_000_000;
+            if let Some(n) = out.get_mut(s as usize) {
+                *n += 1;
+            }
+        }
+        out
+    }
+
+    /// p50 and p99 (nearest rank) of `duration_ms` of the requests started after `from_s`.
+    fn percentiles(&self, from_s: f64) -> (f64, f64) {
+        let from = self.t0() + (from_s * 1e9) as u64;
+        let mut d: Vec<f64> = self
+            .requests
+            .iter()
+            .filter(|r| r.start_ns >= from)
+            .map(|r| r.duration_ms)
+            .collect();
+        d.sort_by(f64::total_cmp);
+        let at = |p: f64| d[saturation::rank(p, d.len()) - 1];
+        (at(50.0), at(99.0))
+    }
+
+    fn routes(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for r in &self.requests {
+            *out.entry(r.route.clone()).or_default() += 1;
+        }
+        out
+    }
+}
+
+/// The plan with k6 in place of its native load generator.
+fn with_k6(loaded: &LoadedPlan) -> LoadedPlan {
+    let mut k6 = loaded.clone();
+    k6.plan.topology.load_generator = LoadGenerator {
+        kind: LoadGeneratorKind::K6,
+        image: "feedbench/k6:1.1.0".parse().unwrap(),
+        build: None,
+        max_lag: None,
+    };
+    k6
+}
+
+fn render(loaded: &LoadedPlan, profile: &str, kind: LoadGeneratorKind) -> LoadScript {
+    let plan = &loaded.plan;
+    load::render(&LoadSpec {
+        profile: &plan.profiles[profile],
+        workload: &plan.workload,
+        objective: &plan.study.objective,
+        saturation: &Default::default(),
+        base_url: &format!("http://{}:{}", Role::Balancer.key(), 8080),
+        seed: 1,
+        max_vus: None,
+        generator: kind,
+        max_lag_ms: plan.topology.load_generator.max_lag().millis,
+    })
+    .unwrap()
+}
+
+/// Runs one load generator container (a copy of `topo`'s, named with `suffix`) on the
+/// deployed run's network until it exits, and reads its output.
+async fn drive(rt: &Runtime, topo: &RunTopology, script: &LoadScript, suffix: &str) -> Drive {
+    let mut spec = topo.container(Role::LoadGenerator).unwrap().clone();
+    spec.name = format!("{}-{suffix}", spec.name);
+    rt.create(&spec, &topo.network).await.unwrap();
+    rt.upload(&spec.name, &[script.file()]).await.unwrap();
+    rt.start(&spec.name).await.unwrap();
+    let limit = Duration::from_secs_f64(script.duration_s + script.request_timeout_s + 60.0);
+    let code = rt.wait_exit(&spec.name, limit).await.unwrap();
+    assert_eq!(
+        code,
+        Some(0),
+        "{suffix}: {}",
+        rt.logs(&spec.name).await.unwrap()
+    );
+    let raw = rt
+        .download(&spec.name, commands::output_path(script.generator))
+        .await
+        .unwrap();
+    rt.remove_container(&spec.name).await.unwrap();
+    let mut csv = Vec::new();
+    let summary =
+        requests::convert_for(script.generator, raw.as_slice(), &mut csv, &mut |_| false).unwrap();
+    let header =
+        String::from_utf8_lossy(&csv[..csv.iter().position(|&b| b == b'\n').unwrap()]).into_owned();
+    let requests = requests::read(csv.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    Drive {
+        kind: script.generator,
+        summary,
+        requests,
+        header,
+    }
+}
+
+/// k6, feedbench-load, k6: the same profile against the deployed contender.
+async fn three_ways(
+    rt: &Runtime,
+    native: &LoadedPlan,
+    k6: &LoadedPlan,
+    topos: (&RunTopology, &RunTopology),
+    profile: &str,
+) -> [Drive; 3] {
+    let k6_script = render(k6, profile, LoadGeneratorKind::K6);
+    let native_script = render(native, profile, LoadGeneratorKind::Native);
+    let a = drive(rt, topos.1, &k6_script, &format!("{profile}-k6a")).await;
+    let n = drive(rt, topos.0, &native_script, &format!("{profile}-native")).await;
+    let b = drive(rt, topos.1, &k6_script, &format!("{profile}-k6b")).await;
+    [a, n, b]
+}
+
+fn assert_same_per_second(drives: &[Drive; 3], seconds: u64, profile: &str) {
+    let [a, n, b] = drives;
+    let (pa, pn, pb) = (
+        a.per_second(seconds),
+        n.per_second(seconds),
+        b.per_second(seconds),
+    );
+    for s in 0..seconds as usize {
+        for (k, pk) in [("first k6", &pa), ("second k6", &pb)] {
+            let tolerance = (pk[s] as f64 * 0.01).max(1.0);
+            assert!(
+                (pn[s] as f64 - pk[s] as f64).abs() <= tolerance,
+                "{profile}, second {s}: native sent {}, the {k} run {} (tolerance {tolerance})\nnative {pn:?}\nk6 {pk:?}",
+                pn[s],
+                pk[s]
+            );
+        }
+    }
+    eprintln!("{profile}: per second, k6 {pa:?}\n  native {pn:?}\n  k6 {pb:?}");
+}
+
+/// The first step of the ramp that breaks the objective, for each drive.
+fn knee(loaded: &LoadedPlan, d: &Drive) -> Option<f64> {
+    let Profile::StepRamp {
+        start,
+        step,
+        step_duration,
+        max,
+        warmup,
+        ..
+    } = &loaded.plan.profiles["ramp"]
+    else {
+        panic!("ramp is a step ramp")
+    };
+    let (start, max) = match (start, max) {
+        (feedbench::plan::units::Rate::Fixed(s), feedbench::plan::units::Rate::Fixed(m)) => {
+            (*s, *m)
+        }
+        _ => panic!("fixed rates"),
+    };
+    let t0 = i128::from(d.t0()) + warmup.millis as i128 * 1_000_000;
+    let sd = step_duration.millis as i128 * 1_000_000;
+    let steps: Vec<Step> = (0..Profile::ramp_steps(start, *step, max))
+        .map(|i| Step {
+            rate: start + i as f64 * step,
+            start_ns: t0 + i as i128 * sd,
+            end_ns: t0 + (i as i128 + 1) * sd,
+        })
+        .collect();
+    let o = &loaded.plan.study.objective;
+    let reqs: Vec<saturation::Request> = d
+        .requests
+        .iter()
+        .map(|r| saturation::Request {
+            start_ns: i128::from(r.start_ns),
+            duration_ms: r.duration_ms,
+            status: r.status,
+        })
+        .collect();
+    let objective = Objective {
+        p99_ms: o.p99.as_secs_f64() * 1000.0,
+        error_rate: o.error_rate.fraction(),
+        window_ns: o.window.millis as i128 * 1_000_000,
+    };
+    saturation::saturation(&reqs, &steps, &objective).first_breach
+}
+
+#[test]
+#[ignore = "needs the Docker engine"]
+fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    rt.block_on(common::infrastructure_images());
+    rt.block_on(common::plan_images(PLAN));
+    let native = load_file(&common::repo().join(PLAN), None).unwrap();
+    let k6 = with_k6(&native);
+    let run = expand(&native.plan).remove(0);
+    let native_topo = of_loaded(&native, &run).unwrap();
+    let k6_topo = of_loaded(&k6, &run).unwrap();
+    rt.block_on(async {
+        deploy(&engine, &native_topo, Duration::from_secs(240), None)
+            .await
+            .unwrap();
+        let steady = three_ways(&engine, &native, &k6, (&native_topo, &k6_topo), "steady").await;
+        let ramp = three_ways(&engine, &native, &k6, (&native_topo, &k6_topo), "ramp").await;
+        teardown(&engine, &native_topo).await.unwrap();
+        assert_eq!(common::leftovers(&engine, STUDY).await, (vec![], vec![]));
+
+        // The same arrivals, second by second, and the same requests (route by route).
+        assert_same_per_second(&steady, 23, "steady");
+        assert_same_per_second(&ramp, 52, "ramp");
+        for drives in [&steady, &ramp] {
+            let [a, n, b] = drives;
+            for k in [a, b] {
+                let (rk, rn) = (k.routes(), n.routes());
+                for (route, count) in &rk {
+                    let other = rn.get(route).copied().unwrap_or(0);
+                    assert!(
+                        count.abs_diff(other) <= 1,
+                        "{route}: k6 {count}, native {other}"
+                    );
+                }
+                assert_eq!(k.summary.dropped_iterations, 0, "k6 dropped iterations");
+            }
+            assert_eq!(n.summary.dropped_iterations, 0, "native dropped starts");
+            assert_eq!(n.summary.ended.as_deref(), Some("completed"));
+            // requests.csv alike: k6's columns, and the native one's `scheduled_ns` after them.
+            assert_eq!(
+                format!("{},{}", a.header, requests::SCHEDULED_COLUMN),
+                n.header
+            );
+            assert!(n.requests.iter().all(|r| r.scheduled_ns.is_some()));
+            assert_eq!(
+                (a.kind, n.kind),
+                (LoadGeneratorKind::K6, LoadGeneratorKind::Native)
+            );
+        }
+
+        // Latencies at a load neither saturates: within 50 % + 2 ms of the k6 runs' mean.
+        let warmup = 3.0;
+        let [a, n, b] = &steady;
+        let (pa, pn, pb) = (
+            a.percentiles(warmup),
+            n.percentiles(warmup),
+            b.percentiles(warmup),
+        );
+        eprintln!("steady p50/p99 ms: k6 {pa:?}, native {pn:?}, k6 {pb:?}");
+        for (name, native, k6) in [
+            ("p50", pn.0, (pa.0 + pb.0) / 2.0),
+            ("p99", pn.1, (pa.1 + pb.1) / 2.0),
+        ] {
+            assert!(
+                (native - k6).abs() <= 0.5 * k6 + 2.0,
+                "{name}: native {native:.2} ms, k6 {k6:.2} ms"
+            );
+        }
+
+        // The knee: the same step as a k6 run's, or the adjacent one.
+        let knees: Vec<Option<f64>> = ramp.iter().map(|d| knee(&native, d)).collect();
+        eprintln!(
+            "ramp knees (first breaking step, /s): k6 {:?}, native {:?}, k6 {:?}",
+            knees[0], knees[1], knees[2]
+        );
+        assert!(
+            knees[0].is_some() || knees[2].is_some(),
+            "the ramp should break the objective under k6: {knees:?}"
+        );
+        let step = 20.0;
+        let near = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => (x - y).abs() <= step,
+            _ => false,
+        };
+        assert!(
+            near(knees[1], knees[0]) || near(knees[1], knees[2]),
+            "native's knee {:?} is not within one step of k6's {:?} / {:?}",
+            knees[1],
+            knees[0],
+            knees[2]
+        );
+    });
+}
