@@ -9,9 +9,12 @@
 //! - **at the timeout**: every request takes the timeout, `clamp(10 × p99, 1 s, 60 s)`, as
 //!   past a knee: the most `maxVUs` (or connections) allows.
 //!
-//! Each generator's memory is modelled as a base plus a cost per request in flight (a k6
-//! VU, a feedbench-load connection), both measured by `scripts/bench-load` and written in
-//! docs/performance.md, whose figures these constants are.
+//! Each generator's memory is modelled as a base, plus a cost per arrival per second (k6
+//! keeps about a second of its samples and their output buffered: 77 MiB at 100/s, 326 MiB
+//! at 1,000/s against a fast target with a handful of VUs busy), plus a cost per request in
+//! flight (a k6 VU, a feedbench-load connection). The three are fitted to the figures of
+//! `cargo bench --bench load` in docs/performance.md ("Load generators": the uncapped runs
+//! at 100 and 1,000/s and the memory runs at 50 and 250/s with every response 2 s late).
 
 use super::model::{LoadGeneratorKind, Plan, Profile};
 use super::units::Rate;
@@ -21,6 +24,8 @@ use super::units::Rate;
 pub struct Footprint {
     /// Resident memory with nothing in flight.
     pub base: f64,
+    /// Added per arrival per second of the schedule.
+    pub per_rate: f64,
     /// Added per request in flight: a VU for k6, an open connection for feedbench-load.
     pub per_request: f64,
     /// What one request in flight is called in the generator's own words.
@@ -31,13 +36,15 @@ pub struct Footprint {
 pub fn of(kind: LoadGeneratorKind) -> Footprint {
     match kind {
         LoadGeneratorKind::K6 => Footprint {
-            base: 40.0 * MIB,
-            per_request: 2.8 * MIB,
+            base: 49.6 * MIB,
+            per_rate: 0.275 * MIB,
+            per_request: 90.0 * KIB,
             unit: "VU",
         },
         LoadGeneratorKind::Native => Footprint {
-            base: 4.0 * MIB,
-            per_request: 40.0 * KIB,
+            base: 2.5 * MIB,
+            per_rate: 0.1 * KIB,
+            per_request: 6.1 * KIB,
             unit: "connection",
         },
     }
@@ -47,14 +54,9 @@ const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
 impl Footprint {
-    /// The memory `in_flight` requests need.
-    pub fn bytes(&self, in_flight: f64) -> f64 {
-        self.base + self.per_request * in_flight
-    }
-
-    /// How many requests in flight fit in `cap` bytes.
-    pub fn holds(&self, cap: f64) -> f64 {
-        ((cap - self.base) / self.per_request).max(0.0).floor()
+    /// The memory a load at `rate` arrivals per second with `in_flight` requests needs.
+    pub fn bytes(&self, rate: f64, in_flight: f64) -> f64 {
+        self.base + self.per_rate * rate + self.per_request * in_flight
     }
 }
 

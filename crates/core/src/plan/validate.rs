@@ -893,10 +893,9 @@ fn analysis(plan: &Plan, f: &mut Findings) {
 }
 
 /// Warns when a profile may keep more requests in flight than the load generator's memory
-/// cap holds (`plan::footprint`) while the system under test still meets its objective:
-/// the run could not measure it up to its objective. What the timeout would need (past a
-/// knee) is said beside it, not warned about on its own: at the study's rates it exceeds
-/// k6's usual caps in nearly every plan, and a warning every plan carries is not read.
+/// cap holds (`plan::footprint`): every request taking the timeout, as past a knee, the
+/// most the load's sizing lets it keep. When even requests within the objective would not
+/// fit, the warning says so: the run could not measure the system up to its objective.
 fn load_generator_memory(plan: &Plan, f: &mut Findings) {
     use super::footprint::{self, in_flight, timeout_s};
     let kind = plan.topology.load_generator.kind;
@@ -915,11 +914,19 @@ fn load_generator_memory(plan: &Plan, f: &mut Findings) {
         let Some(rate) = footprint::highest_rate(plan, profile) else {
             continue;
         };
-        let at_objective = in_flight(rate, p99.as_secs_f64()) * 2.0 + 5.0;
-        if fp.bytes(at_objective) <= cap {
+        let at_timeout = in_flight(rate, timeout) + 5.0;
+        if fp.bytes(rate, at_timeout) <= cap {
             continue;
         }
-        let at_timeout = in_flight(rate, timeout) + 5.0;
+        let at_objective = in_flight(rate, p99.as_secs_f64()) * 2.0 + 5.0;
+        let when = if fp.bytes(rate, at_objective) > cap {
+            format!(
+                "even with requests within the objective (2 × p99 = {}s each, {at_objective:.0} in flight) it would not fit: the run could not measure the system up to its objective",
+                2.0 * p99.as_secs_f64()
+            )
+        } else {
+            "past the knee, as requests slow towards their timeout, it would be OOM-killed or drop starts, and the run would be invalid".to_string()
+        };
         let other = match kind {
             LoadGeneratorKind::K6 => LoadGeneratorKind::Native,
             LoadGeneratorKind::Native => LoadGeneratorKind::K6,
@@ -927,22 +934,21 @@ fn load_generator_memory(plan: &Plan, f: &mut Findings) {
         f.warn(
             p(&["profiles", name.as_str()]),
             format!(
-                "at {rate:.0} arrivals/s, with requests within the objective (2 × p99 = {}s each), {} keeps up to {at_objective:.0} requests in flight: about {:.0} MiB ({:.0} MiB plus {:.0} KiB per {}, docs/performance.md), above the load generator's {:.0} MiB cap (up to the {timeout} s timeout, {at_timeout:.0} in flight would need {:.0} MiB); it would be OOM-killed or drop starts before the system under test reaches its objective, and the run would be invalid",
-                2.0 * p99.as_secs_f64(),
+                "at {rate:.0} arrivals/s with every request taking the {timeout} s timeout, {} may keep {at_timeout:.0} requests in flight: about {:.0} MiB ({:.0} MiB, plus {:.0} KiB per arrival/s, plus {:.0} KiB per {}; docs/performance.md), above the load generator's {:.0} MiB cap; {when}",
                 kind.as_str(),
-                mib(fp.bytes(at_objective)),
+                mib(fp.bytes(rate, at_timeout)),
                 mib(fp.base),
+                fp.per_rate / 1024.0,
                 fp.per_request / 1024.0,
                 fp.unit,
                 mib(cap),
-                mib(fp.bytes(at_timeout)),
             ),
         )
         .hint(format!(
             "raise caps.load-generator.memory to at least {:.0} MiB, lower the profile's rate, or use `kind: {}` ({:.0} MiB for the same requests in flight)",
-            mib(fp.bytes(at_objective)).ceil(),
+            mib(fp.bytes(rate, at_timeout)).ceil(),
             other.as_str(),
-            mib(footprint::of(other).bytes(at_objective)).ceil(),
+            mib(footprint::of(other).bytes(rate, at_timeout)).ceil(),
         ));
     }
 }
@@ -1331,23 +1337,36 @@ mod tests {
 
     #[test]
     fn a_profile_whose_requests_in_flight_outgrow_the_load_generators_memory_is_warned_about() {
-        // 30/s with requests at 2 × p99 (the minimal plan's 500ms): 35 VUs, well within 256MiB.
+        // 30/s, requests up to the 5 s timeout: 155 VUs, about 72 MiB, within 256MiB.
         assert!(load(MINIMAL).warnings.is_empty());
-        let fast = MINIMAL.replace("max: 30}", "max: 1200}");
-        let w: Vec<String> = load(&fast).warnings.iter().map(|d| d.to_string()).collect();
+        // 500/s: k6 may need 49.6 + 137.5 + 2505 VUs × 90 KiB, about 407 MiB; within the
+        // objective (505 VUs) 231 MiB would still fit.
+        let past_knee = MINIMAL.replace("max: 30}", "max: 500}");
+        let w: Vec<String> = load(&past_knee)
+            .warnings
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].starts_with("t.yaml:42:5: profiles.ramp: at 1200 arrivals/s, with requests within the objective (2 × p99 = 1s each), k6 keeps up to 1205 requests in flight"), "{w:?}");
+        assert!(w[0].starts_with("t.yaml:42:5: profiles.ramp: at 500 arrivals/s with every request taking the 5 s timeout, k6 may keep 2505 requests in flight: about 407 MiB"), "{w:?}");
         assert!(
-            w[0].contains("above the load generator's 256 MiB cap"),
+            w[0].contains("above the load generator's 256 MiB cap; past the knee"),
             "{w:?}"
         );
-        assert!(w[0].contains("use `kind: native`"), "{w:?}");
+        assert!(w[0].contains("use `kind: native` (18 MiB"), "{w:?}");
         // The baseline's 70% of the ramp is bounded by the ramp's max.
         assert!(
-            w[1].contains("profiles.baseline: at 840 arrivals/s"),
+            w[1].contains("profiles.baseline: at 350 arrivals/s"),
             "{w:?}"
         );
-        // The native generator holds the same load in a few MiB.
+        // 1,000/s: even requests within the objective (1,005 VUs) would not fit.
+        let fast = MINIMAL.replace("max: 30}", "max: 1000}");
+        let w: Vec<String> = load(&fast).warnings.iter().map(|d| d.to_string()).collect();
+        assert!(
+            w[0].contains("even with requests within the objective"),
+            "{w:?}"
+        );
+        // The native generator holds the same load in a few tens of MiB.
         let native = fast.replace(
             "load-generator: {image: grafana/k6:0.54.0}",
             "load-generator: {kind: native, image: feedbench/load:latest}",

@@ -75,9 +75,15 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
     // Which of the wanted fields each column is (NONE: not wanted).
     const NONE: u8 = u8::MAX;
     let mut slot = vec![NONE; c.count];
-    for (k, col) in [Some(c.start), Some(c.end), Some(c.status), Some(c.duration), c.scheduled]
-        .into_iter()
-        .enumerate()
+    for (k, col) in [
+        Some(c.start),
+        Some(c.end),
+        Some(c.status),
+        Some(c.duration),
+        c.scheduled,
+    ]
+    .into_iter()
+    .enumerate()
     {
         if let Some(col) = col {
             slot[col] = k as u8;
@@ -133,12 +139,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
 
 /// One row's request from its wanted fields (start, end, status, duration, and scheduled
 /// when the file has the column).
-fn request(
-    path: &Path,
-    line_no: u64,
-    f: &[&[u8]; 5],
-    scheduled: bool,
-) -> Result<Req, ReadError> {
+fn request(path: &Path, line_no: u64, f: &[&[u8]; 5], scheduled: bool) -> Result<Req, ReadError> {
     let text = |i: usize| String::from_utf8_lossy(f[i]).into_owned();
     let start = int(f[0]).ok_or_else(|| bad(path, line_no, "start_ns", &text(0), "an integer"))?;
     let end = int(f[1]).ok_or_else(|| bad(path, line_no, "end_ns", &text(1), "an integer"))?;
