@@ -61,7 +61,7 @@ fn the_smoke_study_runs_end_to_end_with_the_native_load_generator() {
             serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(record["execution"]["execution"], "completed", "{name}");
         assert_eq!(
-            record["validity"],
+            record["validity_evidence"],
             serde_json::json!([]),
             "{name}: {record}"
         );
