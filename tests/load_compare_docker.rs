@@ -158,6 +158,14 @@ async fn three_ways(
     [a, n, b]
 }
 
+/// Requests scheduled in `[from, from + len)` seconds of the ramp: 2 s at 20/s, then steps
+/// of 5 s from 20/s up by 20/s (tests/plans/docker/compare-load.yaml).
+fn ramp_scheduled(from: u64, len: u64) -> f64 {
+    (from..from + len)
+        .map(|s| 20.0 * (1 + s.saturating_sub(2) / 5) as f64)
+        .sum()
+}
+
 /// Per second over the first `exact` seconds; per `group` seconds (a ramp's step) over the
 /// rest of `seconds`.
 fn assert_same_per_second(
@@ -178,14 +186,22 @@ fn assert_same_per_second(
             .iter()
             .sum()
     };
+    // Past the knee k6 falls short of its own schedule (891 of 900 in a step, measured):
+    // there feedbench-load must start the schedule's count (k6's first run below the knee is
+    // the schedule, checked second by second), and each k6 run be within 2 % of it.
     let mut from = exact;
     while from < seconds {
-        let (k1, k2, nn) = (sum(&pa, from), sum(&pb, from), sum(&pn, from));
-        for (k, kk) in [("first k6", k1), ("second k6", k2)] {
-            let tolerance = (kk as f64 * 0.01).max(1.0);
+        let nn = sum(&pn, from);
+        let scheduled = ramp_scheduled(from, group.min(seconds - from));
+        assert!(
+            (nn as f64 - scheduled).abs() <= (scheduled * 0.01).max(1.0),
+            "{profile}, seconds {from}..{}: native sent {nn} of {scheduled} scheduled",
+            from + group
+        );
+        for (k, kk) in [("first k6", sum(&pa, from)), ("second k6", sum(&pb, from))] {
             assert!(
-                (nn as f64 - kk as f64).abs() <= tolerance,
-                "{profile}, seconds {from}..{}: native sent {nn}, the {k} run {kk} (tolerance {tolerance})",
+                (nn as f64 - kk as f64).abs() <= nn as f64 * 0.02,
+                "{profile}, seconds {from}..{}: native sent {nn}, the {k} run {kk}",
                 from + group
             );
         }
@@ -305,9 +321,7 @@ fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
                         "{route}: k6 {count}, native {other}"
                     );
                 }
-                assert_eq!(k.summary.dropped_iterations, 0, "k6 dropped iterations");
             }
-            assert_eq!(n.summary.dropped_iterations, 0, "native dropped starts");
             assert_eq!(n.summary.ended.as_deref(), Some("completed"));
             // requests.csv alike: k6's columns, and the native one's `scheduled_ns` after them.
             assert_eq!(
@@ -321,9 +335,17 @@ fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
             );
         }
 
-        // Latencies at a load neither saturates: within 50 % + 2 ms of the k6 runs' mean.
+        // Latencies at a load neither saturates: within 50 % + 2 ms of the k6 runs' mean, and
+        // no start dropped (past the ramp's knee both may drop at their cap, as they should).
         let warmup = 3.0;
         let [a, n, b] = &steady;
+        for d in [a, n, b] {
+            assert_eq!(
+                d.summary.dropped_iterations, 0,
+                "{:?} dropped starts",
+                d.kind
+            );
+        }
         let (pa, pn, pb) = (
             a.percentiles(warmup),
             n.percentiles(warmup),
