@@ -259,3 +259,48 @@ fn help_and_version() {
     let wrong = run("--bogus");
     assert_eq!(wrong.status.code(), Some(2));
 }
+
+#[test]
+fn a_schedule_it_cannot_keep_is_reported_second_by_second() {
+    let server = Server::start(Behaviour::default());
+    let dir = Dir::new("late");
+    let (file, out) = (dir.path("load.json"), dir.path("load.csv"));
+    let mut p = plan(&server.url(), 50.0, 4.0);
+    p.max_lag_ms = 100;
+    std::fs::write(&file, p.to_json()).expect("plan");
+    let mut child = spawn(&file, &out);
+    wait_for_output(&out, DEADLINE, |text| text.contains("#second t=0 "));
+    let pid = i32::try_from(child.id()).expect("pid");
+    // The generator is held stopped for 800 ms, as a CPU cap or a busy host would hold it:
+    // the ~40 starts scheduled meanwhile are all later than max-lag when it runs again.
+    // SAFETY: kill only sends signals to the child started above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    let (status, stderr) = wait(&mut child, DEADLINE);
+    assert!(status.success(), "{status}: {stderr}");
+    let output = read_output(&out);
+    let late: u64 = output.seconds.iter().map(|s| s.dropped_late).sum();
+    assert!(late >= 25, "{:?}", output.seconds);
+    // Never hidden: each late start is counted in its own second, with that second's lag.
+    let worst = output
+        .seconds
+        .iter()
+        .map(|s| s.max_lag_ms)
+        .fold(0.0, f64::max);
+    assert!(worst >= 100.0, "{:?}", output.seconds);
+    for s in &output.seconds {
+        assert_eq!(
+            s.started + s.dropped_cap + s.dropped_late,
+            s.scheduled,
+            "{s:?}"
+        );
+    }
+    assert_eq!(output.end.dropped, late);
+    assert_eq!(output.rows.len() as u64 + late, 200);
+    assert!(output
+        .rows
+        .iter()
+        .all(|r| r.start_ns - r.scheduled_ns <= 100_000_000));
+    assert_eq!(output.end.reason, Reason::Completed);
+}
