@@ -224,6 +224,21 @@ pub enum Seen<'a> {
     Request(&'a Request),
 }
 
+/// A load generator's raw output as text: gunzipped when it starts with gzip's magic bytes
+/// (a run directory's kept copy), as it is otherwise (the followed stream).
+pub(crate) fn decompressed<'a, R: Read + 'a>(raw: R) -> Box<dyn BufRead + 'a> {
+    let mut buffered = BufReader::new(raw);
+    let gzipped = buffered
+        .fill_buf()
+        .map(|b| b.starts_with(&[0x1f, 0x8b]))
+        .unwrap_or(false);
+    if gzipped {
+        Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(buffered)))
+    } else {
+        Box::new(buffered)
+    }
+}
+
 /// `convert`, calling `seen` with the scenario's start and each request as they are read;
 /// when it returns true the rows written so far are flushed to `requests_csv` (a run
 /// followed live flushes about once a second, so that a crash keeps what was measured).
@@ -232,16 +247,7 @@ pub fn convert_with<R: Read, W: Write>(
     requests_csv: W,
     seen: &mut dyn FnMut(Seen<'_>) -> bool,
 ) -> Result<LoadSummary, RequestsError> {
-    let mut buffered = BufReader::new(k6_output);
-    let gzipped = buffered
-        .fill_buf()
-        .map(|b| b.starts_with(&[0x1f, 0x8b]))
-        .unwrap_or(false);
-    let input: Box<dyn Read> = if gzipped {
-        Box::new(flate2::read::MultiGzDecoder::new(buffered))
-    } else {
-        Box::new(buffered)
-    };
+    let input = decompressed(k6_output);
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
     let columns = Columns::of(reader.headers().map_err(RequestsError::Read)?)?;
     let mut out = csv::Writer::from_writer(requests_csv);

@@ -7,7 +7,7 @@
 //! conversion with its number, except the very last one when it lacks its newline: the
 //! generator was cut off mid-write, the rows before it are kept and `truncated` says so.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 
 use feedbench_load::stream::{self, Line};
 
@@ -20,16 +20,7 @@ pub fn convert_with<R: Read, W: Write>(
     requests_csv: W,
     seen: &mut dyn FnMut(Seen<'_>) -> bool,
 ) -> Result<LoadSummary, RequestsError> {
-    let mut buffered = BufReader::new(raw);
-    let gzipped = buffered
-        .fill_buf()
-        .map(|b| b.starts_with(&[0x1f, 0x8b]))
-        .unwrap_or(false);
-    let mut input: Box<dyn BufRead> = if gzipped {
-        Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(buffered)))
-    } else {
-        Box::new(buffered)
-    };
+    let mut input = requests::decompressed(raw);
     let mut out = csv::Writer::from_writer(requests_csv);
     out.write_record(COLUMNS.iter().chain([&requests::SCHEDULED_COLUMN]))
         .map_err(RequestsError::Write)?;
