@@ -214,13 +214,8 @@ pub fn run_topology(
 pub fn planned(
     loaded: &crate::plan::LoadedPlan,
 ) -> Result<(feedbench_core::inputs::Inputs, Vec<crate::plan::RunSpec>), CliError> {
-    let inputs = feedbench_core::inputs::Inputs::of_working_tree(loaded).map_err(|e| {
-        if e.bad_input() {
-            CliError::invalid(format!("`{}`: {e}", loaded.file))
-        } else {
-            CliError::Failure(e.into())
-        }
-    })?;
+    let inputs = feedbench_core::inputs::Inputs::of_working_tree(loaded)
+        .map_err(|e| input_error(&loaded.file, e))?;
     let runs = feedbench_core::inputs::expand(&loaded.plan, &inputs);
     Ok((inputs, runs))
 }
@@ -230,13 +225,17 @@ pub fn uncommitted_inputs(
     plan: &std::path::Path,
     inputs: &feedbench_core::inputs::Inputs,
 ) -> Result<Vec<String>, CliError> {
-    feedbench_core::inputs::uncommitted(plan, inputs).map_err(|e| {
-        if e.bad_input() {
-            CliError::invalid(format!("`{}`: {e}", plan.display()))
-        } else {
-            CliError::Failure(e.into())
-        }
-    })
+    feedbench_core::inputs::uncommitted(plan, inputs).map_err(|e| input_error(&plan.display(), e))
+}
+
+/// An input that cannot be read: bad input (exit 2) when the plan names a file that is not
+/// there or not readable as it should be, a failure otherwise; `plan` names the plan file.
+fn input_error(plan: &dyn std::fmt::Display, e: feedbench_core::inputs::InputError) -> CliError {
+    if e.bad_input() {
+        CliError::invalid(format!("`{plan}`: {e}"))
+    } else {
+        CliError::Failure(e.into())
+    }
 }
 
 /// Runs an async command body on a runtime made for it.
