@@ -89,6 +89,7 @@ pub fn convert_with<R: Read, W: Write>(
         }
     }
     out.flush().map_err(|e| RequestsError::Write(e.into()))?;
+    summary.dropped_iterations = summary.dropped_per_second.iter().sum();
     Ok(summary)
 }
 
@@ -104,7 +105,6 @@ fn second(summary: &mut LoadSummary, s: &stream::Second) {
     grow(&mut summary.dropped_per_second, t)[t] = dropped;
     grow(&mut summary.late_per_second, t)[t] = s.dropped_late;
     grow(&mut summary.max_lag_ms_per_second, t)[t] = s.max_lag_ms;
-    summary.dropped_iterations = summary.dropped_per_second.iter().sum();
     summary.max_vus = summary.max_vus.max(s.in_flight);
     summary.max_vus_max = summary.max_vus_max.max(s.connections);
 }

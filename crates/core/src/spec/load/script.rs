@@ -19,6 +19,10 @@ pub const MAX_ID: u64 = (1 << 53) - 1;
 /// feedbench-load's plan owns the type; the k6 script carries the same JSON.
 pub use feedbench_load::plan::Segment;
 
+/// A route as both generators take it (feedbench-load's plan owns the type; the k6 script
+/// carries the same JSON).
+pub use feedbench_load::plan::Route;
+
 /// Splits `text` at its `{name}` placeholders (a name of `[a-z0-9-]`); any other brace,
 /// such as a JSON body's, is text.
 pub fn segments(text: &str) -> Vec<Segment> {
@@ -53,20 +57,12 @@ pub fn segments(text: &str) -> Vec<Segment> {
 }
 
 #[derive(Serialize)]
-pub struct RouteData {
-    pub name: String,
-    pub method: &'static str,
-    pub path: Vec<Segment>,
-    pub body: Option<Vec<Segment>>,
-}
-
-#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PlanData {
     seed: u32,
     base_url: String,
     timeout: String,
-    routes: Vec<RouteData>,
+    routes: Vec<Route>,
     cumulative_weights: Vec<f64>,
     total_weight: f64,
     ids: BTreeMap<String, [u64; 2]>,
@@ -145,7 +141,7 @@ fn ascii_json(value: &impl Serialize) -> Result<String, ScriptError> {
     Ok(out)
 }
 
-fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, ScriptError> {
+fn compile_routes(w: &Workload) -> Result<Vec<Route>, ScriptError> {
     let mut routes = Vec::new();
     for (name, r) in &w.routes {
         let path = segments(&r.path);
@@ -160,9 +156,9 @@ fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, ScriptError> {
                 }
             }
         }
-        routes.push(RouteData {
+        routes.push(Route {
             name: name.to_string(),
-            method: method(r.method),
+            method: method(r.method).to_string(),
             path,
             body,
         });
@@ -173,7 +169,7 @@ fn compile_routes(w: &Workload) -> Result<Vec<RouteData>, ScriptError> {
 /// The workload compiled once for either load generator: the routes with their templates
 /// split at placeholders, the cumulative weights the route draw walks, and the ID ranges.
 pub struct Compiled {
-    pub routes: Vec<RouteData>,
+    pub routes: Vec<Route>,
     pub cumulative_weights: Vec<f64>,
     pub total_weight: f64,
     pub ids: BTreeMap<String, [u64; 2]>,
@@ -259,16 +255,7 @@ pub fn render_native(
         seed: seed32(p.seed),
         base_url: p.base_url.trim_end_matches('/').to_string(),
         timeout_ms: p.timeout_ms,
-        routes: c
-            .routes
-            .into_iter()
-            .map(|r| native::Route {
-                name: r.name,
-                method: r.method.to_string(),
-                path: r.path,
-                body: r.body,
-            })
-            .collect(),
+        routes: c.routes,
         cumulative_weights: c.cumulative_weights,
         total_weight: c.total_weight,
         ids: c.ids,
