@@ -572,9 +572,25 @@ fn a_slow_database_cannot_hold_a_request_past_its_deadline() {
         r.text()
     );
     assert!(took < Duration::from_millis(500), "{took:?}");
-    // The statement was cancelled in PostgreSQL too: nothing of ours still waits on the lock.
-    let waiting = pg.psql(&db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'feed-rs' AND wait_event_type = 'Lock'");
-    assert_eq!(waiting.trim(), "0");
+    // The statement was cancelled in PostgreSQL too: nothing of ours still waits on the lock
+    // while the lock is still held. A cancel request reaches its backend asynchronously (a
+    // signal, after the 503 is sent), so the check waits for it, never past the lock's hold.
+    let probe = "SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'feed-rs' \
+                 AND wait_event_type = 'Lock') || ',' || (SELECT count(*) FROM pg_locks \
+                 WHERE relation = 'profiles'::regclass AND mode = 'AccessExclusiveLock' AND granted)";
+    loop {
+        let seen = pg.psql(&db, probe);
+        let (waiting, held) = seen.trim().split_once(',').expect("two counts");
+        assert_eq!(
+            held, "1",
+            "the lock was released while feed-rs still waited on it ({waiting} waiting, {:?} after the request)",
+            started.elapsed()
+        );
+        if waiting == "0" {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
     let _ = lock.wait();
     assert_eq!(svc.get("/feed?viewer=5").status, 200);
 }
