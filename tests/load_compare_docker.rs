@@ -93,7 +93,7 @@ fn render(loaded: &LoadedPlan, profile: &str, kind: LoadGeneratorKind) -> LoadSc
     let plan = &loaded.plan;
     load::render(&LoadSpec {
         profile: &plan.profiles[profile],
-        workload: &plan.workload,
+        workload: plan.workload_of(&plan.profiles[profile]),
         objective: &plan.study.objective,
         saturation: &Default::default(),
         base_url: &format!("http://{}:{}", Role::Balancer.key(), 8080),

@@ -386,6 +386,36 @@ fn a_shared_cap_changes_every_run_hash_and_a_note_changes_none() {
 }
 
 #[test]
+fn a_named_workload_changes_only_the_runs_of_the_profiles_that_send_it() {
+    let hot = "{routes: {feed: {path: \"/feed?viewer={viewer}\", weight: 1, touches: [db]}}, \
+               ids: {viewer: {min: 1, max: 50}}}";
+    // Declared but sent by no profile: the plan changes, no run does.
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["workloads"]["hot"] = serde_yaml::from_str(hot).unwrap();
+    });
+    assert!(plan_changed);
+    assert!(changed.is_empty(), "{changed:?}");
+    // Sent by the soak profile: exactly the soak runs change (no run takes its rate from a
+    // soak, so nothing downstream moves).
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["workloads"]["hot"] = serde_yaml::from_str(hot).unwrap();
+        doc["profiles"]["soak"]["soak"]["workload"] = "hot".into();
+    });
+    assert!(plan_changed);
+    let soaks: Vec<String> = {
+        let json = plan_json(&repo().join("experiments/study.yaml"));
+        let mut v: Vec<String> = run_hashes(&json)
+            .into_keys()
+            .filter(|id| id.contains("/soak/"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(!soaks.is_empty());
+    assert_eq!(changed, soaks);
+}
+
+#[test]
 fn a_gates_change_changes_the_plan_hash_and_no_run_hash() {
     // The gate judges a contender before its first run; it does not change what a run does.
     let (plan_changed, changed, _) = edit_study(|doc| {

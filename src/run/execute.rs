@@ -216,9 +216,10 @@ pub async fn execute(
     }
     record.derived = derived;
 
+    let profile = &plan.profiles[run.profile.as_str()];
     let script = load::render(&LoadSpec {
-        profile: &plan.profiles[run.profile.as_str()],
-        workload: &plan.workload,
+        profile,
+        workload: plan.workload_of(profile),
         objective: &plan.study.objective,
         saturation: &saturation_map,
         base_url: &format!("http://{}:{BALANCER_PORT}", Role::Balancer.key()),

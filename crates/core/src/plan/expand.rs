@@ -308,7 +308,7 @@ pub fn expand_with(plan: &Plan, inputs: Option<RunInputs>) -> Vec<RunSpec> {
         let def = RunDefinition {
             contender: &contenders[ci],
             topology: topology_definition(&plan.topology, fault.map(|f| f.1)),
-            workload: &plan.workload,
+            workload: plan.workload_of(profile),
             objective: &plan.study.objective,
             profile: (entry.profile.as_str(), profile),
             fault,

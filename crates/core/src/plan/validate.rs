@@ -9,6 +9,7 @@ use super::expand::{
 };
 use super::model::{
     Cap, CappedRole, CapsOverride, Injection, LoadGeneratorKind, Plan, Profile, ServiceKind,
+    Workload,
 };
 use super::units::{Duration, Name, Rate};
 use super::yaml::join_key;
@@ -97,7 +98,7 @@ pub fn validate(plan: &Plan, ctx: &Context) -> Vec<Finding> {
     caps(plan, &mut f);
     topology(plan, ctx, &mut f);
     contenders(plan, ctx, &mut f);
-    workload(plan, &mut f);
+    workloads(plan, &mut f);
     profiles(plan, &mut f);
     faults(plan, &mut f);
     guards(plan, &mut f);
@@ -489,13 +490,48 @@ fn contenders(plan: &Plan, ctx: &Context, f: &mut Findings) {
     }
 }
 
-fn workload(plan: &Plan, f: &mut Findings) {
-    let w = &plan.workload;
+/// The study's workload and every named one, each checked alike at its own path; a named
+/// workload no profile sends is a warning, and a profile naming an undeclared one an error.
+fn workloads(plan: &Plan, f: &mut Findings) {
+    workload(plan, &plan.workload, "workload", f);
+    for (name, w) in &plan.workloads {
+        workload(plan, w, &p(&["workloads", name.as_str()]), f);
+        if !plan.profiles.values().any(|pr| pr.workload() == Some(name)) {
+            f.warn(
+                p(&["workloads", name.as_str()]),
+                format!("no profile sends the workload `{name}`"),
+            )
+            .hint(format!(
+                "name it in a profile (`workload: {name}`) or remove it"
+            ));
+        }
+    }
+    for (pname, profile) in &plan.profiles {
+        if let Some(name) = profile.workload() {
+            if !plan.workloads.contains_key(name) {
+                let finding = unknown(
+                    f,
+                    p(&["profiles", pname.as_str(), profile.kind(), "workload"]),
+                    "workload",
+                    name.as_str(),
+                    plan.workloads.keys().map(Name::as_str),
+                );
+                if plan.workloads.is_empty() {
+                    finding.hint(
+                        "declare it under `workloads:` (routes and ids, as in `workload:`), or remove the field to send the study's `workload`",
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn workload(plan: &Plan, w: &Workload, at: &str, f: &mut Findings) {
     if w.routes.is_empty() {
-        f.error("workload.routes", "the workload needs at least one route");
+        f.error(p(&[at, "routes"]), "the workload needs at least one route");
     }
     for (name, r) in &w.routes {
-        let base = p(&["workload", "routes", name.as_str()]);
+        let base = p(&[at, "routes", name.as_str()]);
         if r.weight == 0 {
             f.error(
                 format!("{base}.weight"),
@@ -540,7 +576,7 @@ fn workload(plan: &Plan, f: &mut Findings) {
     for (name, r) in &w.ids {
         if r.min > r.max {
             f.error(
-                p(&["workload", "ids", name.as_str()]),
+                p(&[at, "ids", name.as_str()]),
                 format!("min {} is above max {}", r.min, r.max),
             );
         }
@@ -1414,5 +1450,123 @@ mod tests {
         );
         assert_eq!(super::placeholders("/feed?viewer={viewer}"), ["viewer"]);
         assert!(super::placeholders("{}{ a}").is_empty());
+    }
+
+    /// The minimal plan with a named workload `hot` and `profile_extra` added to the
+    /// constant profile's fields.
+    fn with_hot_workload(hot: &str, profile_extra: &str) -> String {
+        let text = MINIMAL
+            .replace(
+                "profiles:\n",
+                &format!("workloads:\n  hot:\n{hot}profiles:\n"),
+            )
+            .replace(
+                "constant: {rate: 70% of ramp, duration: 60s}",
+                &format!("constant: {{rate: 70% of ramp, duration: 60s{profile_extra}}}"),
+            );
+        assert!(text.contains("workloads:"));
+        text
+    }
+
+    const HOT: &str = "    routes:\n      feed: {path: \"/feed?viewer={viewer}\", weight: 1, touches: [db]}\n    ids:\n      viewer: {min: 1, max: 10}\n";
+
+    fn diagnostics(text: &str) -> (Vec<String>, Vec<String>) {
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        match crate::plan::load_str("t.yaml", text, &ctx) {
+            Ok(loaded) => (
+                Vec::new(),
+                loaded.warnings.iter().map(|d| d.to_string()).collect(),
+            ),
+            Err(crate::plan::LoadError::Invalid { diagnostics, .. }) => (
+                diagnostics.iter().map(|d| d.to_string()).collect(),
+                Vec::new(),
+            ),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_profile_sends_a_named_workload() {
+        let text = with_hot_workload(HOT, ", workload: hot");
+        let (errors, warnings) = diagnostics(&text);
+        assert_eq!(errors, Vec::<String>::new());
+        assert!(
+            !warnings.iter().any(|w| w.contains("workload")),
+            "{warnings:?}"
+        );
+        let loaded = crate::plan::load_str(
+            "t.yaml",
+            &text,
+            &Context {
+                host_cores: None,
+                exists: None,
+            },
+        )
+        .unwrap();
+        let plan = &loaded.plan;
+        assert_eq!(
+            plan.workload_of(&plan.profiles["baseline"]).ids["viewer"].max,
+            10
+        );
+        assert_eq!(
+            plan.workload_of(&plan.profiles["ramp"]).ids["viewer"].max,
+            100
+        );
+    }
+
+    #[test]
+    fn a_profile_naming_an_undeclared_workload_is_refused_with_the_names_it_could_mean() {
+        // The error comes first; the warning that `hot` is sent by no profile follows it.
+        let (errors, _) = diagnostics(&with_hot_workload(HOT, ", workload: hots"));
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with("t.yaml:50:")
+                && errors[0].contains("profiles.baseline.constant.workload")
+                && errors[0].contains("unknown workload `hots`")
+                && errors[0].contains("did you mean `hot`?"),
+            "{errors:?}"
+        );
+        let (errors, _) = diagnostics(&MINIMAL.replace(
+            "constant: {rate: 70% of ramp, duration: 60s}",
+            "constant: {rate: 70% of ramp, duration: 60s, workload: hot}",
+        ));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("declare it under `workloads:`"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn a_named_workload_is_checked_like_the_studys_at_its_own_path() {
+        let bad = HOT
+            .replace("weight: 1, touches: [db]", "weight: 0, touches: [dbb]")
+            .replace("{viewer}", "{viewr}")
+            .replace("min: 1, max: 10", "min: 11, max: 10");
+        let (errors, _) = diagnostics(&with_hot_workload(&bad, ", workload: hot"));
+        let all = errors.join("\n");
+        for expected in [
+            "workloads.hot.routes.feed.weight",
+            "workloads.hot.routes.feed.touches[0]",
+            "workloads.hot.routes.feed.path",
+            "workloads.hot.ids.viewer",
+        ] {
+            assert!(all.contains(expected), "{expected} in {all}");
+        }
+        assert_eq!(errors.len(), 4, "{all}");
+    }
+
+    #[test]
+    fn a_named_workload_no_profile_sends_is_a_warning() {
+        let (errors, warnings) = diagnostics(&with_hot_workload(HOT, ""));
+        assert_eq!(errors, Vec::<String>::new());
+        assert!(
+            warnings.iter().any(|w| w.contains("workloads.hot")
+                && w.contains("no profile sends the workload `hot`")),
+            "{warnings:?}"
+        );
     }
 }

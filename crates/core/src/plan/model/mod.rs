@@ -41,8 +41,12 @@ pub struct Plan {
     pub topology: Topology,
     /// CPU and memory caps per role.
     pub caps: Caps,
-    /// The requests the load generator sends.
+    /// The requests the load generator sends, unless a profile names one of `workloads`.
     pub workload: Workload,
+    /// Other route mixes, by name, that a profile may send instead (`workload: NAME` in the
+    /// profile): e.g. a hot set of viewers whose pages a cache holds.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub workloads: IndexMap<Name, Workload>,
     /// Load profiles, by name.
     pub profiles: IndexMap<Name, Profile>,
     /// Faults, by name; each is injected at an offset into the profile it is paired with.
@@ -56,4 +60,16 @@ pub struct Plan {
     pub analysis: Analysis,
     /// Which (profile, fault) pairs each contender runs, how often, in what order.
     pub matrix: Matrix,
+}
+
+impl Plan {
+    /// The workload a profile sends: the one it names in `workloads`, else the study's
+    /// `workload`. A validated plan names only workloads it declares; a name it does not
+    /// declare (only an unvalidated plan has one) falls back to the study's.
+    pub fn workload_of(&self, profile: &Profile) -> &Workload {
+        profile
+            .workload()
+            .and_then(|name| self.workloads.get(name))
+            .unwrap_or(&self.workload)
+    }
 }

@@ -39,6 +39,10 @@ pub enum Profile {
             skip_serializing_if = "Option::is_none"
         )]
         confirm_steps: Option<u32>,
+        /// The named workload (`workloads`) this profile sends; the study's `workload`
+        /// when left out, and then out of the run hash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workload: Option<Name>,
         #[serde(default)]
         warmup: Duration,
     },
@@ -46,6 +50,10 @@ pub enum Profile {
     Constant {
         rate: Rate,
         duration: Duration,
+        /// The named workload (`workloads`) this profile sends; the study's `workload`
+        /// when left out, and then out of the run hash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workload: Option<Name>,
         #[serde(default)]
         warmup: Duration,
     },
@@ -58,6 +66,10 @@ pub enum Profile {
         trough: Percent,
         #[serde(default = "one")]
         cycles: u32,
+        /// The named workload (`workloads`) this profile sends; the study's `workload`
+        /// when left out, and then out of the run hash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workload: Option<Name>,
         #[serde(default)]
         warmup: Duration,
     },
@@ -65,6 +77,10 @@ pub enum Profile {
     Soak {
         rate: Rate,
         duration: Duration,
+        /// The named workload (`workloads`) this profile sends; the study's `workload`
+        /// when left out, and then out of the run hash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workload: Option<Name>,
         #[serde(default)]
         warmup: Duration,
     },
@@ -93,6 +109,16 @@ impl Profile {
             | Profile::Constant { warmup, .. }
             | Profile::Diurnal { warmup, .. }
             | Profile::Soak { warmup, .. } => *warmup,
+        }
+    }
+
+    /// The named workload this profile sends, if it names one.
+    pub fn workload(&self) -> Option<&Name> {
+        match self {
+            Profile::StepRamp { workload, .. }
+            | Profile::Constant { workload, .. }
+            | Profile::Diurnal { workload, .. }
+            | Profile::Soak { workload, .. } => workload.as_ref(),
         }
     }
 
