@@ -416,6 +416,52 @@ fn a_named_workload_changes_only_the_runs_of_the_profiles_that_send_it() {
 }
 
 #[test]
+fn placing_the_load_generator_apart_changes_every_run_hash_and_the_default_none() {
+    let (plan_changed, changed, total) = edit_study(|doc| {
+        doc["placement"] = serde_yaml::from_str("{load-generator: apart}").unwrap();
+    });
+    assert!(plan_changed);
+    assert_eq!(
+        changed.len(),
+        total,
+        "placement is method: in every run's hash"
+    );
+    let (plan_changed, changed, _) = edit_study(|doc| {
+        doc["placement"] = serde_yaml::from_str("{load-generator: together}").unwrap();
+    });
+    assert!(plan_changed, "any change of value changes the plan hash");
+    assert!(changed.is_empty(), "the default, written out: {changed:?}");
+}
+
+#[test]
+fn a_plan_placing_the_load_generator_apart_is_refused_on_one_engine_before_anything_is_written() {
+    let text = std::fs::read_to_string(repo().join("experiments/smoke.yaml")).unwrap();
+    let scratch = Scratch::new();
+    let plan = scratch.write(
+        "smoke.yaml",
+        &format!("{text}\nplacement: {{load-generator: apart}}\n"),
+    );
+    let results = scratch.dir.path().join("results");
+    for command in ["run", "pilot"] {
+        let out = feedbench()
+            .arg(command)
+            .arg(&plan)
+            .arg("--results")
+            .arg(&results)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("cannot be placed on the local engine alone")
+                && stderr.contains("group 0 runs it on `local`"),
+            "{command}: {stderr}"
+        );
+        assert!(!results.exists(), "{command} wrote results");
+    }
+}
+
+#[test]
 fn a_gates_change_changes_the_plan_hash_and_no_run_hash() {
     // The gate judges a contender before its first run; it does not change what a run does.
     let (plan_changed, changed, _) = edit_study(|doc| {

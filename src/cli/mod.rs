@@ -220,6 +220,23 @@ pub fn planned(
     Ok((inputs, runs))
 }
 
+/// The engines a study's runs are placed on, checked against the plan's `placement` before
+/// anything is journalled: the local engine alone, until an engines file can name others.
+pub fn placed(
+    loaded: &crate::plan::LoadedPlan,
+) -> Result<feedbench_core::engines::Engines, CliError> {
+    let engines = feedbench_core::engines::Engines::local();
+    let problems = feedbench_core::engines::check_placement(&engines, &loaded.plan.placement);
+    if problems.is_empty() {
+        return Ok(engines);
+    }
+    Err(CliError::invalid(format!(
+        "`{}` cannot be placed on the local engine alone: {}",
+        loaded.file,
+        problems.join("; ")
+    )))
+}
+
 /// The input files of the plan at `plan` that its commit does not cover.
 pub fn uncommitted_inputs(
     plan: &std::path::Path,

@@ -65,6 +65,7 @@ impl PilotArgs {
             other => other.into(),
         })?;
         let (inputs, runs) = super::planned(&scaled)?;
+        super::placed(&scaled)?;
         let selected = with_dependencies(&runs, self.only.as_deref());
         if selected.is_empty() {
             return Err(CliError::invalid(format!(

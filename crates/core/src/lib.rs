@@ -10,6 +10,7 @@
 pub mod analysis;
 pub mod audit;
 pub mod confine;
+pub mod engines;
 pub mod evidence;
 pub mod files;
 pub mod git;

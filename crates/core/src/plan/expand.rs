@@ -163,6 +163,10 @@ struct RunDefinition<'a> {
     /// inputs were not read (pure tests of the plan alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     inputs: Option<BTreeMap<String, String>>,
+    /// Where the roles run, when the plan places them other than the default (the load
+    /// generator with the system under test): absent otherwise, so older hashes stand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    placement: Option<&'a super::model::Placement>,
 }
 
 /// The executor's semantics for step ramps that stop at their knee.
@@ -319,6 +323,7 @@ pub fn expand_with(plan: &Plan, inputs: Option<RunInputs>) -> Vec<RunSpec> {
                 .collect(),
             executor: profile.stops_at_knee().map(|_| RAMP_STOPS_AT_KNEE),
             inputs: inputs.map(|of_run| of_run(&contenders[ci], steals(fault))),
+            placement: (!plan.placement.is_default()).then_some(&plan.placement),
         };
         hashes[i] = Some(value_hash(&def));
         sources[i] = def.inputs.iter().flat_map(|m| m.keys().cloned()).collect();

@@ -1569,4 +1569,17 @@ mod tests {
             "{warnings:?}"
         );
     }
+
+    #[test]
+    fn a_placement_is_one_of_its_words_named_at_its_line() {
+        let ok = format!("{MINIMAL}placement: {{load-generator: apart}}\n");
+        assert_eq!(errors(&ok), Vec::<String>::new());
+        let bad = format!("{MINIMAL}placement: {{load-generator: apartt}}\n");
+        let e = errors(&bad);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("placement.load-generator") && e[0].contains("did you mean `apart`?"),
+            "{e:?}"
+        );
+    }
 }

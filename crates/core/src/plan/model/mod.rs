@@ -18,8 +18,8 @@ pub use matrix::{Matrix, MatrixEntry, Order};
 pub use profile::{IdRange, Method, Profile, Route, Workload};
 pub use study::{Guards, Hypothesis, Objective, Study};
 pub use topology::{
-    Balancer, Cap, CappedRole, Caps, CapsOverride, HealthCheck, Link, LoadGenerator,
-    LoadGeneratorKind, Service, ServiceKind, Sidecar, Topology, DEFAULT_MAX_LAG,
+    Apartness, Balancer, Cap, CappedRole, Caps, CapsOverride, HealthCheck, Link, LoadGenerator,
+    LoadGeneratorKind, Placement, Service, ServiceKind, Sidecar, Topology, DEFAULT_MAX_LAG,
 };
 
 use indexmap::IndexMap;
@@ -60,6 +60,10 @@ pub struct Plan {
     pub analysis: Analysis,
     /// Which (profile, fault) pairs each contender runs, how often, in what order.
     pub matrix: Matrix,
+    /// Where the roles run when feedbench drives several engines: the load generator with
+    /// the system under test (the default) or apart from it.
+    #[serde(default, skip_serializing_if = "Placement::is_default")]
+    pub placement: Placement,
 }
 
 impl Plan {

@@ -332,3 +332,29 @@ impl CapsOverride {
         .collect()
     }
 }
+
+/// Where the roles of a run are placed when feedbench drives several engines (`--engines`):
+/// method, so it is in the plan and in the run hash (where it differs from the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Placement {
+    /// `together` (the default): the load generator runs on the engine of the system under
+    /// test; `apart`: never on it, on the load-generator engine of the run's engine group.
+    #[serde(default)]
+    pub load_generator: Apartness,
+}
+
+impl Placement {
+    pub fn is_default(&self) -> bool {
+        *self == Placement::default()
+    }
+}
+
+/// Whether a role shares the engine of the system under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Apartness {
+    #[default]
+    Together,
+    Apart,
+}
