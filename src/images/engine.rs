@@ -184,6 +184,73 @@ pub async fn import(
     .await
 }
 
+/// Copies `image` from one engine to another through the engine API, since no registry can
+/// be pulled from: saved on `from` (`GET /images/NAME/get`) and loaded on `to` (`POST
+/// /images/load`) as one stream, which keeps its ID, tags, CMD, ENV and labels. Returns the
+/// ID, checked equal on both engines.
+pub async fn copy(from: &Docker, to: &Docker, image: &str) -> Result<String, ImageError> {
+    let failed = |message: String| ImageError::Copy {
+        image: image.to_string(),
+        message,
+    };
+    let source = inspect(from, image)
+        .await?
+        .ok_or_else(|| failed("the engine it is copied from does not have it".into()))?;
+    // The save is forwarded chunk by chunk; an error reading it ends the stream the load
+    // reads (so the load fails on a cut archive) and is reported as the cause.
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(8);
+    let save = {
+        let from = from.clone();
+        let image = image.to_string();
+        tokio::spawn(async move {
+            let mut stream = from.export_image(&image);
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| e.to_string())?;
+                if tx.send(chunk).await.is_err() {
+                    return Err("the load stopped reading".to_string());
+                }
+            }
+            Ok(())
+        })
+    };
+    let options = bollard::image::ImportImageOptions { quiet: true };
+    let chunks = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    let mut load = to.import_image_stream(options, chunks, None);
+    let mut load_error = None;
+    while let Some(item) = load.next().await {
+        match item {
+            Ok(info) => {
+                if let Some(e) = info.error {
+                    load_error.get_or_insert(e);
+                }
+            }
+            Err(e) => {
+                load_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    match save.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(failed(format!("saving it failed: {e}"))),
+        Err(e) => return Err(failed(format!("saving it failed: {e}"))),
+    }
+    if let Some(e) = load_error {
+        return Err(failed(format!("loading it failed: {e}")));
+    }
+    match inspect(to, image).await? {
+        Some(copy) if copy.id == source.id => Ok(copy.id),
+        Some(copy) => Err(failed(format!(
+            "the copy's ID {} is not the original's {}",
+            copy.id, source.id
+        ))),
+        None => Err(failed(
+            "the load reported success but the engine has no such image".into(),
+        )),
+    }
+}
+
 /// Remove a superseded image by ID if nothing uses it any more (errors ignored: a conflict
 /// means a container or child image still needs it).
 pub async fn remove_if_unused(docker: &Docker, id: &str) -> bool {

@@ -5,6 +5,14 @@ use std::path::PathBuf;
 /// Everything that can go wrong while preparing, hashing, building or importing an image.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
+    /// An image could not be copied from one engine to another.
+    #[error("image {image}: cannot copy it to the other engine: {message}")]
+    Copy {
+        /// The image copied.
+        image: String,
+        /// What failed.
+        message: String,
+    },
     /// The Docker engine could not be reached or refused the API version.
     #[error("cannot connect to the Docker engine: {source}")]
     Connect {

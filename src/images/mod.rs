@@ -24,7 +24,7 @@ pub use build::{
     BuiltImage, HASH_FORMAT,
 };
 pub use context::Ignore;
-pub use engine::{connect, inspect, Present, API_VERSION, LABEL_RECIPE_HASH, LABEL_VERSION};
+pub use engine::{connect, copy, inspect, Present, API_VERSION, LABEL_RECIPE_HASH, LABEL_VERSION};
 pub use error::ImageError;
 pub use progress::Progress;
 pub use recipe::{

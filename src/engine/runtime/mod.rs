@@ -2,9 +2,12 @@
 //! networks. One error variant per operation, naming what it acted on; 404 and 409 are
 //! handled deliberately so that redeploys, resumes and cleanups are idempotent.
 
+mod connect;
 mod state;
 mod stats;
 mod volumes;
+
+pub use connect::endpoint_text;
 
 pub use state::EngineState;
 pub use stats::ApiReading;
@@ -22,7 +25,7 @@ use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{EndpointSettings, HostConfig};
 use bollard::network::{CreateNetworkOptions, ListNetworksOptions};
 use bollard::volume::{ListVolumesOptions, RemoveVolumeOptions};
-use bollard::{ClientVersion, Docker};
+use bollard::Docker;
 use futures_util::StreamExt;
 
 use super::topology::{ContainerSpec, FileSpec, LABEL_STUDY};
@@ -31,6 +34,8 @@ use super::topology::{ContainerSpec, FileSpec, LABEL_STUDY};
 pub enum RuntimeError {
     #[error("cannot reach the Docker engine: {0}")]
     Connect(#[source] DockerError),
+    #[error("cannot reach engine `{}` at {}: {}", .0.engine, .0.endpoint, .0.reason)]
+    Engine(Box<Unreachable>),
     #[error("cannot read the engine's facts: {0}")]
     Info(#[source] DockerError),
     #[error("cannot create network `{name}`: {source}")]
@@ -41,7 +46,7 @@ pub enum RuntimeError {
     CreateContainer {
         name: String,
         image: String,
-        source: DockerError,
+        source: Box<DockerError>,
     },
     #[error("image `{image}` for container `{name}` is not in the engine; build it with `feedbench images build` (images cannot be pulled here)")]
     MissingImage { name: String, image: String },
@@ -59,7 +64,7 @@ pub enum RuntimeError {
     Exec {
         name: String,
         argv: Vec<String>,
-        source: DockerError,
+        source: Box<DockerError>,
     },
     #[error("cannot wait for container `{name}` to exit: {source}")]
     Wait { name: String, source: DockerError },
@@ -69,7 +74,7 @@ pub enum RuntimeError {
     Kill {
         name: String,
         signal: String,
-        source: DockerError,
+        source: Box<DockerError>,
     },
     #[error("cannot remove container `{name}`: {source}")]
     RemoveContainer { name: String, source: DockerError },
@@ -85,10 +90,20 @@ pub enum RuntimeError {
     Download {
         name: String,
         path: String,
-        source: DockerError,
+        source: Box<DockerError>,
     },
     #[error("cannot list what carries feedbench's labels: {0}")]
     List(#[source] DockerError),
+}
+
+/// An engine of the engines file that could not be reached, and why. This one and the
+/// engine's errors beside two names are boxed in `RuntimeError`, which every deploy, run and
+/// study error carries: bollard's error grew with its TLS client.
+#[derive(Debug)]
+pub struct Unreachable {
+    pub engine: String,
+    pub endpoint: String,
+    pub reason: String,
 }
 
 fn status(e: &DockerError) -> Option<u16> {
@@ -132,16 +147,16 @@ const CLEAN_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 #[derive(Clone)]
 pub struct Runtime {
     docker: Docker,
+    /// The ssh tunnel an `ssh://` engine is reached through, kept open while any clone of
+    /// the runtime is.
+    _tunnel: Option<std::sync::Arc<connect::Tunnel>>,
 }
 
 impl Runtime {
     /// Connects to the engine named by `DOCKER_HOST`, or the local socket, with API 1.41
     /// negotiated down for older engines.
     pub async fn connect() -> Result<Self, RuntimeError> {
-        let version = ClientVersion {
-            major_version: 1,
-            minor_version: 41,
-        };
+        let version = crate::images::API_VERSION;
         let host = std::env::var("DOCKER_HOST").unwrap_or_default();
         let docker = if let Some(rest) = host.strip_prefix("tcp://") {
             Docker::connect_with_http(&format!("http://{rest}"), 120, &version)
@@ -156,7 +171,10 @@ impl Runtime {
             .await
             .map_err(RuntimeError::Connect)?;
         docker.ping().await.map_err(RuntimeError::Connect)?;
-        Ok(Runtime { docker })
+        Ok(Runtime {
+            docker,
+            _tunnel: None,
+        })
     }
 
     /// The engine client itself, for tests and benchmarks that set up containers no plan
@@ -282,7 +300,7 @@ impl Runtime {
                 return Err(RuntimeError::CreateContainer {
                     name: spec.name.clone(),
                     image: spec.image.clone(),
-                    source,
+                    source: Box::new(source),
                 })
             }
         }
@@ -420,7 +438,7 @@ impl Runtime {
         let fail = |source| RuntimeError::Download {
             name: name.into(),
             path: path.into(),
-            source,
+            source: Box::new(source),
         };
         let mut stream = self.docker.download_from_container(
             name,
@@ -465,7 +483,7 @@ impl Runtime {
         let fail = |source| RuntimeError::Exec {
             name: name.into(),
             argv: argv.to_vec(),
-            source,
+            source: Box::new(source),
         };
         let exec = self
             .docker
@@ -515,7 +533,7 @@ impl Runtime {
             move |source| RuntimeError::Exec {
                 name: name.clone(),
                 argv: argv.clone(),
-                source,
+                source: Box::new(source),
             }
         };
         let exec = self
@@ -656,7 +674,7 @@ impl Runtime {
             Err(source) => Err(RuntimeError::Kill {
                 name: name.into(),
                 signal: signal.into(),
-                source,
+                source: Box::new(source),
             }),
         }
     }

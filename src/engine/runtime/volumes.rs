@@ -116,7 +116,7 @@ impl Runtime {
             .map_err(|source| RuntimeError::CreateContainer {
                 name: name.into(),
                 image: image.into(),
-                source,
+                source: Box::new(source),
             })?;
         let result = async {
             self.start(name).await?;

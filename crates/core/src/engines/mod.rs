@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-use crate::plan::de::{from_node, suggest};
+use crate::plan::de::suggest;
 use crate::plan::diagnostic::{Diagnostic, Severity};
+use crate::plan::load::typed;
 use crate::plan::model::{Apartness, Placement};
 use crate::plan::units::Name;
-use crate::plan::yaml::{join_key, parse, Positions};
+use crate::plan::yaml::{join_key, Positions};
 
 /// The engines file's format version this feedbench reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -60,10 +61,14 @@ pub enum Endpoint {
         port: u16,
         tls: TlsFiles,
     },
+    /// The engine's unix socket on the remote machine (`socket`), forwarded by OpenSSH,
+    /// which reads `ssh_config` (`ssh-config`, passed with `-F`) where one is named.
     Ssh {
         user: Option<String>,
         host: String,
         port: Option<u16>,
+        socket: String,
+        ssh_config: Option<PathBuf>,
     },
 }
 
@@ -151,6 +156,12 @@ struct EngineDoc {
     address: String,
     #[serde(default)]
     tls: Option<TlsDoc>,
+    /// For `ssh://`: the engine's socket on the remote machine.
+    #[serde(default)]
+    socket: Option<String>,
+    /// For `ssh://`: an ssh_config file for ssh's `-F` (keys, known hosts, a jump host).
+    #[serde(default)]
+    ssh_config: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -198,30 +209,9 @@ pub fn load_file(path: &Path, docker_cert_path: Option<&str>) -> Result<Engines,
 
 /// Checks an engines file's text; `file` names it in diagnostics.
 pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<Engines, EnginesError> {
-    let invalid = |d: Diagnostic| EnginesError::Invalid {
+    let (root, doc): (_, Document) = typed(file, source).map_err(|d| EnginesError::Invalid {
         file: file.to_string(),
         diagnostics: vec![d],
-    };
-    let root = parse(source).map_err(|e| {
-        invalid(Diagnostic::new(
-            Severity::Error,
-            file,
-            e.mark,
-            "",
-            e.message,
-        ))
-    })?;
-    let doc: Document = from_node(&root).map_err(|e| {
-        invalid(
-            Diagnostic::new(
-                Severity::Error,
-                file,
-                e.mark.unwrap_or(root.mark),
-                e.path.unwrap_or_default(),
-                e.message,
-            )
-            .with_hint(e.hint),
-        )
     })?;
     let mut problems = Problems::default();
     let engines = resolve(&doc, ctx, &mut problems);
@@ -300,6 +290,18 @@ fn endpoint(e: &EngineDoc, at: &str, ctx: &Context, problems: &mut Problems) -> 
         );
         return None;
     };
+    for (field, given) in [
+        ("socket", e.socket.is_some()),
+        ("ssh-config", e.ssh_config.is_some()),
+    ] {
+        if scheme != "ssh" && given {
+            problems.add(
+                join_key(at, field),
+                format!("`{field}` is for `ssh://` endpoints; this one is `{scheme}://`"),
+                Some(format!("remove `{field}`")),
+            );
+        }
+    }
     if matches!(scheme, "unix" | "ssh") && e.tls.is_some() {
         problems.add(
             join_key(at, "tls"),
@@ -380,10 +382,20 @@ fn endpoint(e: &EngineDoc, at: &str, ctx: &Context, problems: &mut Problems) -> 
                     );
                     None
                 }
+                (_, Some(_)) if !e.socket.as_deref().unwrap_or(LOCAL_SOCKET).starts_with('/') => {
+                    problems.add(
+                        join_key(at, "socket"),
+                        "the remote socket's path must be absolute",
+                        None,
+                    );
+                    None
+                }
                 (user, Some((host, port))) => Some(Endpoint::Ssh {
                     user: user.map(str::to_string),
                     host: host.to_string(),
                     port,
+                    socket: e.socket.clone().unwrap_or_else(|| LOCAL_SOCKET.to_string()),
+                    ssh_config: e.ssh_config.as_ref().map(|c| ctx.base_dir.join(c)),
                 }),
             }
         }

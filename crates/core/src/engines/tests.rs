@@ -63,6 +63,8 @@ fn every_transport_resolves_with_its_files_and_groups() {
             user: Some("feedbench".into()),
             host: "10.99.0.3".into(),
             port: Some(2222),
+            socket: "/var/run/docker.sock".into(),
+            ssh_config: None,
         }
     );
     assert_eq!(e.engines[1].address.to_string(), "10.99.0.2");
@@ -164,6 +166,40 @@ fn malformed_endpoints_and_addresses_are_named_by_field() {
             "{to}: {errors:?}"
         );
     }
+}
+
+#[test]
+fn an_ssh_engine_may_name_its_remote_socket_and_no_other_may() {
+    let text = TWO.replace(
+        "address: 10.99.0.3}",
+        "address: 10.99.0.3, socket: /run/engine2/docker.sock, ssh-config: ssh/config}",
+    );
+    let e = load(&text).unwrap();
+    assert!(
+        matches!(&e.engines[2].endpoint, Endpoint::Ssh { socket, ssh_config: Some(c), .. }
+            if socket == "/run/engine2/docker.sock" && c == Path::new("/etc/feedbench/ssh/config")),
+        "{:?}",
+        e.engines[2]
+    );
+    let errors = load(&text.replace("socket: /run", "socket: run")).unwrap_err();
+    assert!(
+        errors.len() == 1
+            && errors[0]
+                .contains("engines.third.socket: the remote socket's path must be absolute"),
+        "{errors:?}"
+    );
+    let errors = load(&TWO.replace(
+        "address: 10.99.0.1}",
+        "address: 10.99.0.1, socket: /run/docker.sock}",
+    ))
+    .unwrap_err();
+    assert!(
+        errors.len() == 1
+            && errors[0].contains(
+                "engines.here.socket: `socket` is for `ssh://` endpoints; this one is `unix://`"
+            ),
+        "{errors:?}"
+    );
 }
 
 #[test]

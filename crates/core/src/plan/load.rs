@@ -9,7 +9,7 @@ use super::diagnostic::{Diagnostic, Severity};
 use super::hash::plan_hash;
 use super::model::Plan;
 use super::validate::{validate, Context, Finding};
-use super::yaml::{parse, Positions};
+use super::yaml::{parse, Node, Positions};
 
 /// A plan that loaded and validated, with its hash and its warnings.
 #[derive(Debug, Clone)]
@@ -108,33 +108,32 @@ pub(crate) fn place(
         .collect()
 }
 
-/// Loads a plan from text; `file` names it in diagnostics.
-pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, LoadError> {
-    let invalid = |d: Diagnostic| LoadError::Invalid {
-        file: file.to_string(),
-        diagnostics: vec![d],
-    };
-    let root = parse(source).map_err(|e| {
-        invalid(Diagnostic::new(
+/// Parses a YAML document and reads a `T` from it: the positioned tree and the value, or
+/// the one syntax or typing error, at its place. Plans and engines files are read so.
+pub fn typed<T: serde::de::DeserializeOwned>(
+    file: &str,
+    source: &str,
+) -> Result<(Node, T), Diagnostic> {
+    let root =
+        parse(source).map_err(|e| Diagnostic::new(Severity::Error, file, e.mark, "", e.message))?;
+    let value = from_node(&root).map_err(|e| {
+        Diagnostic::new(
             Severity::Error,
             file,
-            e.mark,
-            "",
+            e.mark.unwrap_or(root.mark),
+            e.path.unwrap_or_default(),
             e.message,
-        ))
-    })?;
-    let plan: Plan = from_node(&root).map_err(|e| {
-        let mark = e.mark.unwrap_or(root.mark);
-        invalid(
-            Diagnostic::new(
-                Severity::Error,
-                file,
-                mark,
-                e.path.unwrap_or_default(),
-                e.message,
-            )
-            .with_hint(e.hint),
         )
+        .with_hint(e.hint)
+    })?;
+    Ok((root, value))
+}
+
+/// Loads a plan from text; `file` names it in diagnostics.
+pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<LoadedPlan, LoadError> {
+    let (root, plan): (Node, Plan) = typed(file, source).map_err(|d| LoadError::Invalid {
+        file: file.to_string(),
+        diagnostics: vec![d],
     })?;
     let positions = Positions::index(&root);
     let mut diagnostics = place(file, source, &positions, validate(&plan, ctx));

@@ -1,0 +1,336 @@
+//! A second Docker engine on this machine (tests/engines/second-engine: its own network
+//! namespace, data root, exec root, socket and cgroup parent, TLS on tcp://10.99.0.2:2376 and
+//! OpenSSH's server on 10.99.0.2:2222), reached over every transport an engines file accepts,
+//! and the engines file's refusals of what cannot be reached, each naming the engine and its
+//! endpoint.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use feedbench::engine::runtime::Runtime;
+use feedbench_core::engines::{load_str, Context, Engine, Engines};
+
+/// One second engine at a time: its namespace and addresses are fixed.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+use common::repo;
+
+/// The second engine, up for one test and taken down (namespace, links, daemon, files) when
+/// dropped, whatever the test did.
+struct SecondEngine {
+    dir: PathBuf,
+    unix: String,
+    tcp: String,
+    certs: PathBuf,
+    ssh_config: PathBuf,
+    _scratch: tempfile::TempDir,
+}
+
+impl SecondEngine {
+    fn up() -> Self {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("engine2");
+        let out = Command::new(repo().join("tests/engines/second-engine"))
+            .arg("up")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the second engine did not start (this test needs root, iproute2, openssl, dockerd, \
+             fuse-overlayfs and OpenSSH's server: scripts/test installs them):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        SecondEngine {
+            dir,
+            unix: lines[0].to_string(),
+            tcp: lines[1].to_string(),
+            certs: PathBuf::from(lines[2]),
+            ssh_config: PathBuf::from(lines[3]),
+            _scratch: scratch,
+        }
+    }
+}
+
+impl Drop for SecondEngine {
+    fn drop(&mut self) {
+        // Never a panic here (it may run while a failed test unwinds): what did not come
+        // down is said, and the next `up` refuses to start over it.
+        let out = Command::new(repo().join("tests/engines/second-engine"))
+            .arg("down")
+            .arg(&self.dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => eprintln!(
+                "the second engine did not come down: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("the second engine did not come down: {e}"),
+        }
+    }
+}
+
+/// An engines file's text, resolved as `feedbench` resolves one in `base`.
+fn engines(base: &Path, text: &str) -> Engines {
+    let ctx = Context {
+        base_dir: base,
+        docker_cert_path: None,
+    };
+    load_str("engines.yaml", text, &ctx).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn only(e: &Engines) -> &Engine {
+    &e.engines[0]
+}
+
+/// An engines file naming one engine, `second`, by `endpoint` and any `extra` fields.
+fn one(endpoint: &str, extra: &str) -> String {
+    format!(
+        "format_version: 1\nengines:\n  second: {{endpoint: \"{endpoint}\", address: 10.99.0.2{extra}}}\n"
+    )
+}
+
+/// A CA and client certificate the second engine never saw.
+fn foreign_certs(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let run = |args: &[&str]| {
+        let ok = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=other CA",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=other",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "c.csr",
+    ]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "c.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-out",
+        "cert.pem",
+    ]);
+}
+
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn every_transport_reaches_the_second_engine_and_what_cannot_be_reached_is_named() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let second = SecondEngine::up();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    let data_root = second.dir.join("data").display().to_string();
+    let local = rt.block_on(Runtime::connect()).unwrap();
+    let local_root = rt.block_on(local.data_root()).unwrap();
+    assert_ne!(local_root.as_deref(), Some(data_root.as_str()));
+
+    // Each transport reaches the second engine, not the first: its data root says which.
+    let certs = second.certs.display().to_string();
+    let ssh = second.ssh_config.display().to_string();
+    let socket = second.unix.trim_start_matches("unix://");
+    for (transport, text) in [
+        ("unix", one(&second.unix, "")),
+        (
+            "tcp",
+            one(&second.tcp, &format!(", tls: {{cert-path: {certs}}}")),
+        ),
+        (
+            "ssh",
+            one(
+                "ssh://root@10.99.0.2:2222",
+                &format!(", socket: {socket}, ssh-config: {ssh}"),
+            ),
+        ),
+    ] {
+        let e = engines(&base, &text);
+        let engine = rt
+            .block_on(Runtime::connect_to(only(&e)))
+            .unwrap_or_else(|err| panic!("{transport}: {err}"));
+        assert_eq!(
+            rt.block_on(engine.data_root()).unwrap().as_deref(),
+            Some(data_root.as_str()),
+            "{transport}"
+        );
+        let facts = rt.block_on(engine.facts()).unwrap();
+        assert!(facts.cores >= 1.0, "{transport}: {facts:?}");
+    }
+
+    // A certificate the engine does not trust, a port nothing listens on, a key ssh does not
+    // know: each is refused naming the engine and its endpoint.
+    let other = base.join("other-certs");
+    foreign_certs(&other);
+    let refused = |text: String| {
+        let e = engines(&base, &text);
+        match rt.block_on(Runtime::connect_to(only(&e))) {
+            Ok(_) => panic!("connected: {text}"),
+            Err(err) => err.to_string(),
+        }
+    };
+    let wrong_cert = refused(one(
+        &second.tcp,
+        &format!(", tls: {{cert-path: {}}}", other.display()),
+    ));
+    assert!(
+        wrong_cert.starts_with("cannot reach engine `second` at tcp://10.99.0.2:2376: "),
+        "{wrong_cert}"
+    );
+    let closed = refused(one(
+        "tcp://10.99.0.2:2377",
+        &format!(", tls: {{cert-path: {certs}}}"),
+    ));
+    assert!(
+        closed.starts_with("cannot reach engine `second` at tcp://10.99.0.2:2377: "),
+        "{closed}"
+    );
+    let missing = refused(one(
+        "tcp://10.99.0.2:2376",
+        &format!(", tls: {{cert-path: {}}}", base.join("nowhere").display()),
+    ));
+    assert!(
+        missing.contains("ca.pem` is not a readable file"),
+        "{missing}"
+    );
+    let stranger = base.join("stranger_key");
+    assert!(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", ""])
+        .arg("-f")
+        .arg(&stranger)
+        .status()
+        .unwrap()
+        .success());
+    let config = std::fs::read_to_string(&second.ssh_config)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("IdentityFile") {
+                format!("    IdentityFile {}", stranger.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let stranger_config = base.join("stranger_config");
+    std::fs::write(&stranger_config, config + "\n").unwrap();
+    let denied = refused(one(
+        "ssh://root@10.99.0.2:2222",
+        &format!(
+            ", socket: {socket}, ssh-config: {}",
+            stranger_config.display()
+        ),
+    ));
+    assert!(
+        denied.starts_with("cannot reach engine `second` at ssh://root@10.99.0.2:2222: ssh exited")
+            && denied.contains("Permission denied"),
+        "{denied}"
+    );
+}
+
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn an_image_is_copied_to_the_second_engine_with_its_id_and_config_and_runs_there() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let local = rt.block_on(Runtime::connect()).unwrap();
+    let image = "feedbench/load:latest";
+    rt.block_on(common::plan_images("tests/plans/docker/smoke-native.yaml"));
+    let second = SecondEngine::up();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    let e = engines(&base, &one(&second.unix, ""));
+    let remote = rt.block_on(Runtime::connect_to(only(&e))).unwrap();
+    let (from, to) = (local.docker(), remote.docker());
+    assert!(rt
+        .block_on(feedbench::images::inspect(to, image))
+        .unwrap()
+        .is_none());
+    let started = std::time::Instant::now();
+    let id = rt
+        .block_on(feedbench::images::copy(from, to, image))
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{image} copied in {:?}", started.elapsed());
+    let original = rt.block_on(from.inspect_image(image)).unwrap();
+    let copy = rt.block_on(to.inspect_image(image)).unwrap();
+    assert_eq!(Some(id), original.id);
+    assert_eq!(copy.id, original.id);
+    let (a, b) = (original.config.unwrap(), copy.config.unwrap());
+    assert_eq!(a.entrypoint, b.entrypoint);
+    assert_eq!(a.cmd, b.cmd);
+    assert_eq!(a.env, b.env);
+    assert_eq!(a.labels, b.labels);
+    // It runs there: its own binary answers, from the second engine's copy.
+    let out = Command::new("docker")
+        .args([
+            "-H",
+            &second.unix,
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            image,
+            "--version",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("feedbench-load "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // An image the source does not have is named, and nothing is loaded.
+    let missing = rt
+        .block_on(feedbench::images::copy(from, to, "feedbench/nothing:here"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        missing.contains("feedbench/nothing:here") && missing.contains("does not have it"),
+        "{missing}"
+    );
+}
