@@ -127,11 +127,6 @@ pub struct Context<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EnginesError {
-    #[error("cannot read the engines file `{file}`: {source}")]
-    Read {
-        file: String,
-        source: std::io::Error,
-    },
     #[error("{}", .diagnostics.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"))]
     Invalid {
         file: String,
@@ -187,24 +182,6 @@ impl Problems {
     fn add(&mut self, path: String, message: impl Into<String>, hint: Option<String>) {
         self.0.push((path, message.into(), hint));
     }
-}
-
-/// Reads and checks an engines file.
-pub fn load_file(path: &Path, docker_cert_path: Option<&str>) -> Result<Engines, EnginesError> {
-    let file = path.display().to_string();
-    let source = std::fs::read_to_string(path).map_err(|source| EnginesError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    let base_dir = path.parent().unwrap_or(Path::new("."));
-    load_str(
-        &file,
-        &source,
-        &Context {
-            base_dir,
-            docker_cert_path,
-        },
-    )
 }
 
 /// Checks an engines file's text; `file` names it in diagnostics.
