@@ -220,15 +220,13 @@ pub fn planned(
     Ok((inputs, runs))
 }
 
-/// The engines a study's runs are placed on, checked against the plan's `placement` before
-/// anything is journalled: the local engine alone, until an engines file can name others.
-pub fn placed(
-    loaded: &crate::plan::LoadedPlan,
-) -> Result<feedbench_core::engines::Engines, CliError> {
+/// Refuses, before anything is journalled, a plan whose `placement` the engines cannot
+/// satisfy: the local engine alone, until an engines file can name others.
+pub fn check_placement(loaded: &crate::plan::LoadedPlan) -> Result<(), CliError> {
     let engines = feedbench_core::engines::Engines::local();
     let problems = feedbench_core::engines::check_placement(&engines, &loaded.plan.placement);
     if problems.is_empty() {
-        return Ok(engines);
+        return Ok(());
     }
     Err(CliError::invalid(format!(
         "`{}` cannot be placed on the local engine alone: {}",

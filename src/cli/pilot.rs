@@ -65,7 +65,7 @@ impl PilotArgs {
             other => other.into(),
         })?;
         let (inputs, runs) = super::planned(&scaled)?;
-        super::placed(&scaled)?;
+        super::check_placement(&scaled)?;
         let selected = with_dependencies(&runs, self.only.as_deref());
         if selected.is_empty() {
             return Err(CliError::invalid(format!(

@@ -54,7 +54,7 @@ impl RunArgs {
     pub fn exec(self) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let (inputs, runs) = super::planned(&loaded)?;
-        super::placed(&loaded)?;
+        super::check_placement(&loaded)?;
         let selected: Vec<RunSpec> = runs
             .iter()
             .filter(|r| self.only.as_deref().is_none_or(|p| glob(p, &r.id)))

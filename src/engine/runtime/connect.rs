@@ -122,7 +122,7 @@ impl Runtime {
 }
 
 /// The endpoint as the engines file writes it.
-pub fn endpoint_text(endpoint: &Endpoint) -> String {
+fn endpoint_text(endpoint: &Endpoint) -> String {
     match endpoint {
         Endpoint::Unix { path } => format!("unix://{}", path.display()),
         Endpoint::Tcp { host, port, .. } => format!("tcp://{host}:{port}"),

@@ -7,8 +7,6 @@ mod state;
 mod stats;
 mod volumes;
 
-pub use connect::endpoint_text;
-
 pub use state::EngineState;
 pub use stats::ApiReading;
 
