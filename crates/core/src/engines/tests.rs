@@ -13,11 +13,8 @@ fn load_with(text: &str, docker_cert_path: Option<&str>) -> Result<Engines, Vec<
         base_dir: Path::new("/etc/feedbench"),
         docker_cert_path,
     };
-    load_str("engines.yaml", text, &ctx).map_err(|e| match e {
-        EnginesError::Invalid { diagnostics, .. } => {
-            diagnostics.iter().map(|d| d.to_string()).collect()
-        }
-        other => vec![other.to_string()],
+    load_str("engines.yaml", text, &ctx).map_err(|EnginesError::Invalid { diagnostics, .. }| {
+        diagnostics.iter().map(|d| d.to_string()).collect()
     })
 }
 
