@@ -334,3 +334,118 @@ fn an_image_is_copied_to_the_second_engine_with_its_id_and_config_and_runs_there
         "{missing}"
     );
 }
+
+/// `feedbench run --engines FILE` of the smoke study into `results`: its exit code and stderr.
+fn run_with_engines(engines_file: &Path, results: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo())
+        .args(["run", "experiments/smoke.yaml", "--no-build", "--engines"])
+        .arg(engines_file)
+        .arg("--results")
+        .arg(results)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// No journal anywhere under `results`: nothing was recorded.
+fn no_journal(results: &Path) -> bool {
+    walk(results)
+        .iter()
+        .all(|p| p.file_name().and_then(|n| n.to_str()) != Some(feedbench::ledger::layout::JOURNAL))
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_records_nothing() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let second = SecondEngine::up();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    let other = base.join("other-certs");
+    foreign_certs(&other);
+    let here = "  here: {endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}\n";
+    let file = |name: &str, second_engine: &str, groups: &str| {
+        let path = base.join(name);
+        std::fs::write(
+            &path,
+            format!("format_version: 1\nengines:\n{here}{second_engine}groups:\n{groups}"),
+        )
+        .unwrap();
+        path
+    };
+    let system_here = "  - {system: here}\n";
+    let cases = [
+        (
+            "unreachable",
+            file(
+                "unreachable.yaml",
+                &format!(
+                    "  second: {{endpoint: \"tcp://10.99.0.2:2377\", address: 10.99.0.2, tls: {{cert-path: {}}}}}\n",
+                    second.certs.display()
+                ),
+                "  - {system: second}\n",
+            ),
+            "unreachable.yaml:4:22: engines.second.endpoint: cannot reach engine `second` at tcp://10.99.0.2:2377: ",
+        ),
+        (
+            "wrong certificate",
+            file(
+                "wrong-cert.yaml",
+                &format!(
+                    "  second: {{endpoint: \"tcp://10.99.0.2:2376\", address: 10.99.0.2, tls: {{cert-path: {}}}}}\n",
+                    other.display()
+                ),
+                "  - {system: second}\n",
+            ),
+            "wrong-cert.yaml:4:22: engines.second.endpoint: cannot reach engine `second` at tcp://10.99.0.2:2376: ",
+        ),
+        (
+            "duplicate name",
+            file(
+                "duplicate.yaml",
+                "  here: {endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}\n",
+                system_here,
+            ),
+            "duplicate.yaml:4:3: engines.here: duplicate key `here`",
+        ),
+        (
+            "the system under test elsewhere",
+            file(
+                "elsewhere.yaml",
+                &format!(
+                    "  second: {{endpoint: \"tcp://10.99.0.2:2376\", address: 10.99.0.2, tls: {{cert-path: {}}}}}\n",
+                    second.certs.display()
+                ),
+                "  - {system: second}\n",
+            ),
+            "elsewhere.yaml:4:22: engines.second.endpoint: engine `second` is not the engine feedbench builds images on",
+        ),
+    ];
+    for (case, path, said) in cases {
+        let results = base.join(format!("results-{}", case.replace(' ', "-")));
+        let (code, stderr) = run_with_engines(&path, &results);
+        assert_eq!(code, Some(2), "{case}: {stderr}");
+        assert!(
+            stderr.contains(said),
+            "{case}: expected `{said}` in:\n{stderr}"
+        );
+        assert!(no_journal(&results), "{case}: a journal was written");
+    }
+}

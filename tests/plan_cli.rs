@@ -453,7 +453,7 @@ fn a_plan_placing_the_load_generator_apart_is_refused_on_one_engine_before_anyth
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
         assert!(
-            stderr.contains("cannot be placed on the local engine alone")
+            stderr.contains("cannot be placed on these engines")
                 && stderr.contains("group 0 runs it on `local`"),
             "{command}: {stderr}"
         );

@@ -5,6 +5,7 @@ mod audit;
 mod clean;
 mod decide;
 mod deploy;
+mod engines;
 pub mod images;
 mod pilot;
 mod plan;
@@ -218,21 +219,6 @@ pub fn planned(
         .map_err(|e| input_error(&loaded.file, e))?;
     let runs = feedbench_core::inputs::expand(&loaded.plan, &inputs);
     Ok((inputs, runs))
-}
-
-/// Refuses, before anything is journalled, a plan whose `placement` the engines cannot
-/// satisfy: the local engine alone, until an engines file can name others.
-pub fn check_placement(loaded: &crate::plan::LoadedPlan) -> Result<(), CliError> {
-    let engines = feedbench_core::engines::Engines::local();
-    let problems = feedbench_core::engines::check_placement(&engines, &loaded.plan.placement);
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::invalid(format!(
-        "`{}` cannot be placed on the local engine alone: {}",
-        loaded.file,
-        problems.join("; ")
-    )))
 }
 
 /// The input files of the plan at `plan` that its commit does not cover.

@@ -39,6 +39,8 @@ pub struct PilotArgs {
     /// `json` prints the pilot's area, then every event and journal line, as JSON lines.
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    #[command(flatten)]
+    pub engines: super::engines::EnginesArg,
 }
 
 impl PilotArgs {
@@ -65,7 +67,8 @@ impl PilotArgs {
             other => other.into(),
         })?;
         let (inputs, runs) = super::planned(&scaled)?;
-        super::check_placement(&scaled)?;
+        let engines = self.engines.read()?;
+        super::engines::check_placement(&scaled, &engines)?;
         let selected = with_dependencies(&runs, self.only.as_deref());
         if selected.is_empty() {
             return Err(CliError::invalid(format!(
@@ -116,7 +119,12 @@ impl PilotArgs {
         let mut reporter = super::run::show::Show { json };
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
-        super::run::run_on_engine(&mut session, &request)
+        super::run::run_on_engine(
+            &mut session,
+            &request,
+            &engines,
+            self.engines.engines.is_none(),
+        )
     }
 }
 

@@ -8,7 +8,6 @@
 use std::path::PathBuf;
 
 use super::{CliError, Format};
-use crate::engine::runtime::Runtime;
 use crate::plan::{load_file, RunSpec};
 use crate::study::{run_study, DockerTestbed, Interrupt, Session, StudyError, StudyRequest};
 
@@ -41,6 +40,8 @@ pub struct RunArgs {
     /// records it as a deviation from the pre-registration.
     #[arg(long)]
     pub allow_uncommitted: bool,
+    #[command(flatten)]
+    pub engines: super::engines::EnginesArg,
 }
 
 /// `*` and `?` glob match over a whole run id (`plan::select::matches`).
@@ -54,7 +55,8 @@ impl RunArgs {
     pub fn exec(self) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let (inputs, runs) = super::planned(&loaded)?;
-        super::check_placement(&loaded)?;
+        let engines = self.engines.read()?;
+        super::engines::check_placement(&loaded, &engines)?;
         let selected: Vec<RunSpec> = runs
             .iter()
             .filter(|r| self.only.as_deref().is_none_or(|p| glob(p, &r.id)))
@@ -91,20 +93,29 @@ impl RunArgs {
         if !self.no_build {
             super::images::build_plan_images(&self.plan)?;
         }
-        run_on_engine(&mut session, &request)
+        run_on_engine(
+            &mut session,
+            &request,
+            &engines,
+            self.engines.engines.is_none(),
+        )
     }
 }
 
-/// Runs an opened study's request on the local engine, stopping cleanly on a signal: what
-/// `feedbench run` and `feedbench pilot` do once their session is open.
+/// Runs an opened study's request on the engines (the local one alone when `local`: no
+/// engines file), stopping cleanly on a signal: what `feedbench run` and `feedbench pilot`
+/// do once their session is open. The engines are reached and checked before the runner
+/// journals anything.
 pub(super) fn run_on_engine(
     session: &mut Session<'_>,
     request: &StudyRequest<'_>,
+    engines: &feedbench_core::engines::Engines,
+    local: bool,
 ) -> Result<(), CliError> {
     super::block_on(async move {
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-        let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
-        let testbed = DockerTestbed { rt };
+        let placed = super::engines::reach(request.loaded, engines, local).await?;
+        let testbed = DockerTestbed { rt: placed.system };
         run_study(session, request, &testbed, &mut interrupt)
             .await
             .map_err(study_error)

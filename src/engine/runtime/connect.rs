@@ -108,17 +108,33 @@ impl Runtime {
                 )
             }
         };
-        let docker = docker.map_err(|e| failed(e.to_string()))?;
+        let docker = docker.map_err(|e| failed(causes(&e)))?;
         let docker = docker
             .negotiate_version()
             .await
-            .map_err(|e| failed(e.to_string()))?;
-        docker.ping().await.map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| failed(causes(&e)))?;
+        docker.ping().await.map_err(|e| failed(causes(&e)))?;
         Ok(Runtime {
             docker,
             _tunnel: tunnel,
         })
     }
+}
+
+/// The error and each of its causes, once: the client's own words ("client error
+/// (Connect)") say little without the cause under them ("Connection refused").
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut said = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !said.contains(&c) {
+            said.push_str(": ");
+            said.push_str(&c);
+        }
+        source = cause.source();
+    }
+    said
 }
 
 /// The endpoint as the engines file writes it.

@@ -3,6 +3,7 @@
 //! handled deliberately so that redeploys, resumes and cleanups are idempotent.
 
 mod connect;
+mod host;
 mod state;
 mod stats;
 mod volumes;

@@ -14,6 +14,8 @@
 //! Without a file feedbench uses the local engine alone (`Engines::local`). Every problem is
 //! a diagnostic at file:line:column and field path, like a plan's.
 
+pub mod facts;
+
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +27,7 @@ use crate::plan::diagnostic::{Diagnostic, Severity};
 use crate::plan::load::typed;
 use crate::plan::model::{Apartness, Placement};
 use crate::plan::units::Name;
-use crate::plan::yaml::{join_key, Positions};
+use crate::plan::yaml::{join_key, Mark, Positions};
 
 /// The engines file's format version this feedbench reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -47,6 +49,25 @@ pub struct Engine {
     pub endpoint: Endpoint,
     /// Where the other engines reach the ports this one publishes.
     pub address: IpAddr,
+    /// Where the engines file writes its endpoint, for what is found when it is reached;
+    /// `None` for the local engine used without a file.
+    pub site: Option<Site>,
+}
+
+/// A field of the engines file and where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Site {
+    pub file: String,
+    pub mark: Mark,
+    /// The field path, e.g. `engines.second.endpoint`.
+    pub path: String,
+}
+
+impl Site {
+    /// An error at this field.
+    pub fn error(&self, message: impl Into<String>, hint: Option<String>) -> Diagnostic {
+        Diagnostic::new(Severity::Error, &self.file, self.mark, &self.path, message).with_hint(hint)
+    }
 }
 
 /// How the engine's API is reached.
@@ -100,6 +121,7 @@ impl Engines {
                     path: PathBuf::from(LOCAL_SOCKET),
                 },
                 address: IpAddr::from([127, 0, 0, 1]),
+                site: None,
             }],
             groups: vec![Group {
                 system: 0,
@@ -191,11 +213,16 @@ pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<Engines, Engi
         diagnostics: vec![d],
     })?;
     let mut problems = Problems::default();
-    let engines = resolve(&doc, ctx, &mut problems);
+    let positions = Positions::index(&root);
+    let site = |path: String| Site {
+        file: file.to_string(),
+        mark: positions.value(&path),
+        path,
+    };
+    let engines = resolve(&doc, ctx, &site, &mut problems);
     if problems.0.is_empty() {
         return Ok(engines);
     }
-    let positions = Positions::index(&root);
     Err(EnginesError::Invalid {
         file: file.to_string(),
         diagnostics: problems
@@ -209,7 +236,12 @@ pub fn load_str(file: &str, source: &str, ctx: &Context) -> Result<Engines, Engi
     })
 }
 
-fn resolve(doc: &Document, ctx: &Context, problems: &mut Problems) -> Engines {
+fn resolve(
+    doc: &Document,
+    ctx: &Context,
+    site: &dyn Fn(String) -> Site,
+    problems: &mut Problems,
+) -> Engines {
     if doc.format_version != FORMAT_VERSION {
         problems.add(
             "format_version".into(),
@@ -247,6 +279,7 @@ fn resolve(doc: &Document, ctx: &Context, problems: &mut Problems) -> Engines {
                 name: name.to_string(),
                 endpoint,
                 address,
+                site: Some(site(join_key(&at, "endpoint"))),
             });
         }
     }

@@ -114,8 +114,8 @@ pub fn typed<T: serde::de::DeserializeOwned>(
     file: &str,
     source: &str,
 ) -> Result<(Node, T), Diagnostic> {
-    let root =
-        parse(source).map_err(|e| Diagnostic::new(Severity::Error, file, e.mark, "", e.message))?;
+    let root = parse(source)
+        .map_err(|e| Diagnostic::new(Severity::Error, file, e.mark, e.path, e.message))?;
     let value = from_node(&root).map_err(|e| {
         Diagnostic::new(
             Severity::Error,

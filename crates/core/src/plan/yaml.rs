@@ -57,6 +57,8 @@ pub struct Entry {
 #[error("{message}")]
 pub struct SyntaxError {
     pub mark: Mark,
+    /// The field path where one is known (a duplicate key's), else empty.
+    pub path: String,
     pub message: String,
 }
 
@@ -74,6 +76,7 @@ pub fn parse(source: &str) -> Result<Node, SyntaxError> {
     if let Err(e) = parser.load(&mut builder, true) {
         return Err(SyntaxError {
             mark: Mark::from_marker(*e.marker()),
+            path: String::new(),
             message: format!("invalid YAML: {}", e.info()),
         });
     }
@@ -83,10 +86,12 @@ pub fn parse(source: &str) -> Result<Node, SyntaxError> {
     match builder.documents.len() {
         0 => Err(SyntaxError {
             mark: Mark { line: 1, column: 1 },
+            path: String::new(),
             message: "the plan is empty".into(),
         }),
         1 => Ok(builder.documents.pop().expect("one document")),
         _ => Err(SyntaxError {
+            path: String::new(),
             mark: builder
                 .second_document
                 .unwrap_or(Mark { line: 1, column: 1 }),
@@ -112,9 +117,32 @@ struct Builder {
 
 impl Builder {
     fn fail(&mut self, mark: Mark, message: String) {
+        self.fail_at(mark, String::new(), message);
+    }
+
+    fn fail_at(&mut self, mark: Mark, path: String, message: String) {
         if self.error.is_none() {
-            self.error = Some(SyntaxError { mark, message });
+            self.error = Some(SyntaxError {
+                mark,
+                path,
+                message,
+            });
         }
+    }
+
+    /// The field path of `key` in the innermost open mapping: each open mapping's pending
+    /// key and each open sequence's next index, outermost first.
+    fn path_to(&self, key: &str) -> String {
+        let mut path = String::new();
+        let n = self.stack.len();
+        for open in &self.stack[..n.saturating_sub(1)] {
+            match open {
+                Open::Map(_, _, _, Some((k, _))) => path = join_key(&path, k),
+                Open::Map(_, _, _, None) => {}
+                Open::Seq(_, _, items) => path = format!("{path}[{}]", items.len()),
+            }
+        }
+        join_key(&path, key)
     }
 
     fn count(&mut self, n: usize, mark: Mark) -> bool {
@@ -153,8 +181,10 @@ impl Builder {
                     };
                     if entries.iter().any(|e| e.key == key) {
                         let mark = node.mark;
-                        self.fail(
+                        let path = self.path_to(&key);
+                        self.fail_at(
                             mark,
+                            path,
                             format!("duplicate key `{key}`; each key may appear once"),
                         );
                         return;
@@ -503,6 +533,11 @@ mod tests {
         let e = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
         assert_eq!(e.mark.line, 3);
         assert!(e.message.contains("duplicate key `a`"));
+        assert_eq!(e.path, "a");
+        // Nested, in flow style and under a sequence: the path says where.
+        let e = parse("x:\n  y: [{p: 1}, {q: {r: 1, r: 2}}]\n").unwrap_err();
+        assert_eq!(e.path, "x.y[1].q.r");
+        assert_eq!((e.mark.line, e.mark.column), (2, 26));
         assert!(parse("a: 1\n---\nb: 2\n").is_err());
         assert!(parse("").is_err());
     }

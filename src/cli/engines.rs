@@ -1,0 +1,161 @@
+//! `--engines FILE` on `run` and `pilot`: the engines file read, the plan's placement
+//! checked against its groups, and each engine a run uses reached and checked (API
+//! version, cgroup version, cores, one host or two) before anything is journalled. Every
+//! refusal is bad input (exit 2) at the engines file's line and field.
+
+use std::path::PathBuf;
+
+use feedbench_core::engines::facts::{self, Facts, Need};
+use feedbench_core::engines::{self, Context, Engines, EnginesError};
+
+use super::CliError;
+use crate::engine::runtime::Runtime;
+use crate::plan::model::Apartness;
+use crate::plan::LoadedPlan;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct EnginesArg {
+    /// The Docker engines the study may use and the groups a run is placed on
+    /// (docs/engines.md). Without it: the local engine alone.
+    #[arg(long, value_name = "FILE")]
+    pub engines: Option<PathBuf>,
+}
+
+impl EnginesArg {
+    /// The engines file, resolved against its own directory and `DOCKER_CERT_PATH`; the
+    /// local engine alone when none is named.
+    pub fn read(&self) -> Result<Engines, CliError> {
+        let Some(path) = &self.engines else {
+            return Ok(Engines::local());
+        };
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::invalid(format!(
+                "--engines: cannot read `{file}`: {e}; name an engines file (docs/engines.md)"
+            ))
+        })?;
+        let base = path.parent().map(PathBuf::from).unwrap_or_default();
+        let cert_path = std::env::var("DOCKER_CERT_PATH").ok();
+        let ctx = Context {
+            base_dir: &base,
+            docker_cert_path: cert_path.as_deref(),
+        };
+        engines::load_str(&file, &text, &ctx).map_err(
+            |EnginesError::Invalid { file, diagnostics }| {
+                CliError::Invalid(format!("`{file}` is not a valid engines file"), diagnostics)
+            },
+        )
+    }
+}
+
+/// Refuses, before anything is journalled, a plan whose `placement` the engines cannot
+/// satisfy.
+pub fn check_placement(loaded: &LoadedPlan, engines: &Engines) -> Result<(), CliError> {
+    let problems = engines::check_placement(engines, &loaded.plan.placement);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::invalid(format!(
+        "`{}` cannot be placed on these engines: {}",
+        loaded.file,
+        problems.join("; ")
+    )))
+}
+
+/// The engines a study's runs go to, reached and checked.
+pub struct Placed {
+    /// The engine of the system under test.
+    pub system: Runtime,
+}
+
+/// Reaches the engines of the study's group and checks them: the local engine (as
+/// `DOCKER_HOST` names it) when no engines file was given (`local`). The runner checks each
+/// run's caps against the system engine's cores.
+pub async fn reach(
+    loaded: &LoadedPlan,
+    engines: &Engines,
+    local: bool,
+) -> Result<Placed, CliError> {
+    if engines.groups.len() > 1 {
+        return Err(CliError::invalid(format!(
+            "the engines file names {} groups; this feedbench runs a study on one group (runs in parallel across groups are not built yet): name one",
+            engines.groups.len()
+        )));
+    }
+    let group = engines.groups[0];
+    let apart = loaded.plan.placement.load_generator == Apartness::Apart;
+    if !apart && group.load_generator != group.system {
+        let (s, l) = engines.names(&group);
+        eprintln!(
+            "warning: the plan runs the load generator with the system under test (placement `together`): it runs on `{s}`, not on the group's load-generator engine `{l}`"
+        );
+    }
+    if apart {
+        return Err(CliError::invalid(format!(
+            "`{}` places the load generator apart; this feedbench cannot run a load generator on another engine yet",
+            loaded.file
+        )));
+    }
+    let system = if local {
+        Runtime::connect().await.map_err(anyhow::Error::from)?
+    } else {
+        connect(engines, group.system).await?
+    };
+    let built_on = Runtime::connect().await.map_err(anyhow::Error::from)?;
+    if !local
+        && system.identity().await.map_err(anyhow::Error::from)?
+            != built_on.identity().await.map_err(anyhow::Error::from)?
+    {
+        let e = &engines.engines[group.system];
+        return Err(invalid_at(
+            engines,
+            group.system,
+            format!(
+                "engine `{}` is not the engine feedbench builds images on and reaches container networks of; the system under test runs there (only the load generator may be placed elsewhere)",
+                e.name
+            ),
+            Some("name the local engine as the group's `system`".into()),
+        ));
+    }
+    let f = facts_of(&system).await?;
+    let checked = facts::check(engines, &[(group.system, f)], &[] as &[Need]);
+    for w in &checked.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !checked.errors.is_empty() {
+        return Err(CliError::invalid(format!(
+            "the engines cannot run `{}`:\n{}",
+            loaded.file,
+            checked.errors.join("\n")
+        )));
+    }
+    Ok(Placed { system })
+}
+
+async fn connect(engines: &Engines, i: usize) -> Result<Runtime, CliError> {
+    Runtime::connect_to(&engines.engines[i])
+        .await
+        .map_err(|e| invalid_at(engines, i, e.to_string(), None))
+}
+
+async fn facts_of(rt: &Runtime) -> Result<Facts, CliError> {
+    let f = rt.facts().await.map_err(anyhow::Error::from)?;
+    Ok(Facts {
+        api_version: rt.api_version().await.map_err(anyhow::Error::from)?,
+        cgroup_version: f.cgroup_version,
+        cores: f.cores,
+        boot_id: None,
+    })
+}
+
+/// Bad input at engine `i`'s endpoint in the engines file.
+fn invalid_at(engines: &Engines, i: usize, message: String, hint: Option<String>) -> CliError {
+    let e = &engines.engines[i];
+    match &e.site {
+        Some(site) => CliError::Invalid(
+            format!("`{}`: engine `{}` cannot be used", site.file, e.name),
+            vec![site.error(message, hint)],
+        ),
+        None => CliError::invalid(message),
+    }
+}

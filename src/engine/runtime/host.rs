@@ -1,0 +1,78 @@
+//! What an engine says of its host beyond `info`: the API version it speaks, its identity
+//! (which tells two connections to one engine apart from two engines), and the host
+//! kernel's boot id, which the API does not give: it is read by a throwaway container
+//! (the file is not namespaced, so a container sees its host's).
+
+use bollard::container::{Config, CreateContainerOptions};
+use bollard::models::HostConfig;
+
+use super::{Runtime, RuntimeError};
+use crate::engine::topology::LABEL_STUDY;
+
+/// The one file a container reads its host's boot id from.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+impl Runtime {
+    /// The API version the engine speaks, e.g. `1.47`.
+    pub async fn api_version(&self) -> Result<String, RuntimeError> {
+        let v = self.docker.version().await.map_err(RuntimeError::Info)?;
+        Ok(v.api_version.unwrap_or_default())
+    }
+
+    /// What tells engines apart: one engine reached twice answers the same, two engines
+    /// answer differently. The engine's ID alone does not do (engines of one host may share
+    /// the key it derives from), so its data root goes with it: two engines cannot share one.
+    pub async fn identity(&self) -> Result<(String, String), RuntimeError> {
+        let info = self.docker.info().await.map_err(RuntimeError::Info)?;
+        Ok((
+            info.id.unwrap_or_default(),
+            info.docker_root_dir.unwrap_or_default(),
+        ))
+    }
+
+    /// The host's boot id, read by a container of `image` (which must have `cat`) with no
+    /// network, a tenth of a core and 16 MiB, labelled for `study` so that a reap removes it
+    /// if feedbench dies meanwhile.
+    pub async fn boot_id(&self, image: &str, study: &str) -> Result<String, RuntimeError> {
+        let name = format!("feedbench-boot-id-{}", std::process::id());
+        let config = Config {
+            image: Some(image.to_string()),
+            entrypoint: Some(vec!["cat".to_string(), BOOT_ID.to_string()]),
+            cmd: Some(Vec::new()),
+            user: Some("65534:65534".to_string()),
+            labels: Some([(LABEL_STUDY.to_string(), study.to_string())].into()),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_string()),
+                nano_cpus: Some(100_000_000),
+                memory: Some(16 << 20),
+                memory_swap: Some(16 << 20),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.remove_container(&name).await?;
+        self.docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: name.clone(),
+                    platform: None,
+                }),
+                config,
+            )
+            .await
+            .map_err(|source| RuntimeError::CreateContainer {
+                name: name.clone(),
+                image: image.to_string(),
+                source: Box::new(source),
+            })?;
+        let read = async {
+            self.start(&name).await?;
+            self.wait_exit(&name, std::time::Duration::from_secs(30))
+                .await?;
+            self.output(&name).await
+        }
+        .await;
+        self.remove_container(&name).await?;
+        Ok(read?.trim().to_string())
+    }
+}
