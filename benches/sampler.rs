@@ -90,6 +90,7 @@ async fn phase(
                 MonitorOptions {
                     source,
                     period: Duration::from_secs(1),
+                    ..Default::default()
                 },
             )
             .await?,

@@ -428,6 +428,7 @@ fn replica(id: &str) -> feedbench::ledger::manifest::Image {
         container: "fb-smoke-replica-1".into(),
         image: "feedbench/feed-rs:dev".into(),
         image_id: Some(id.into()),
+        engine: None,
     }
 }
 

@@ -449,3 +449,219 @@ fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_record
         assert!(no_journal(&results), "{case}: a journal was written");
     }
 }
+
+const APART: &str = "tests/plans/docker/smoke-apart.yaml";
+
+/// The commit that last changed the apart plan or any of its inputs: its registration.
+fn registered() -> String {
+    let out = Command::new("git")
+        .current_dir(repo())
+        .args(["log", "-1", "--format=%H", "--"])
+        .args([APART, "contenders", "images", "Cargo.lock"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Labelled containers and networks of `study` left on an engine.
+fn leftovers_on(rt: &tokio::runtime::Runtime, engine: &Runtime, study: &str) -> usize {
+    let (c, n) = rt.block_on(common::leftovers(engine, study));
+    c.len() + n.len()
+}
+
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn the_smoke_study_runs_with_its_load_generator_on_the_second_engine() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let local = rt.block_on(Runtime::connect()).unwrap();
+    rt.block_on(common::plan_images(APART));
+    let second = SecondEngine::up();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    let file = base.join("engines.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "format_version: 1\nengines:\n  here: {{endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}}\n  second: {{endpoint: \"{}\", address: 10.99.0.2, tls: {{cert-path: {}}}}}\ngroups:\n  - {{system: here, load-generator: second}}\n",
+            second.tcp,
+            second.certs.display()
+        ),
+    )
+    .unwrap();
+    let results = base.join("results");
+    let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo())
+        .args(["run", APART, "--no-build", "--engines"])
+        .arg(&file)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // One host: said, since the two engines' runs share its cores.
+    assert!(
+        err.contains("engines `here` and `second` run on one host (boot id "),
+        "{err}"
+    );
+    assert!(err.contains("copying image `feedbench/k6:"), "{err}");
+
+    for name in [
+        "feed-rs_ramp_r1",
+        "feed-rs_baseline_db-latency_r1",
+        "feed-rs_baseline_replica-kill_r1",
+    ] {
+        let dir = results.join("smoke-apart/runs").join(name);
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(record["execution"]["execution"], "completed", "{name}");
+        assert_eq!(record["validity_evidence"], serde_json::json!([]), "{name}");
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        // Each container's engine, and both engines' hosts.
+        for img in m["images"].as_array().unwrap() {
+            let want = if img["role"] == "load-generator" {
+                "second"
+            } else {
+                "here"
+            };
+            assert_eq!(img["engine"], want, "{name}: {img}");
+        }
+        let engines: Vec<&str> = m["engines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(engines, ["here", "second"], "{name}");
+        assert!(m["engines"][1]["host"]["cores"].as_f64().unwrap() >= 1.0);
+        // The load generator reached the balancer where the system engine published it,
+        // and was sampled like every other container.
+        let events = std::fs::read_to_string(dir.join("events.csv")).unwrap();
+        assert!(
+            events.contains(
+                "the load generator runs on engine `second` and reaches the balancer at http://10.99.0.1:"
+            ),
+            "{name}: {events}"
+        );
+        let script = std::fs::read_to_string(dir.join("load.js")).unwrap();
+        assert!(script.contains("http://10.99.0.1:"), "{name}");
+        let csv = std::fs::read_to_string(dir.join("containers.csv")).unwrap();
+        let lg_ok = csv
+            .lines()
+            .filter(|l| l.contains(",load-generator,") && l.contains(",ok,"))
+            .count();
+        assert!(lg_ok >= 30, "{name}: {lg_ok} samples of the load generator");
+    }
+    let report = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo())
+        .args(["report", APART, "--verify", "--registered", &registered()])
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&report.stderr);
+    assert!(report.status.success(), "{err}");
+    assert!(err.contains("agrees"), "{err}");
+    let audit = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo())
+        .args(["audit", APART, "--registered", &registered()])
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&audit.stdout);
+    assert!(
+        !said.contains("hosts-differ") && !said.contains("ran on hosts that differ"),
+        "{said}"
+    );
+    let remote = rt
+        .block_on(Runtime::connect_to(only(&engines(
+            &base,
+            &one(&second.unix, ""),
+        ))))
+        .unwrap();
+    assert_eq!(leftovers_on(&rt, &local, "smoke-apart"), 0);
+    assert_eq!(leftovers_on(&rt, &remote, "smoke-apart"), 0);
+}
+
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_told_to() {
+    use feedbench::run::monitor::{self, MonitorOptions, Sampled, Source, Target};
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let local = rt.block_on(Runtime::connect()).unwrap();
+    rt.block_on(common::infrastructure_images());
+    let second = SecondEngine::up();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    let remote = rt
+        .block_on(Runtime::connect_to(only(&engines(
+            &base,
+            &one(&second.unix, ""),
+        ))))
+        .unwrap();
+    let image = "feedbench/base:bookworm";
+    rt.block_on(feedbench::images::copy(
+        local.docker(),
+        remote.docker(),
+        image,
+    ))
+    .unwrap();
+    let name = "fb-remote-sampled";
+    let out = Command::new("docker")
+        .args(["-H", &second.unix, "run", "-d", "--name", name])
+        .args([
+            "--label",
+            "feedbench.study=remote-sampled",
+            "--network",
+            "none",
+        ])
+        .args(["--cpus", "0.2", "--memory", "64m", image])
+        .args(["sh", "-c", "while :; do :; done"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let target = || Sampled {
+        target: Target {
+            name: name.into(),
+            role: "load-generator".into(),
+        },
+        rt: remote.clone(),
+        remote: true,
+    };
+    // Forced, then automatic: the API, then this host's cgroup files (the engines share it).
+    for (remote_source, want) in [(Source::EngineApi, "engine-api"), (Source::Auto, "cgroup")] {
+        let dir = base.join(format!("monitor-{want}"));
+        let handle = rt
+            .block_on(monitor::start_placed(
+                vec![target()],
+                None,
+                &dir,
+                MonitorOptions {
+                    remote_source,
+                    period: std::time::Duration::from_millis(500),
+                    ..Default::default()
+                },
+            ))
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(4));
+        let summary = rt.block_on(handle.stop()).unwrap();
+        assert!(summary.containers[0].ok >= 5, "{want}: {summary:?}");
+        let csv = std::fs::read_to_string(dir.join("containers.csv")).unwrap();
+        let rows: Vec<&str> = csv.lines().skip(1).collect();
+        assert!(
+            rows.iter().all(|r| r.contains(&format!(",{want},ok,"))),
+            "{want}: {csv}"
+        );
+        // CPU used, at about its cap: the counters are the container's.
+        let cpu = |r: &str| r.split(',').nth(7).unwrap().parse::<f64>().unwrap();
+        let (first, last) = (cpu(rows[0]), cpu(rows[rows.len() - 1]));
+        assert!(last - first > 0.2, "{want}: {first} → {last}");
+    }
+    rt.block_on(remote.clean(Some("remote-sampled"))).unwrap();
+}

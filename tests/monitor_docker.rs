@@ -155,6 +155,7 @@ async fn scenario(rt: &Runtime) {
         MonitorOptions {
             source: Source::Cgroup,
             period,
+            ..Default::default()
         },
     )
     .await
@@ -169,6 +170,7 @@ async fn scenario(rt: &Runtime) {
         MonitorOptions {
             source: Source::EngineApi,
             period,
+            ..Default::default()
         },
     )
     .await

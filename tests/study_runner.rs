@@ -77,6 +77,7 @@ impl Testbed for Fake {
                 container: c.name.clone(),
                 image: c.image.clone(),
                 image_id: Some(format!("sha256:{}", c.image.len())),
+                engine: None,
             })
             .collect()
     }

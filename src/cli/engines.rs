@@ -9,7 +9,9 @@ use feedbench_core::engines::facts::{self, Facts, Need};
 use feedbench_core::engines::{self, Context, Engines, EnginesError};
 
 use super::CliError;
+use crate::engine::placement::{Apart, Placement};
 use crate::engine::runtime::Runtime;
+use crate::plan::expand::resolve_contenders;
 use crate::plan::model::Apartness;
 use crate::plan::LoadedPlan;
 
@@ -62,20 +64,15 @@ pub fn check_placement(loaded: &LoadedPlan, engines: &Engines) -> Result<(), Cli
     )))
 }
 
-/// The engines a study's runs go to, reached and checked.
-pub struct Placed {
-    /// The engine of the system under test.
-    pub system: Runtime,
-}
-
 /// Reaches the engines of the study's group and checks them: the local engine (as
-/// `DOCKER_HOST` names it) when no engines file was given (`local`). The runner checks each
-/// run's caps against the system engine's cores.
+/// `DOCKER_HOST` names it) when no engines file was given (`local`). Where the plan places
+/// the load generator apart, its image is copied to its engine when that engine lacks it.
+/// The runner checks each run's caps against the system engine's cores.
 pub async fn reach(
     loaded: &LoadedPlan,
     engines: &Engines,
     local: bool,
-) -> Result<Placed, CliError> {
+) -> Result<Placement, CliError> {
     if engines.groups.len() > 1 {
         return Err(CliError::invalid(format!(
             "the engines file names {} groups; this feedbench runs a study on one group (runs in parallel across groups are not built yet): name one",
@@ -90,22 +87,14 @@ pub async fn reach(
             "warning: the plan runs the load generator with the system under test (placement `together`): it runs on `{s}`, not on the group's load-generator engine `{l}`"
         );
     }
-    if apart {
-        return Err(CliError::invalid(format!(
-            "`{}` places the load generator apart; this feedbench cannot run a load generator on another engine yet",
-            loaded.file
-        )));
-    }
+    let built_on = Runtime::connect().await.map_err(anyhow::Error::from)?;
     let system = if local {
-        Runtime::connect().await.map_err(anyhow::Error::from)?
+        built_on.clone()
     } else {
         connect(engines, group.system).await?
     };
-    let built_on = Runtime::connect().await.map_err(anyhow::Error::from)?;
-    if !local
-        && system.identity().await.map_err(anyhow::Error::from)?
-            != built_on.identity().await.map_err(anyhow::Error::from)?
-    {
+    let here = identity(&built_on).await?;
+    if !local && identity(&system).await? != here {
         let e = &engines.engines[group.system];
         return Err(invalid_at(
             engines,
@@ -117,8 +106,53 @@ pub async fn reach(
             Some("name the local engine as the group's `system`".into()),
         ));
     }
-    let f = facts_of(&system).await?;
-    let checked = facts::check(engines, &[(group.system, f)], &[] as &[Need]);
+    let mut facts = vec![(group.system, facts_of(&system).await?)];
+    let mut needs = Vec::new();
+    let mut placement = Placement::one(system);
+    if !local {
+        placement.system_name = engines.engines[group.system].name.clone();
+    }
+    if apart {
+        let l = group.load_generator;
+        let rt = connect(engines, l).await?;
+        if identity(&rt).await? == here {
+            let (s, lg) = engines.names(&group);
+            return Err(invalid_at(
+                engines,
+                l,
+                format!("engines `{s}` and `{lg}` are one engine (the same ID and data root): the load generator would not run apart"),
+                Some("name another engine as the group's `load-generator`".into()),
+            ));
+        }
+        let image = loaded
+            .plan
+            .topology
+            .load_generator
+            .image
+            .as_str()
+            .to_string();
+        copy_image(&placement.system, &rt, &image, engines, l).await?;
+        let study = loaded.plan.study.name.to_string();
+        let mut lg_facts = facts_of(&rt).await?;
+        lg_facts.boot_id = Some(boot_id(&rt, &image, &study).await?);
+        facts[0].1.boot_id = Some(boot_id(&placement.system, &image, &study).await?);
+        facts.push((l, lg_facts));
+        let cores = resolve_contenders(&loaded.plan)
+            .iter()
+            .map(|c| c.caps.load_generator.cpus)
+            .fold(0.0, f64::max);
+        needs.push(Need {
+            engine: l,
+            cores,
+            what: "the load generator's cap".into(),
+        });
+        placement.apart = Some(Apart {
+            rt,
+            name: engines.engines[l].name.clone(),
+            address: engines.engines[group.system].address,
+        });
+    }
+    let checked = facts::check(engines, &facts, &needs);
     for w in &checked.warnings {
         eprintln!("warning: {w}");
     }
@@ -129,7 +163,48 @@ pub async fn reach(
             checked.errors.join("\n")
         )));
     }
-    Ok(Placed { system })
+    Ok(placement)
+}
+
+async fn identity(rt: &Runtime) -> Result<(String, String), CliError> {
+    Ok(rt.identity().await.map_err(anyhow::Error::from)?)
+}
+
+async fn boot_id(rt: &Runtime, image: &str, study: &str) -> Result<String, CliError> {
+    Ok(rt
+        .boot_id(image, study)
+        .await
+        .map_err(anyhow::Error::from)?)
+}
+
+/// The image on `to` as it is on `from`: copied through the engine API when `to` lacks it
+/// or has another image under its name, and checked by image ID.
+async fn copy_image(
+    from: &Runtime,
+    to: &Runtime,
+    image: &str,
+    engines: &Engines,
+    i: usize,
+) -> Result<(), CliError> {
+    let Some(want) = from.image_id(image).await else {
+        return Err(CliError::invalid(format!(
+            "image `{image}` is not on the engine feedbench builds on; build it (`feedbench images build`, or leave out --no-build)"
+        )));
+    };
+    if to.image_id(image).await.as_deref() == Some(want.as_str()) {
+        return Ok(());
+    }
+    let name = &engines.engines[i].name;
+    eprintln!("copying image `{image}` to engine `{name}`");
+    let got = crate::images::copy(from.docker(), to.docker(), image)
+        .await
+        .map_err(anyhow::Error::from)?;
+    if got != want {
+        return Err(CliError::Failure(anyhow::anyhow!(
+            "image `{image}` on engine `{name}` is {got} after the copy, not {want}"
+        )));
+    }
+    Ok(())
 }
 
 async fn connect(engines: &Engines, i: usize) -> Result<Runtime, CliError> {

@@ -114,8 +114,8 @@ pub(super) fn run_on_engine(
 ) -> Result<(), CliError> {
     super::block_on(async move {
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-        let placed = super::engines::reach(request.loaded, engines, local).await?;
-        let testbed = DockerTestbed { rt: placed.system };
+        let placement = super::engines::reach(request.loaded, engines, local).await?;
+        let testbed = DockerTestbed { placement };
         run_study(session, request, &testbed, &mut interrupt)
             .await
             .map_err(study_error)

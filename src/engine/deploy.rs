@@ -12,8 +12,10 @@ use futures_util::future::join_all;
 use super::balancer;
 use super::fault_proxy::FaultProxy;
 use super::http::request;
+use super::placement::Placement;
 use super::runtime::{Runtime, RuntimeError};
 use super::topology::{ContainerSpec, Readiness, Role, RunTopology, FAULT_PROXY_API_PORT};
+use feedbench_core::spec::placement::extra_networks;
 use feedbench_core::spec::seed;
 
 #[derive(Debug, thiserror::Error)]
@@ -96,8 +98,7 @@ pub async fn deploy(
     deploy_with(rt, topology, deadline, logs_dir, Seeding::Snapshot).await
 }
 
-/// [`deploy`], choosing how the database is seeded. Containers of a stage start together;
-/// a stage starts when the one before is ready.
+/// [`deploy`], choosing how the database is seeded.
 pub async fn deploy_with(
     rt: &Runtime,
     topology: &RunTopology,
@@ -105,13 +106,28 @@ pub async fn deploy_with(
     logs_dir: Option<&Path>,
     seeding: Seeding,
 ) -> Result<Deployed, DeployError> {
+    let placement = Placement::one(rt.clone());
+    deploy_placed(&placement, topology, deadline, logs_dir, seeding).await
+}
+
+/// Deploys a topology as placed (`Placement::topology`): each container on its role's
+/// engine, the run's networks on the system's. Containers of a stage start together; a
+/// stage starts when the one before is ready.
+pub async fn deploy_placed(
+    placement: &Placement,
+    topology: &RunTopology,
+    deadline: Duration,
+    logs_dir: Option<&Path>,
+    seeding: Seeding,
+) -> Result<Deployed, DeployError> {
+    let rt = &placement.system;
     let started = Instant::now();
     let until = started + deadline;
-    rt.ensure_network(
-        &topology.network,
-        &topology.labels.clone().into_iter().collect(),
-    )
-    .await?;
+    let labels = topology.labels.clone().into_iter().collect();
+    rt.ensure_network(&topology.network, &labels).await?;
+    for edge in extra_networks(topology) {
+        rt.ensure_edge_network(&edge, &labels).await?;
+    }
     let prepared = match seeding {
         Seeding::Snapshot => super::seed::prepare(rt, topology, until).await?,
         Seeding::Scripts => None,
@@ -127,7 +143,13 @@ pub async fn deploy_with(
             c
         })
         .collect();
-    for r in join_all(specs.iter().map(|c| rt.create(c, &topology.network))).await {
+    for r in join_all(
+        specs
+            .iter()
+            .map(|c| placement.of(c.role).create(c, &topology.network)),
+    )
+    .await
+    {
         r?;
     }
     let mut addresses = HashMap::new();
@@ -143,12 +165,13 @@ pub async fn deploy_with(
             .iter()
             .filter(|c| c.stage == stage && c.readiness != Readiness::NotStarted)
             .collect();
-        for r in join_all(members.iter().map(|c| rt.start(&c.name))).await {
+        for r in join_all(members.iter().map(|c| placement.of(c.role).start(&c.name))).await {
             r?;
         }
         let results = join_all(members.iter().map(|c| async {
-            let ip = wait_address(rt, c, &topology.network, until).await?;
-            wait_ready(rt, c, ip, until).await?;
+            let on = placement.of(c.role);
+            let ip = wait_address(on, c, &topology.network, until).await?;
+            wait_ready(on, c, ip, until).await?;
             Ok::<_, (String, String)>((c.role, ip))
         }))
         .await;
@@ -158,7 +181,7 @@ pub async fn deploy_with(
                     addresses.insert(role, ip);
                 }
                 Err((container, reason)) => {
-                    return Err(not_ready(rt, topology, &container, reason, logs_dir).await)
+                    return Err(not_ready(placement, topology, &container, reason, logs_dir).await)
                 }
             }
         }
@@ -176,7 +199,7 @@ pub async fn deploy_with(
                 .map(|c| c.name.clone())
                 .unwrap_or_default();
             if let Err(e) = fp.populate(&topology.proxies).await {
-                return Err(not_ready(rt, topology, &name, e.to_string(), logs_dir).await);
+                return Err(not_ready(placement, topology, &name, e.to_string(), logs_dir).await);
             }
         }
     }
@@ -286,7 +309,7 @@ async fn wait_ready(
 }
 
 async fn not_ready(
-    rt: &Runtime,
+    placement: &Placement,
     topology: &RunTopology,
     container: &str,
     reason: String,
@@ -299,7 +322,7 @@ async fn not_ready(
         .map(|c| c.role.key())
         .unwrap_or_else(|| container.to_string());
     let logs = match logs_dir {
-        Some(dir) => save_logs(rt, topology, dir)
+        Some(dir) => save_logs_placed(placement, topology, dir)
             .await
             .ok()
             .map(|_| dir.to_path_buf()),
@@ -315,9 +338,19 @@ async fn not_ready(
 
 /// Writes every container's log to `dir/<role>.log`.
 pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std::io::Result<()> {
+    save_logs_placed(&Placement::one(rt.clone()), topology, dir).await
+}
+
+/// [`save_logs`], each log read from its container's engine.
+pub async fn save_logs_placed(
+    placement: &Placement,
+    topology: &RunTopology,
+    dir: &Path,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for c in &topology.containers {
-        let text = rt
+        let text = placement
+            .of(c.role)
             .logs(&c.name)
             .await
             .unwrap_or_else(|e| format!("(no log: {e})\n"));
@@ -326,17 +359,29 @@ pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std:
     Ok(())
 }
 
-/// Removes the run's containers, network, and its database's copy of the snapshot. Every removal is tried; the first error is
-/// returned after all were attempted.
+/// Removes the run's containers, network, and its database's copy of the snapshot. Every
+/// removal is tried; the first error is returned after all were attempted.
 pub async fn teardown(rt: &Runtime, topology: &RunTopology) -> Result<(), RuntimeError> {
+    teardown_placed(&Placement::one(rt.clone()), topology).await
+}
+
+/// [`teardown`], each container removed from its engine, then the run's networks.
+pub async fn teardown_placed(
+    placement: &Placement,
+    topology: &RunTopology,
+) -> Result<(), RuntimeError> {
+    let rt = &placement.system;
     let results = join_all(
         topology
             .containers
             .iter()
-            .map(|c| rt.remove_container(&c.name)),
+            .map(|c| placement.of(c.role).remove_container(&c.name)),
     )
     .await;
-    let network = rt.remove_network(&topology.network).await;
+    let mut networks = vec![rt.remove_network(&topology.network).await];
+    for edge in extra_networks(topology) {
+        networks.push(rt.remove_network(&edge).await);
+    }
     // The database's copy of its snapshot, if it had one (absent is fine).
     let volumes = join_all(
         topology
@@ -346,11 +391,7 @@ pub async fn teardown(rt: &Runtime, topology: &RunTopology) -> Result<(), Runtim
             .map(|c| async move { rt.remove_volume(&seed::run_volume(&c.name)).await }),
     )
     .await;
-    results
-        .into_iter()
-        .chain(std::iter::once(network))
-        .chain(volumes)
-        .collect()
+    results.into_iter().chain(networks).chain(volumes).collect()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ pub mod balancer;
 pub mod deploy;
 pub mod fault_proxy;
 pub mod http;
+pub mod placement;
 pub mod runtime;
 pub mod seed;
 pub use feedbench_core::spec::topology;

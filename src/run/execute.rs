@@ -12,12 +12,15 @@ use super::faults::{schedule, Action, Edge};
 use super::follow::Follower;
 use super::guards::{self, HostProbe, Trip};
 use super::load::{self, LoadScript, LoadSpec};
-use super::monitor::{self, Target};
+use super::monitor::{self, MonitorOptions, Sampled, Target};
 use super::requests::{self, LoadSummary};
 use crate::analysis::live::LiveRamp;
 use crate::analysis::saturation::{self, Saturation};
-use crate::engine::deploy::{check_caps, deploy, save_logs, teardown, DeployError};
+use crate::engine::deploy::{
+    check_caps, deploy_placed, save_logs_placed, teardown_placed, DeployError, Seeding,
+};
 use crate::engine::fault_proxy::FaultProxy;
+use crate::engine::placement::Placement;
 use crate::engine::runtime::{Runtime, RuntimeError};
 use crate::engine::topology::{
     ContainerSpec, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
@@ -158,11 +161,11 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExecuteError> {
     Ok(crate::ledger::files::write_atomic(&dir.join(name), bytes)?)
 }
 
-/// Executes one run, deployed as `topo` (its topology, built once by the caller), into
-/// `dir` (which must not exist yet).
+/// Executes one run, deployed as `topo` (its topology, built once by the caller) placed on
+/// the engines of `placement`, into `dir` (which must not exist yet).
 #[allow(clippy::too_many_arguments)]
 pub async fn execute(
-    rt: &Runtime,
+    placement: &Placement,
     loaded: &LoadedPlan,
     run: &RunSpec,
     topo: &RunTopology,
@@ -178,6 +181,8 @@ pub async fn execute(
         source,
     })?;
     let plan = &loaded.plan;
+    let rt = &placement.system;
+    let topo = &placement.topology(topo);
     let mut events = EventLog::new(dir, &run.id, observer)?;
     let mut record = RunRecord {
         format_version: FORMAT_VERSION,
@@ -216,18 +221,8 @@ pub async fn execute(
     }
     record.derived = derived;
 
-    let profile = &plan.profiles[run.profile.as_str()];
-    let script = load::render(&LoadSpec {
-        profile,
-        workload: plan.workload_of(profile),
-        objective: &plan.study.objective,
-        saturation: &saturation_map,
-        base_url: &format!("http://{}:{BALANCER_PORT}", Role::Balancer.key()),
-        seed: u64::from(run.repetition),
-        max_vus: None,
-        generator: plan.topology.load_generator.kind,
-        max_lag_ms: plan.topology.load_generator.max_lag().millis,
-    })?;
+    let on_the_run_network = format!("http://{}:{BALANCER_PORT}", Role::Balancer.key());
+    let script = load::render(&load_spec(plan, run, &saturation_map, &on_the_run_network))?;
     write(dir, rundir::HAPROXY_CFG, topo.haproxy_cfg.as_bytes())?;
     write(
         dir,
@@ -263,7 +258,7 @@ pub async fn execute(
         phase: "deploy".into(),
     });
     let outcome = measure(
-        rt,
+        placement,
         plan,
         run,
         topo,
@@ -279,7 +274,7 @@ pub async fn execute(
         phase: "teardown".into(),
     });
     let logs = dir.join(rundir::LOGS_DIR);
-    if save_logs(rt, topo, &logs).await.is_err() {
+    if save_logs_placed(placement, topo, &logs).await.is_err() {
         record
             .warnings
             .push("some container logs could not be saved".into());
@@ -293,7 +288,7 @@ pub async fn execute(
             record.warnings.push(e.to_string());
         }
     }
-    record.cleanup_ok = teardown(rt, topo).await.is_ok();
+    record.cleanup_ok = teardown_placed(placement, topo).await.is_ok();
     let request_starts = match outcome {
         Ok(starts) => starts,
         Err(e) => {
@@ -342,10 +337,32 @@ fn finish(dir: &Path, mut record: RunRecord, events: &EventLog) -> Result<RunRec
     Ok(record)
 }
 
+/// What the run's load script is rendered from; `base_url` is where the load generator
+/// finds the balancer.
+fn load_spec<'a>(
+    plan: &'a Plan,
+    run: &RunSpec,
+    saturation: &'a IndexMap<Name, f64>,
+    base_url: &'a str,
+) -> LoadSpec<'a> {
+    let profile = &plan.profiles[run.profile.as_str()];
+    LoadSpec {
+        profile,
+        workload: plan.workload_of(profile),
+        objective: &plan.study.objective,
+        saturation,
+        base_url,
+        seed: u64::from(run.repetition),
+        max_vus: None,
+        generator: plan.topology.load_generator.kind,
+        max_lag_ms: plan.topology.load_generator.max_lag().millis,
+    }
+}
+
 /// Deploy, sample, load, inject, guard; the raw data lands in `dir`.
 #[allow(clippy::too_many_arguments)]
 async fn measure(
-    rt: &Runtime,
+    placement: &Placement,
     plan: &Plan,
     run: &RunSpec,
     topo: &RunTopology,
@@ -356,17 +373,59 @@ async fn measure(
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
 ) -> Result<Vec<i128>, ExecuteError> {
-    let deployed = deploy(
-        rt,
+    let rt = &placement.system;
+    let deployed = deploy_placed(
+        placement,
         topo,
         Duration::from_secs(300),
         Some(&dir.join(rundir::LOGS_DIR)),
+        Seeding::Snapshot,
     )
     .await?;
     record.seed = deployed.snapshot.clone();
-    let targets: Vec<Target> = topo.containers.iter().map(Target::from).collect();
-    let monitors =
-        monitor::start(rt, targets, deployed.addr(Role::Balancer, STATS_PORT), dir).await?;
+    // Apart, the load generator's target is where the system engine published the
+    // balancer, known once it runs: the script is rendered again for it (only its target
+    // differs) and the copy in the run directory replaced.
+    let script = &match &placement.apart {
+        Some(_) => {
+            let balancer = topo
+                .container(Role::Balancer)
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
+            let at = rt.published(&balancer, BALANCER_PORT).await?;
+            let url = feedbench_core::spec::placement::base_url(at);
+            events.emit(RunEvent::Note {
+                text: format!(
+                    "the load generator runs on engine `{}` and reaches the balancer at {url}",
+                    placement.name_of(Role::LoadGenerator)
+                ),
+            });
+            let again = load::render(&load_spec(plan, run, saturations, &url))?;
+            write(
+                dir,
+                rundir::load_input(again.generator),
+                again.script.as_bytes(),
+            )?;
+            again
+        }
+        None => script.clone(),
+    };
+    let targets: Vec<Sampled> = topo
+        .containers
+        .iter()
+        .map(|c| Sampled {
+            target: Target::from(c),
+            rt: placement.of(c.role).clone(),
+            remote: placement.apart.is_some() && c.role == Role::LoadGenerator,
+        })
+        .collect();
+    let monitors = monitor::start_placed(
+        targets,
+        deployed.addr(Role::Balancer, STATS_PORT),
+        dir,
+        MonitorOptions::default(),
+    )
+    .await?;
     let mut oom = monitors.latest();
     let mut health = monitors.balancer_latest();
 
@@ -374,10 +433,12 @@ async fn measure(
         .container(Role::LoadGenerator)
         .map(|c| c.name.clone())
         .unwrap_or_default();
-    rt.upload(&loadgen, &[script.file()]).await?;
-    rt.start(&loadgen).await?;
+    // The load generator's engine: the system's, unless it runs apart.
+    let lg = placement.of(Role::LoadGenerator);
+    lg.upload(&loadgen, &[script.file()]).await?;
+    lg.start(&loadgen).await?;
     let follower = Follower::start(
-        rt,
+        lg,
         &loadgen,
         script.generator,
         dir.join(rundir::REQUESTS_CSV),
@@ -495,7 +556,7 @@ async fn measure(
                 });
                 // k6 stops its scenario on SIGINT and writes out what it has; so does
                 // feedbench-load.
-                let _ = rt.kill(&loadgen, "SIGINT").await;
+                let _ = lg.kill(&loadgen, "SIGINT").await;
             }
         }
         // Health transitions the balancer reports.
@@ -555,7 +616,7 @@ async fn measure(
         }
         if now.duration_since(last_image_check) >= Duration::from_secs(5) {
             last_image_check = now;
-            if let Some(img) = missing_image(rt, topo).await {
+            if let Some(img) = missing_image(placement, topo).await {
                 break Some(guards::image_gone_trip(&img));
             }
         }
@@ -592,7 +653,7 @@ async fn measure(
         }
         if now.duration_since(last_state_check) >= Duration::from_secs(1) {
             last_state_check = now;
-            if let Ok((false, _)) = rt.state(&loadgen).await {
+            if let Ok((false, _)) = lg.state(&loadgen).await {
                 break None;
             }
         }
@@ -601,14 +662,14 @@ async fn measure(
                 "the load generator ran past its schedule by 120 s; stopped at {:.0} s",
                 now.duration_since(load_started).as_secs_f64()
             ));
-            let _ = rt.kill(&loadgen, "SIGKILL").await;
+            let _ = lg.kill(&loadgen, "SIGKILL").await;
             break None;
         }
     };
 
     if let Some(t) = &trip {
         abort(events, record, t);
-        let _ = rt.kill(&loadgen, "SIGKILL").await;
+        let _ = lg.kill(&loadgen, "SIGKILL").await;
     }
     // A fault still applied (the run ended inside its window) is cleared before teardown,
     // so that its logs describe a system that was put back.
@@ -618,7 +679,7 @@ async fn measure(
         }
     }
     record.monitors = Some(monitors.stop().await?);
-    let raw = rt
+    let raw = lg
         .download(
             &loadgen,
             crate::spec::commands::output_path(script.generator),
@@ -757,9 +818,9 @@ fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {
 
 /// The first image of the run the engine says it no longer has (an engine that does not
 /// answer is not taken for a missing image: the guard only trips on the engine's word).
-async fn missing_image(rt: &Runtime, topo: &RunTopology) -> Option<String> {
+async fn missing_image(placement: &Placement, topo: &RunTopology) -> Option<String> {
     for c in &topo.containers {
-        if let Ok(false) = rt.has_image(&c.image).await {
+        if let Ok(false) = placement.of(c.role).has_image(&c.image).await {
             return Some(c.image.clone());
         }
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::ledger::journal::{Event, Writer};
 use crate::ledger::layout::{self, ABORTED, INTERRUPTED};
 use crate::ledger::manifest::{
-    self, Execution as Axis, Git, Host, Image, Manifest, Outcome, Validity,
+    self, EngineHost, Execution as Axis, Git, Host, Image, Manifest, Outcome, Validity,
 };
 use crate::ledger::{files, Decider};
 use crate::plan::RunSpec;
@@ -30,6 +30,8 @@ pub struct StudyContext {
     pub plan_hash: String,
     pub git: Git,
     pub host: Host,
+    /// Every engine the runs use and its host's facts.
+    pub engines: Vec<EngineHost>,
     /// The plan's inputs as read when the study started.
     pub inputs: feedbench_core::inputs::Inputs,
 }
@@ -57,6 +59,7 @@ fn manifest(
         feedbench_version: feedbench_version(),
         git: ctx.git.clone(),
         host: ctx.host.clone(),
+        engines: ctx.engines.clone(),
         images,
         seed_digest: record.and_then(|r| r.seed.as_ref().map(|s| s.digest.clone())),
         inputs: ctx.inputs.files_of(&run.inputs),

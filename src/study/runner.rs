@@ -75,6 +75,7 @@ pub async fn run_study<T: Testbed>(
         plan_hash: loaded.plan_hash.clone(),
         git: request.registration.clone(),
         host: testbed.host().await?,
+        engines: testbed.engines().await?,
         inputs: request.inputs.clone(),
     };
     // Caps that do not fit the host are the plan's problem: refused before anything is

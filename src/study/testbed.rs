@@ -5,9 +5,11 @@
 
 use std::path::Path;
 
-use crate::engine::runtime::{Runtime, RuntimeError};
+use crate::engine::placement::Placement;
+use crate::engine::runtime::Runtime;
+use crate::engine::runtime::RuntimeError;
 use crate::engine::topology::RunTopology;
-use crate::ledger::manifest::{Host, Image};
+use crate::ledger::manifest::{EngineHost, Host, Image};
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::{execute, ExecuteError, Saturations};
@@ -33,8 +35,15 @@ pub enum TestbedError {
 /// Where a study's runs are carried out.
 #[allow(async_fn_in_trait)]
 pub trait Testbed {
-    /// The facts of the host the runs land on, for every manifest.
+    /// The facts of the system engine's host, for every manifest.
     async fn host(&self) -> Result<Host, TestbedError>;
+    /// Every engine the runs use (the system's first) and its host's facts.
+    async fn engines(&self) -> Result<Vec<EngineHost>, TestbedError> {
+        Ok(vec![EngineHost {
+            name: crate::engine::placement::LOCAL.to_string(),
+            host: self.host().await?,
+        }])
+    }
     /// Removes every container and network of `study`; returns how many containers.
     async fn reap(&self, study: &str) -> Result<usize, TestbedError>;
     /// The image of each container of `topo`, with its id as the engine has it now.
@@ -59,25 +68,36 @@ pub trait Testbed {
     ) -> Result<RunRecord, TestbedError>;
 }
 
-/// The Docker engine, through the one runtime module.
+/// Docker engines, through the one runtime module: the system engine, and the load
+/// generator's own when the plan places it apart.
 pub struct DockerTestbed {
-    pub rt: Runtime,
+    pub placement: Placement,
 }
 
 impl Testbed for DockerTestbed {
     async fn host(&self) -> Result<Host, TestbedError> {
-        let facts = self.rt.facts().await?;
-        Ok(Host {
-            cores: facts.cores,
-            memory_bytes: facts.memory_bytes,
-            kernel: facts.kernel,
-            cgroup_version: facts.cgroup_version,
-            engine_version: facts.engine_version,
-        })
+        host_of(&self.placement.system).await
+    }
+
+    /// Every engine of the placement: a killed coordinator may have left containers on
+    /// each.
+    async fn engines(&self) -> Result<Vec<EngineHost>, TestbedError> {
+        let mut out = Vec::new();
+        for (name, rt) in self.placement.engines() {
+            out.push(EngineHost {
+                name: name.to_string(),
+                host: host_of(rt).await?,
+            });
+        }
+        Ok(out)
     }
 
     async fn reap(&self, study: &str) -> Result<usize, TestbedError> {
-        Ok(self.rt.clean(Some(study)).await?.containers.len())
+        let mut n = 0;
+        for (_, rt) in self.placement.engines() {
+            n += rt.clean(Some(study)).await?.containers.len();
+        }
+        Ok(n)
     }
 
     async fn images(&self, topo: &RunTopology) -> Vec<Image> {
@@ -87,7 +107,8 @@ impl Testbed for DockerTestbed {
                 role: c.role.key(),
                 container: c.name.clone(),
                 image: c.image.clone(),
-                image_id: self.rt.image_id(&c.image).await,
+                image_id: self.placement.of(c.role).image_id(&c.image).await,
+                engine: Some(self.placement.name_of(c.role).to_string()),
             });
         }
         out
@@ -99,7 +120,7 @@ impl Testbed for DockerTestbed {
         run: &RunSpec,
         observer: Observer<'_>,
     ) -> Result<GateOutcome, TestbedError> {
-        Ok(run_gate(&self.rt, loaded, run, observer).await?)
+        Ok(run_gate(&self.placement.system, loaded, run, observer).await?)
     }
 
     async fn execute(
@@ -111,6 +132,18 @@ impl Testbed for DockerTestbed {
         dir: &Path,
         observer: Observer<'_>,
     ) -> Result<RunRecord, TestbedError> {
-        Ok(execute(&self.rt, loaded, run, topo, measured, dir, observer).await?)
+        Ok(execute(&self.placement, loaded, run, topo, measured, dir, observer).await?)
     }
+}
+
+/// An engine's host as a manifest records it.
+async fn host_of(rt: &Runtime) -> Result<Host, TestbedError> {
+    let facts = rt.facts().await?;
+    Ok(Host {
+        cores: facts.cores,
+        memory_bytes: facts.memory_bytes,
+        kernel: facts.kernel,
+        cgroup_version: facts.cgroup_version,
+        engine_version: facts.engine_version,
+    })
 }

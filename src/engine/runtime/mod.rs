@@ -4,6 +4,7 @@
 
 mod connect;
 mod host;
+mod publish;
 mod state;
 mod stats;
 mod volumes;
@@ -27,7 +28,7 @@ use bollard::volume::{ListVolumesOptions, RemoveVolumeOptions};
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use super::topology::{ContainerSpec, FileSpec, LABEL_STUDY};
+use super::topology::{Attach, ContainerSpec, FileSpec, LABEL_STUDY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -57,6 +58,14 @@ pub enum RuntimeError {
     Inspect { name: String, source: DockerError },
     #[error("cannot inspect image `{image}`: {source}")]
     InspectImage { image: String, source: DockerError },
+    #[error("cannot attach container `{name}` to network `{network}`: {source}")]
+    Join {
+        name: String,
+        network: String,
+        source: Box<DockerError>,
+    },
+    #[error("container `{name}` does not publish port {port}")]
+    NotPublished { name: String, port: u16 },
     #[error("container `{name}` has no address on network `{network}`")]
     NoAddress { name: String, network: String },
     #[error("cannot run {argv:?} in container `{name}`: {source}")]
@@ -210,6 +219,16 @@ impl Runtime {
         name: &str,
         labels: &HashMap<String, String>,
     ) -> Result<(), RuntimeError> {
+        self.ensure_bridge(name, labels, true).await
+    }
+
+    /// A run's bridge network, internal or (an edge network, `spec::placement`) not.
+    async fn ensure_bridge(
+        &self,
+        name: &str,
+        labels: &HashMap<String, String>,
+        internal: bool,
+    ) -> Result<(), RuntimeError> {
         let study = labels.get(LABEL_STUDY).cloned().unwrap_or_default();
         match self.docker.inspect_network::<String>(name, None).await {
             Ok(n) => {
@@ -234,7 +253,7 @@ impl Runtime {
         let options = CreateNetworkOptions {
             name: name.to_string(),
             driver: "bridge".to_string(),
-            internal: true,
+            internal,
             labels: labels.clone(),
             ..Default::default()
         };
@@ -254,28 +273,58 @@ impl Runtime {
     pub async fn create(&self, spec: &ContainerSpec, network: &str) -> Result<(), RuntimeError> {
         self.remove_container(&spec.name).await?;
         let alias = spec.role.key();
-        let mut endpoints = HashMap::new();
-        endpoints.insert(
-            network.to_string(),
-            EndpointSettings {
-                aliases: Some(vec![alias.clone()]),
-                ..Default::default()
-            },
-        );
+        let aliased = |network: &str| {
+            HashMap::from([(
+                network.to_string(),
+                EndpointSettings {
+                    aliases: Some(vec![alias.clone()]),
+                    ..Default::default()
+                },
+            )])
+        };
+        // Created on one network; a published container joins the run's network next,
+        // under its role's name, before it starts (the API before 1.44 takes one network
+        // at create).
+        let (network_mode, endpoints, hostname, published) = match &spec.attach {
+            Attach::Run => (
+                network.to_string(),
+                aliased(network),
+                Some(alias.clone()),
+                None,
+            ),
+            Attach::Published {
+                network: edge,
+                host_ip,
+                port,
+            } => (
+                edge.clone(),
+                HashMap::from([(edge.clone(), EndpointSettings::default())]),
+                Some(alias.clone()),
+                Some((host_ip.clone(), *port)),
+            ),
+            // The host's own name and network: no alias, no hostname of its own.
+            Attach::Host => ("host".to_string(), HashMap::new(), None, None),
+        };
         let config = Config {
             image: Some(spec.image.clone()),
-            hostname: Some(alias),
+            hostname,
             env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             cmd: spec.cmd.clone(),
             labels: Some(spec.labels.clone().into_iter().collect()),
+            exposed_ports: published
+                .as_ref()
+                .map(|(_, port)| HashMap::from([(format!("{port}/tcp"), HashMap::new())])),
             host_config: Some(HostConfig {
                 nano_cpus: Some(spec.nano_cpus),
                 memory: Some(spec.memory_bytes),
                 // Equal to memory: no swap, so the cap is a hard limit.
                 memory_swap: Some(spec.memory_bytes),
-                network_mode: Some(network.to_string()),
+                network_mode: Some(network_mode),
                 privileged: Some(false),
                 binds: binds(&spec.mounts),
+                port_bindings: published
+                    .as_ref()
+                    .map(|(ip, port)| publish::binding(ip, *port)),
                 ..Default::default()
             }),
             networking_config: Some(bollard::container::NetworkingConfig {
@@ -302,6 +351,9 @@ impl Runtime {
                     source: Box::new(source),
                 })
             }
+        }
+        if published.is_some() {
+            self.join(&spec.name, network, &alias).await?;
         }
         if !spec.files.is_empty() {
             self.upload(&spec.name, &spec.files).await?;

@@ -78,6 +78,8 @@ impl Layout {
 
 /// The container's directory under the hierarchy mounted at `mount`: the path the process's
 /// `/proc/<pid>/cgroup` names, else the systemd driver's or the cgroupfs driver's place.
+/// Only a path that holds the container's ID is taken (the engine names every container's
+/// cgroup so): a pid reported by an engine of another host may be an unrelated process here.
 fn container_dir(
     mount: &Path,
     proc_path: Option<String>,
@@ -91,6 +93,10 @@ fn container_dir(
     let mut tried = Vec::new();
     for rel in candidates {
         let dir = mount.join(rel.trim_start_matches('/'));
+        if !rel.contains(id) {
+            tried.push(format!("{} (not the container's)", dir.display()));
+            continue;
+        }
         if dir.join(probe).exists() {
             return Ok(dir);
         }

@@ -41,7 +41,7 @@ use crate::engine::topology::ContainerSpec;
 use cgroup::CgroupFiles;
 use csv::CsvFile;
 use grid::TickGrid;
-use sampler::{Probe, Reader, SamplerReport};
+use sampler::{Probe, Reader, SamplerReport, Via};
 
 pub use crate::rundir::record::{BalancerSummary, ContainerSummary, MonitorSummary, Source};
 pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV};
@@ -65,6 +65,10 @@ impl From<&ContainerSpec> for Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MonitorOptions {
     pub source: Source,
+    /// How containers on another engine (`Sampled::remote`) are read: `Auto` takes their
+    /// cgroup files where this host has them (two engines of one host) and the engine's
+    /// stats API where it does not; `EngineApi` always the API.
+    pub remote_source: Source,
     /// One second unless a test wants otherwise.
     pub period: Duration,
 }
@@ -73,6 +77,7 @@ impl Default for MonitorOptions {
     fn default() -> Self {
         MonitorOptions {
             source: Source::Auto,
+            remote_source: Source::Auto,
             period: Duration::from_secs(1),
         }
     }
@@ -125,11 +130,39 @@ pub async fn start_with(
     out_dir: &Path,
     options: MonitorOptions,
 ) -> Result<MonitorHandle, MonitorError> {
+    let targets = targets
+        .into_iter()
+        .map(|target| Sampled {
+            target,
+            rt: rt.clone(),
+            remote: false,
+        })
+        .collect();
+    start_placed(targets, balancer_stats, out_dir, options).await
+}
+
+/// A container to sample, on the engine it runs on.
+#[derive(Clone)]
+pub struct Sampled {
+    pub target: Target,
+    pub rt: Runtime,
+    /// On an engine other than the coordinator's (a load generator placed apart): read as
+    /// `MonitorOptions::remote_source` says.
+    pub remote: bool,
+}
+
+/// [`start_with`], each target sampled on its own engine.
+pub async fn start_placed(
+    targets: Vec<Sampled>,
+    balancer_stats: Option<SocketAddr>,
+    out_dir: &Path,
+    options: MonitorOptions,
+) -> Result<MonitorHandle, MonitorError> {
     std::fs::create_dir_all(out_dir).map_err(|source| MonitorError::OutputDir {
         path: out_dir.to_path_buf(),
         source,
     })?;
-    let (reader, probes) = choose_reader(rt, targets, options.source).await?;
+    let (reader, probes) = choose_reader(targets, &options).await?;
     let (source, layout) = match &reader {
         Reader::Cgroup(l) => (Source::Cgroup, Some(l.describe())),
         Reader::Api => (Source::EngineApi, None),
@@ -147,7 +180,6 @@ pub async fn start_with(
     let (latest_tx, latest) = watch::channel(Latest::default());
     let (balancer_tx, balancer_latest) = watch::channel(Vec::new());
     let s = sampler::Sampler {
-        rt: rt.clone(),
         reader,
         probes,
         clock,
@@ -183,16 +215,20 @@ pub async fn start_with(
 /// engine, when this host's cgroups cannot be read, or when a running target's cgroup is
 /// not where a local engine would put it.
 async fn choose_reader(
-    rt: &Runtime,
-    targets: Vec<Target>,
-    choice: Source,
+    targets: Vec<Sampled>,
+    options: &MonitorOptions,
 ) -> Result<(Reader, Vec<Probe>), MonitorError> {
+    let choice = options.source;
+    let remote_api = options.remote_source == Source::EngineApi;
     let remote =
         std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty() && !h.starts_with("unix://"));
-    let api = |targets: Vec<Target>| {
+    let api = |targets: Vec<Sampled>| {
         (
             Reader::Api,
-            targets.into_iter().map(|t| Probe::new(t, None)).collect(),
+            targets
+                .into_iter()
+                .map(|s| Probe::new(s.target, s.rt, Via::Api, None))
+                .collect(),
         )
     };
     let layout = match (choice, remote) {
@@ -204,11 +240,24 @@ async fn choose_reader(
         },
     };
     let mut probes = Vec::with_capacity(targets.len());
-    for t in &targets {
-        let state = rt.container_state(&t.name).await?;
+    for s in &targets {
+        let t = &s.target;
+        let via = match (s.remote, remote_api) {
+            (true, true) => {
+                probes.push(Probe::new(t.clone(), s.rt.clone(), Via::Api, None));
+                continue;
+            }
+            (true, false) => Via::CgroupElseApi,
+            (false, _) => Via::Reader,
+        };
+        let state = s.rt.container_state(&t.name).await?;
         let files = if state.running && state.pid > 0 {
             match CgroupFiles::open(&layout, &state.id, state.pid) {
                 Ok(f) => Some(f),
+                Err(_) if via == Via::CgroupElseApi => {
+                    probes.push(Probe::new(t.clone(), s.rt.clone(), Via::Api, None));
+                    continue;
+                }
                 Err(_) if choice == Source::Auto => return Ok(api(targets)),
                 Err(reason) => {
                     return Err(MonitorError::NoCgroup {
@@ -220,7 +269,7 @@ async fn choose_reader(
         } else {
             None
         };
-        probes.push(Probe::new(t.clone(), files));
+        probes.push(Probe::new(t.clone(), s.rt.clone(), via, files));
     }
     Ok((Reader::Cgroup(layout), probes))
 }

@@ -34,9 +34,23 @@ impl Reader {
     }
 }
 
-/// One container's sampling state.
+/// How one probe reads its container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// As the sampler's reader does.
+    Reader,
+    /// Through its engine's stats API.
+    Api,
+    /// Its cgroup files if this host has them (looked for when it runs), else the API:
+    /// a container on another engine, which may be of this host or of another.
+    CgroupElseApi,
+}
+
+/// One container's sampling state, on the engine it runs on.
 pub struct Probe {
     pub target: Target,
+    rt: Runtime,
+    via: Via,
     pub files: Option<CgroupFiles>,
     oom: OomTracker,
     last_read: Option<(u64, Instant)>,
@@ -44,7 +58,7 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn new(target: Target, files: Option<CgroupFiles>) -> Probe {
+    pub fn new(target: Target, rt: Runtime, via: Via, files: Option<CgroupFiles>) -> Probe {
         let summary = ContainerSummary {
             name: target.name.clone(),
             role: target.role.clone(),
@@ -52,6 +66,8 @@ impl Probe {
         };
         Probe {
             target,
+            rt,
+            via,
             files,
             oom: OomTracker::default(),
             last_read: None,
@@ -59,10 +75,23 @@ impl Probe {
         }
     }
 
-    async fn sample(&mut self, reader: &Reader, rt: &Runtime) -> (SampleStatus, Counters, String) {
-        match reader {
-            Reader::Cgroup(layout) => self.sample_cgroup(layout, rt).await,
-            Reader::Api => match rt.stats_once(&self.target.name).await {
+    /// The source this probe reads: the sampler's, unless it is read through the API.
+    fn source(&self, reader: &Reader) -> &'static str {
+        if self.via == Via::Api {
+            Reader::Api.name()
+        } else {
+            reader.name()
+        }
+    }
+
+    async fn sample(&mut self, reader: &Reader) -> (SampleStatus, Counters, String) {
+        let rt = self.rt.clone();
+        let rt = &rt;
+        match (reader, self.via) {
+            (Reader::Cgroup(layout), Via::Reader | Via::CgroupElseApi) => {
+                self.sample_cgroup(layout, rt).await
+            }
+            _ => match rt.stats_once(&self.target.name).await {
                 ApiReading::Counters(c) => {
                     self.oom.up();
                     (SampleStatus::Ok, c, String::new())
@@ -98,6 +127,11 @@ impl Probe {
         }
         let mut files = match CgroupFiles::open(layout, &state.id, state.pid) {
             Ok(f) => f,
+            // Not on this host: from now on through its engine's API.
+            Err(_) if self.via == Via::CgroupElseApi => {
+                self.via = Via::Api;
+                return Box::pin(self.sample(&Reader::Api)).await;
+            }
             Err(e) => return (SampleStatus::Error, Counters::default(), e),
         };
         match files.read() {
@@ -143,7 +177,6 @@ pub struct SamplerReport {
 }
 
 pub struct Sampler {
-    pub rt: Runtime,
     pub reader: Reader,
     pub probes: Vec<Probe>,
     pub clock: TickGrid,
@@ -165,7 +198,6 @@ impl Sampler {
         interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut timing = Timing::default();
         let (mut first, mut last) = (None, None);
-        let source = self.reader.name();
         loop {
             let scheduled = tokio::select! {
                 biased;
@@ -176,10 +208,10 @@ impl Sampler {
                 break;
             }
             let tick = self.clock.tick(scheduled);
-            let (reader, rt, clock) = (&self.reader, &self.rt, self.clock);
+            let (reader, clock) = (&self.reader, self.clock);
             let readings =
                 futures_util::future::join_all(self.probes.iter_mut().map(|p| async move {
-                    let r = p.sample(reader, rt).await;
+                    let r = p.sample(reader).await;
                     (p, r, clock.stamp())
                 }))
                 .await;
@@ -205,7 +237,7 @@ impl Sampler {
                     tick,
                     container: p.target.name.clone(),
                     role: p.target.role.clone(),
-                    source,
+                    source: p.source(reader),
                     status,
                     counters,
                     detail,

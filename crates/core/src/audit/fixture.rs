@@ -236,6 +236,7 @@ impl Fixture {
                 cgroup_version: "2".into(),
                 engine_version: "fixture".into(),
             },
+            engines: Vec::new(),
             images: self.images.clone(),
             seed_digest: None,
             inputs: self.inputs.files_of(&run.inputs),

@@ -128,6 +128,8 @@ pub enum Kind {
     /// An image's ID changed between runs from sources nothing declares, or from sources
     /// feedbench does not know.
     ImageChanged,
+    /// Runs of one comparison on engines whose hosts report different facts.
+    HostsDiffer,
     RunInvalid,
     RunSkipped,
     RunInterrupted,

@@ -32,6 +32,17 @@ pub struct Image {
     pub image: String,
     /// The engine's image ID (`sha256:…`) at deploy.
     pub image_id: Option<String>,
+    /// The engine it ran on, by the engines file's name (`local` without one). Absent from
+    /// manifests written before runs were placed on several engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+}
+
+/// An engine a run used and the facts of its host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineHost {
+    pub name: String,
+    pub host: Host,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +87,12 @@ pub struct Manifest {
     pub attempt: u32,
     pub feedbench_version: String,
     pub git: Git,
+    /// The system engine's host.
     pub host: Host,
+    /// Every engine the run used (the system's first) and its host's facts; absent from
+    /// manifests written before runs were placed on several engines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineHost>,
     pub images: Vec<Image>,
     /// The seeding digest of the snapshot the run's database started from
     /// (`spec::seed::digest`); absent when it ran its init scripts.
@@ -235,6 +251,7 @@ pub fn sample_for_tests() -> Manifest {
             cgroup_version: "2".into(),
             engine_version: "e".into(),
         },
+        engines: Vec::new(),
         images: Vec::new(),
         seed_digest: None,
         inputs: Vec::new(),

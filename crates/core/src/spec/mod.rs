@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod faults;
 pub mod load;
+pub mod placement;
 pub mod seed;
 pub mod topology;
 

@@ -146,6 +146,7 @@ mod tests {
             mounts: Vec::new(),
             stage: 0,
             readiness: Readiness::NotStarted,
+            attach: Default::default(),
         }
     }
 

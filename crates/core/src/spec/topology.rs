@@ -136,6 +136,35 @@ pub struct ContainerSpec {
     /// they start together.
     pub stage: u8,
     pub readiness: Readiness,
+    /// How it is attached to networks: the run's network (`Run`), unless the run is placed
+    /// apart (`spec::placement`).
+    #[serde(default, skip_serializing_if = "Attach::is_run")]
+    pub attach: Attach,
+}
+
+/// How a container is attached to networks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Attach {
+    /// The run's internal network alone, under its role's name.
+    #[default]
+    Run,
+    /// The run's network and an edge network (not internal) on which `port` is published
+    /// at `host_ip` of its engine's host: what a load generator on another engine reaches.
+    Published {
+        network: String,
+        host_ip: String,
+        port: u16,
+    },
+    /// Its engine's host network: a load generator on an engine of its own, which reaches
+    /// the system under test at the address the balancer is published on.
+    Host,
+}
+
+impl Attach {
+    pub fn is_run(&self) -> bool {
+        *self == Attach::Run
+    }
 }
 
 /// A named volume at a path in a container.
@@ -226,6 +255,7 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
             mounts: Vec::new(),
             stage,
             readiness,
+            attach: Attach::Run,
         }
     };
 
@@ -451,6 +481,7 @@ pub fn gate_container(
         mounts: Vec::new(),
         stage: u8::MAX,
         readiness: Readiness::NotStarted,
+        attach: Attach::Run,
     }
 }
 

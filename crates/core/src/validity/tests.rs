@@ -141,6 +141,7 @@ fn spec(name: &str, role: Role, nano_cpus: i64) -> ContainerSpec {
         mounts: Vec::new(),
         stage: 0,
         readiness: Readiness::NotStarted,
+        attach: Default::default(),
     }
 }
 

@@ -13,11 +13,13 @@
 //! 4. `journal`: journal lines that do not parse;
 //! 5. `attempts`: runs that needed more than one attempt, contenders their gate excluded;
 //! 6. `images`: image IDs that changed between runs, and whether their sources did;
-//! 7. `gaps`: every planned run without a valid result.
+//! 7. `hosts`: runs of one comparison on hosts whose facts differ;
+//! 8. `gaps`: every planned run without a valid result.
 
 mod attempts;
 mod files;
 mod gaps;
+mod hosts;
 mod images;
 mod journal;
 mod plan_edits;
@@ -169,6 +171,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     drafts.extend(journal::check(study, &entries));
     drafts.extend(attempts::check(&entries));
     drafts.extend(images::check(history, study, &entries));
+    drafts.extend(hosts::check(study));
     let gaps = gaps::check(history, study, &entries);
     drafts.extend(gaps.drafts);
 

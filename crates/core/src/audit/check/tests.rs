@@ -332,3 +332,62 @@ fn journal_damage_and_strange_directories_are_named() {
         .find(|i| i.kind == Kind::BadJournalLine && i.standing == Standing::Declared);
     assert!(torn.is_some(), "{}", r.markdown());
 }
+
+#[test]
+fn runs_of_one_comparison_on_hosts_that_differ_are_named_with_each_runs_engines() {
+    use crate::ledger::manifest::{EngineHost, Manifest};
+    let d = tempfile::tempdir().unwrap();
+    let h = history(&[PLAN]);
+    let f = completed(&h, d.path(), true);
+    // The same facts under engine names are the same hosts.
+    let rename = |run: &str, engines: &dyn Fn(&Manifest) -> Vec<EngineHost>| {
+        let dir = f.dir.join("runs").join(run);
+        let mut m = Manifest::read(&dir).unwrap().unwrap();
+        m.engines = engines(&m);
+        m.seal(&dir).unwrap();
+    };
+    let same = |m: &Manifest| {
+        vec![EngineHost {
+            name: "here".into(),
+            host: m.host.clone(),
+        }]
+    };
+    rename("svc_ramp_r1", &same);
+    assert!(check(&h, &f).summary.passed, "{}", check(&h, &f).markdown());
+    // A load generator on a host of another kernel, in one run of the ramp comparison.
+    rename("svc_ramp_r2", &|m: &Manifest| {
+        let mut other = m.host.clone();
+        other.kernel = "6.9".into();
+        vec![
+            EngineHost {
+                name: "here".into(),
+                host: m.host.clone(),
+            },
+            EngineHost {
+                name: "second".into(),
+                host: other,
+            },
+        ]
+    });
+    let r = check(&h, &f);
+    assert_eq!(
+        undeclared(&r),
+        [(Kind::HostsDiffer, "ramp".to_string())],
+        "{}",
+        r.markdown()
+    );
+    let item = r
+        .deviations
+        .iter()
+        .find(|i| i.kind == Kind::HostsDiffer)
+        .unwrap();
+    assert!(
+        item.evidence.iter().any(
+            |e| e.contains("`svc/ramp/r2` attempt 1 ran on `here` (2 cores")
+                && e.contains("and `second` (2 cores, 1024 MiB, kernel 6.9")
+        ),
+        "{:?}",
+        item.evidence
+    );
+    assert!(!r.summary.passed);
+}

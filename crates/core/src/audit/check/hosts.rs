@@ -1,0 +1,90 @@
+//! Host facts: the runs of one comparison (one profile, one fault, every contender and
+//! repetition) ran on engines whose hosts report the same facts (cores, memory, kernel,
+//! cgroup version, engine version), for the system under test and for the load generator
+//! alike. Runs compared across hosts that differ compare the hosts too; the ledger has no
+//! way to declare that, so it is an undeclared departure naming each run's engines.
+
+use std::collections::BTreeMap;
+
+use super::Draft;
+use crate::audit::report::{Kind, Standing};
+use crate::audit::study::StudyFiles;
+use crate::ledger::manifest::{Execution, Host, Manifest, Validity};
+
+/// A run's hosts, the system's first: its `engines`, or its `host` alone in manifests
+/// written before runs were placed on several engines.
+fn hosts(m: &Manifest) -> Vec<(&str, &Host)> {
+    if m.engines.is_empty() {
+        vec![("the engine", &m.host)]
+    } else {
+        m.engines
+            .iter()
+            .map(|e| (e.name.as_str(), &e.host))
+            .collect()
+    }
+}
+
+/// The comparison a run belongs to: its id without the contender and the repetition
+/// (`feed-rs/ramp/r1` → `ramp`).
+fn comparison(run_id: &str) -> Option<&str> {
+    let mut parts = run_id.split('/');
+    let (_, middle, _) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(middle)
+}
+
+fn describe(h: &Host) -> String {
+    format!(
+        "{} cores, {} MiB, kernel {}, cgroup v{}, engine {}",
+        h.cores,
+        h.memory_bytes >> 20,
+        h.kernel,
+        h.cgroup_version,
+        h.engine_version
+    )
+}
+
+pub(super) fn check(study: &StudyFiles) -> Vec<Draft> {
+    let mut groups: BTreeMap<&str, Vec<&Manifest>> = BTreeMap::new();
+    for d in &study.run_dirs {
+        let Ok(Some(m)) = &d.manifest else { continue };
+        let kept = m.outcome.execution == Execution::Completed
+            && m.outcome.validity == Validity::Valid
+            && d.dir
+                .starts_with(&format!("{}/", crate::ledger::layout::RUNS));
+        if let (true, Some(c)) = (kept, comparison(&m.run_id)) {
+            groups.entry(c).or_default().push(m);
+        }
+    }
+    let mut drafts = Vec::new();
+    for (comparison, runs) in groups {
+        let first = hosts(runs[0]);
+        let facts = |h: &[(&str, &Host)]| h.iter().map(|(_, h)| (*h).clone()).collect::<Vec<_>>();
+        if runs.iter().all(|m| facts(&hosts(m)) == facts(&first)) {
+            continue;
+        }
+        let evidence = runs
+            .iter()
+            .map(|m| {
+                let on: Vec<String> = hosts(m)
+                    .iter()
+                    .map(|(name, h)| format!("`{name}` ({})", describe(h)))
+                    .collect();
+                format!(
+                    "`{}` attempt {} ran on {}",
+                    m.run_id,
+                    m.attempt,
+                    on.join(" and ")
+                )
+            })
+            .collect();
+        drafts.push(Draft {
+            kind: Kind::HostsDiffer,
+            standing: Standing::Undeclared,
+            subject: comparison.to_string(),
+            title: format!("The runs of comparison `{comparison}` ran on hosts that differ"),
+            reason: "a difference between these runs may be the hosts' as much as the contenders': rerun them on engines whose hosts report the same facts".into(),
+            evidence,
+        });
+    }
+    drafts
+}
