@@ -665,3 +665,97 @@ fn a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_told_t
     }
     rt.block_on(remote.clean(Some("remote-sampled"))).unwrap();
 }
+
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn a_coordinator_killed_mid_run_leaves_containers_on_both_engines_and_resume_reaps_them_all() {
+    use std::io::BufRead;
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let local = rt.block_on(Runtime::connect()).unwrap();
+    rt.block_on(common::plan_images(APART));
+    let second = SecondEngine::up();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    // Over ssh this time: its tunnel ends with the coordinator too.
+    let file = base.join("engines.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "format_version: 1\nengines:\n  here: {{endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}}\n  second: {{endpoint: \"ssh://root@10.99.0.2:2222\", address: 10.99.0.2, socket: {}, ssh-config: {}}}\ngroups:\n  - {{system: here, load-generator: second}}\n",
+            second.unix.trim_start_matches("unix://"),
+            second.ssh_config.display()
+        ),
+    )
+    .unwrap();
+    let results = base.join("results");
+    let run = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
+        c.current_dir(repo())
+            .args(["run", APART, "--no-build", "--only", "feed-rs/ramp/*"])
+            .args(["--format", "json", "--engines"])
+            .arg(&file)
+            .arg("--results")
+            .arg(&results)
+            .args(extra);
+        c
+    };
+    let mut child = run(&[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut killed = false;
+    for line in out.lines() {
+        let Ok(line) = line else { break };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if v["event"] == "load-started" {
+            child.kill().unwrap(); // SIGKILL: no handler, no cleanup
+            killed = true;
+            break;
+        }
+    }
+    child.wait().unwrap();
+    assert!(killed, "the run ended before its load started");
+    let remote = rt
+        .block_on(Runtime::connect_to(only(&engines(
+            &base,
+            &one(&second.unix, ""),
+        ))))
+        .unwrap();
+    assert!(leftovers_on(&rt, &local, "smoke-apart") > 0);
+    assert!(
+        leftovers_on(&rt, &remote, "smoke-apart") > 0,
+        "the load generator was left on the second engine"
+    );
+    let out = run(&["--resume"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(leftovers_on(&rt, &local, "smoke-apart"), 0);
+    assert_eq!(leftovers_on(&rt, &remote, "smoke-apart"), 0);
+    // Reaped, recorded interrupted, and run again once.
+    let journal = std::fs::read_to_string(results.join("smoke-apart/journal.jsonl")).unwrap();
+    let count = |event: &str| {
+        journal
+            .lines()
+            .filter(|l| l.contains(&format!("\"event\":\"{event}\"")))
+            .count()
+    };
+    assert_eq!(count("run-interrupted"), 1, "{journal}");
+    assert_eq!(count("run-finished"), 1, "{journal}");
+    // No ssh tunnel outlived the killed coordinator.
+    let tunnels = Command::new("pgrep")
+        .args(["-f", "ssh -nNT .*10.99.0.2"])
+        .output()
+        .unwrap();
+    assert!(
+        tunnels.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&tunnels.stdout)
+    );
+}
