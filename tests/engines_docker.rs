@@ -335,11 +335,11 @@ fn an_image_is_copied_to_the_second_engine_with_its_id_and_config_and_runs_there
     );
 }
 
-/// `feedbench run --engines FILE` of the smoke study into `results`: its exit code and stderr.
-fn run_with_engines(engines_file: &Path, results: &Path) -> (Option<i32>, String) {
+/// `feedbench run PLAN --engines FILE` into `results`: its exit code and stderr.
+fn run_with_engines(plan: &str, engines_file: &Path, results: &Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
         .current_dir(repo())
-        .args(["run", "experiments/smoke.yaml", "--no-build", "--engines"])
+        .args(["run", plan, "--no-build", "--engines"])
         .arg(engines_file)
         .arg("--results")
         .arg(results)
@@ -381,15 +381,21 @@ fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_record
     let other = base.join("other-certs");
     foreign_certs(&other);
     let here = "  here: {endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}\n";
-    let file = |name: &str, second_engine: &str, groups: &str| {
+    let write = |name: &str, text: String| {
         let path = base.join(name);
-        std::fs::write(
-            &path,
-            format!("format_version: 1\nengines:\n{here}{second_engine}groups:\n{groups}"),
-        )
-        .unwrap();
+        std::fs::write(&path, text).unwrap();
         path
     };
+    let file = |name: &str, second_engine: &str, groups: &str| {
+        write(
+            name,
+            format!("format_version: 1\nengines:\n{here}{second_engine}groups:\n{groups}"),
+        )
+    };
+    let tls = format!(
+        "  second: {{endpoint: \"tcp://10.99.0.2:2376\", address: 10.99.0.2, tls: {{cert-path: {}}}}}\n",
+        second.certs.display()
+    );
     let system_here = "  - {system: here}\n";
     let cases = [
         (
@@ -438,9 +444,26 @@ fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_record
             "elsewhere.yaml:4:22: engines.second.endpoint: engine `second` is not the engine feedbench builds images on",
         ),
     ];
-    for (case, path, said) in cases {
+    let smoke = "experiments/smoke.yaml";
+    let mut cases: Vec<(&str, &str, PathBuf, &str)> = cases
+        .into_iter()
+        .map(|(c, p, s)| (c, smoke, p, s))
+        .collect();
+    // Apart, the balancer is published at the system engine's address: never a loopback one.
+    cases.push((
+        "a loopback address for a load generator apart",
+        APART,
+        write(
+            "loopback.yaml",
+            format!(
+                "format_version: 1\nengines:\n  here: {{endpoint: \"unix:///var/run/docker.sock\", address: 127.0.0.1}}\n{tls}groups:\n  - {{system: here, load-generator: second}}\n"
+            ),
+        ),
+        "loopback.yaml:3:60: engines.here.address: engine `here`'s address 127.0.0.1 is a loopback address",
+    ));
+    for (case, plan, path, said) in cases {
         let results = base.join(format!("results-{}", case.replace(' ', "-")));
-        let (code, stderr) = run_with_engines(&path, &results);
+        let (code, stderr) = run_with_engines(plan, &path, &results);
         assert_eq!(code, Some(2), "{case}: {stderr}");
         assert!(
             stderr.contains(said),

@@ -114,6 +114,24 @@ pub async fn reach(
     }
     if apart {
         let l = group.load_generator;
+        let system_engine = &engines.engines[group.system];
+        if system_engine.address.is_loopback() {
+            let message = format!(
+                "engine `{}`'s address {} is a loopback address: a load generator on another engine cannot reach the balancer published there",
+                system_engine.name, system_engine.address
+            );
+            let hint = Some("name the address at which the load generator's engine reaches this one, e.g. 10.99.0.1".to_string());
+            return Err(match &system_engine.address_site {
+                Some(site) => CliError::Invalid(
+                    format!(
+                        "`{}`: engine `{}` cannot publish for a load generator apart",
+                        site.file, system_engine.name
+                    ),
+                    vec![site.error(message, hint)],
+                ),
+                None => CliError::invalid(message),
+            });
+        }
         let rt = connect(engines, l).await?;
         if identity(&rt).await? == here {
             let (s, lg) = engines.names(&group);

@@ -52,6 +52,8 @@ pub struct Engine {
     /// Where the engines file writes its endpoint, for what is found when it is reached;
     /// `None` for the local engine used without a file.
     pub site: Option<Site>,
+    /// Where it writes its address.
+    pub address_site: Option<Site>,
 }
 
 /// A field of the engines file and where it stands.
@@ -122,6 +124,7 @@ impl Engines {
                 },
                 address: IpAddr::from([127, 0, 0, 1]),
                 site: None,
+                address_site: None,
             }],
             groups: vec![Group {
                 system: 0,
@@ -264,6 +267,15 @@ fn resolve(
         let at = join_key("engines", name.as_str());
         let endpoint = endpoint(e, &at, ctx, problems);
         let address = match e.address.parse::<IpAddr>() {
+            // A port published there would be on every address of the host, or on none.
+            Ok(a) if a.is_unspecified() || a.is_multicast() => {
+                problems.add(
+                    join_key(&at, "address"),
+                    format!("\"{a}\" is not one address of the engine's host"),
+                    Some("name the one address at which the other engines reach this one, e.g. 10.99.0.2".into()),
+                );
+                None
+            }
             Ok(a) => Some(a),
             Err(_) => {
                 problems.add(
@@ -280,6 +292,7 @@ fn resolve(
                 endpoint,
                 address,
                 site: Some(site(join_key(&at, "endpoint"))),
+                address_site: Some(site(join_key(&at, "address"))),
             });
         }
     }

@@ -153,6 +153,22 @@ fn malformed_endpoints_and_addresses_are_named_by_field() {
             "address: second.lab",
             "engines.second.address",
         ),
+        // Every address of the host, and no one address.
+        (
+            "address: 10.99.0.2",
+            "address: 0.0.0.0",
+            "engines.second.address",
+        ),
+        (
+            "address: 10.99.0.2",
+            "address: \"::\"",
+            "engines.second.address",
+        ),
+        (
+            "address: 10.99.0.2",
+            "address: 224.0.0.1",
+            "engines.second.address",
+        ),
     ] {
         let text = TWO.replace(from, to);
         assert_ne!(text, TWO);
