@@ -1,5 +1,6 @@
-//! `feedbench clean [--study NAME]`: remove every container, network and volume carrying
-//! feedbench's labels, also after feedbench itself was killed.
+//! `feedbench clean [--study NAME] [--engines FILE]`: remove every container, network and
+//! volume carrying feedbench's labels, also after feedbench itself was killed, on the local
+//! engine or on every engine an engines file names.
 
 use super::CliError;
 use crate::engine::runtime::Runtime;
@@ -9,22 +10,39 @@ pub struct CleanArgs {
     /// Only what belongs to this study.
     #[arg(long)]
     pub study: Option<String>,
+    #[command(flatten)]
+    pub engines: super::engines::EnginesArg,
 }
 
 impl CleanArgs {
     pub fn exec(self) -> Result<(), CliError> {
+        let engines = self.engines.read()?;
         super::block_on(async move {
-            let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
-            let removed = rt
-                .clean(self.study.as_deref())
-                .await
-                .map_err(anyhow::Error::from)?;
-            println!(
-                "removed {} container(s), {} network(s), {} volume(s)",
-                removed.containers.len(),
-                removed.networks.len(),
-                removed.volumes.len()
-            );
+            let reached: Vec<(String, Runtime)> = match self.engines.engines {
+                None => vec![(
+                    feedbench_core::engines::LOCAL_NAME.to_string(),
+                    Runtime::connect().await.map_err(anyhow::Error::from)?,
+                )],
+                Some(_) => super::engines::connect_all(&engines).await?,
+            };
+            let several = reached.len() > 1;
+            for (name, rt) in reached {
+                let removed = rt
+                    .clean(self.study.as_deref())
+                    .await
+                    .map_err(anyhow::Error::from)?;
+                let on = if several {
+                    format!("engine `{name}`: ")
+                } else {
+                    String::new()
+                };
+                println!(
+                    "{on}removed {} container(s), {} network(s), {} volume(s)",
+                    removed.containers.len(),
+                    removed.networks.len(),
+                    removed.volumes.len()
+                );
+            }
             Ok(())
         })
     }

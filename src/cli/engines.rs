@@ -149,12 +149,7 @@ pub async fn reach(
             .image
             .as_str()
             .to_string();
-        copy_image(&placement.system, &rt, &image, engines, l).await?;
-        let study = loaded.plan.study.name.to_string();
-        let mut lg_facts = facts_of(&rt).await?;
-        lg_facts.boot_id = Some(boot_id(&rt, &image, &study).await?);
-        facts[0].1.boot_id = Some(boot_id(&placement.system, &image, &study).await?);
-        facts.push((l, lg_facts));
+        facts.push((l, facts_of(&rt).await?));
         let cores = resolve_contenders(&loaded.plan)
             .iter()
             .map(|c| c.caps.load_generator.cpus)
@@ -164,6 +159,19 @@ pub async fn reach(
             cores,
             what: "the load generator's cap".into(),
         });
+        // Refused before anything is changed on an engine: no image copied to an engine
+        // that cannot be used.
+        refuse(loaded, &facts::check(engines, &facts, &needs))?;
+        copy_image(&placement.system, &rt, &image, engines, l).await?;
+        let study = loaded.plan.study.name.to_string();
+        facts[0].1.boot_id = Some(boot_id(&placement.system, &image, &study).await?);
+        facts[1].1.boot_id = Some(boot_id(&rt, &image, &study).await?);
+        if facts[0].1.boot_id != facts[1].1.boot_id {
+            eprintln!(
+                "warning: the load generator's engine `{}` is on another host, with its own clock: its requests are matched to the system's samples by wall time, so keep both hosts' clocks synchronised (NTP)",
+                engines.engines[l].name
+            );
+        }
         placement.apart = Some(Apart {
             rt,
             name: engines.engines[l].name.clone(),
@@ -174,14 +182,20 @@ pub async fn reach(
     for w in &checked.warnings {
         eprintln!("warning: {w}");
     }
-    if !checked.errors.is_empty() {
-        return Err(CliError::invalid(format!(
-            "the engines cannot run `{}`:\n{}",
-            loaded.file,
-            checked.errors.join("\n")
-        )));
-    }
+    refuse(loaded, &checked)?;
     Ok(placement)
+}
+
+/// The check's refusals, if any, as one bad-input error.
+fn refuse(loaded: &LoadedPlan, checked: &facts::Checked) -> Result<(), CliError> {
+    if checked.errors.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::invalid(format!(
+        "the engines cannot run `{}`:\n{}",
+        loaded.file,
+        checked.errors.join("\n")
+    )))
 }
 
 async fn identity(rt: &Runtime) -> Result<(String, String), CliError> {
@@ -223,6 +237,15 @@ async fn copy_image(
         )));
     }
     Ok(())
+}
+
+/// Every engine of the file, reached, by name: what `clean` removes from.
+pub async fn connect_all(engines: &Engines) -> Result<Vec<(String, Runtime)>, CliError> {
+    let mut out = Vec::new();
+    for (i, e) in engines.engines.iter().enumerate() {
+        out.push((e.name.clone(), connect(engines, i).await?));
+    }
+    Ok(out)
 }
 
 async fn connect(engines: &Engines, i: usize) -> Result<Runtime, CliError> {

@@ -243,11 +243,16 @@ fn input_error(plan: &dyn std::fmt::Display, e: feedbench_core::inputs::InputErr
 pub fn block_on<F: std::future::Future<Output = Result<(), CliError>>>(
     f: F,
 ) -> Result<(), CliError> {
+    async_runtime()?.block_on(f)
+}
+
+/// An async runtime for a command that runs several bodies on it: engine clients made in
+/// one serve the next (they are bound to the runtime that made them).
+pub fn async_runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::Failure(anyhow::anyhow!("cannot start the async runtime: {e}")))?
-        .block_on(f)
+        .map_err(|e| CliError::Failure(anyhow::anyhow!("cannot start the async runtime: {e}")))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

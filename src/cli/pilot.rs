@@ -92,6 +92,10 @@ impl PilotArgs {
         if !self.no_build {
             super::images::build_plan_images(&self.plan)?;
         }
+        // Reached and checked before the pilot's area is opened: a refusal leaves nothing.
+        let runtime = super::async_runtime()?;
+        let local = self.engines.engines.is_none();
+        let placement = runtime.block_on(super::engines::reach(&scaled, &engines, local))?;
         let pilot = open_area(&PilotRequest {
             scaled: &scaled,
             plan_text: &bytes,
@@ -119,12 +123,7 @@ impl PilotArgs {
         let mut reporter = super::run::show::Show { json };
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
-        super::run::run_on_engine(
-            &mut session,
-            &request,
-            &engines,
-            self.engines.engines.is_none(),
-        )
+        super::run::run_on_engine(&runtime, &mut session, &request, placement)
     }
 }
 

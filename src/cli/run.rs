@@ -93,28 +93,24 @@ impl RunArgs {
         if !self.no_build {
             super::images::build_plan_images(&self.plan)?;
         }
-        run_on_engine(
-            &mut session,
-            &request,
-            &engines,
-            self.engines.engines.is_none(),
-        )
+        let runtime = super::async_runtime()?;
+        let local = self.engines.engines.is_none();
+        let placement = runtime.block_on(super::engines::reach(&loaded, &engines, local))?;
+        run_on_engine(&runtime, &mut session, &request, placement)
     }
 }
 
-/// Runs an opened study's request on the engines (the local one alone when `local`: no
-/// engines file), stopping cleanly on a signal: what `feedbench run` and `feedbench pilot`
-/// do once their session is open. The engines are reached and checked before the runner
-/// journals anything.
+/// Runs an opened study's request on the engines `placement` reached (on `runtime`, which
+/// reached them), stopping cleanly on a signal: what `feedbench run` and `feedbench pilot`
+/// do once their session is open and their engines are reached and checked.
 pub(super) fn run_on_engine(
+    runtime: &tokio::runtime::Runtime,
     session: &mut Session<'_>,
     request: &StudyRequest<'_>,
-    engines: &feedbench_core::engines::Engines,
-    local: bool,
+    placement: crate::engine::placement::Placement,
 ) -> Result<(), CliError> {
-    super::block_on(async move {
+    runtime.block_on(async move {
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-        let placement = super::engines::reach(request.loaded, engines, local).await?;
         let testbed = DockerTestbed { placement };
         run_study(session, request, &testbed, &mut interrupt)
             .await

@@ -714,7 +714,15 @@ pub fn manifest() -> Vec<Case> {
                     v["ended_wall_ns"] = "9".repeat(40).into();
                 })
             },
-            [ok(), ok(), ok(), ok(), ok()],
+            // The manifest is not among the files it seals: the audit reads the host it
+            // claims, which differs from the other runs' of its comparison.
+            [
+                tampered(&["ran on hosts that differ", "1e308 cores"]),
+                ok(),
+                ok(),
+                ok(),
+                ok(),
+            ],
         ),
         case(
             "manifest: 100 000 nested brackets",

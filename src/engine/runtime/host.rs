@@ -67,12 +67,47 @@ impl Runtime {
             })?;
         let read = async {
             self.start(&name).await?;
-            self.wait_exit(&name, std::time::Duration::from_secs(30))
+            let code = self
+                .wait_exit(&name, std::time::Duration::from_secs(30))
                 .await?;
-            self.output(&name).await
+            Ok::<_, RuntimeError>((code, self.output(&name).await?))
         }
         .await;
         self.remove_container(&name).await?;
-        Ok(read?.trim().to_string())
+        let (code, out) = read?;
+        let id = out.trim();
+        match code {
+            Some(0) if is_uuid(id) => Ok(id.to_string()),
+            _ => Err(RuntimeError::BootId {
+                image: image.to_string(),
+                said: match code {
+                    None => "no answer within 30 s".to_string(),
+                    Some(c) => format!("exit code {c}: {id}"),
+                },
+            }),
+        }
+    }
+}
+
+/// `8-4-4-4-12` hexadecimal digits, as the kernel writes a boot id.
+fn is_uuid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_boot_id_is_a_uuid_and_nothing_else() {
+        assert!(super::is_uuid("0b5e7c1a-2f3d-4c5b-9a8e-7d6c5b4a3f21"));
+        assert!(!super::is_uuid(""));
+        assert!(!super::is_uuid(
+            "cat: /proc/sys/kernel/random/boot_id: No such file"
+        ));
+        assert!(!super::is_uuid("0b5e7c1a-2f3d-4c5b-9a8e-7d6c5b4a3f2"));
     }
 }

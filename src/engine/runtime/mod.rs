@@ -64,6 +64,8 @@ pub enum RuntimeError {
         network: String,
         source: Box<DockerError>,
     },
+    #[error("cannot read the host's boot id with a container of `{image}`: {said}")]
+    BootId { image: String, said: String },
     #[error("container `{name}` does not publish port {port}")]
     NotPublished { name: String, port: u16 },
     #[error("container `{name}` has no address on network `{network}`")]

@@ -268,7 +268,11 @@ fn resolve(
         let endpoint = endpoint(e, &at, ctx, problems);
         let address = match e.address.parse::<IpAddr>() {
             // A port published there would be on every address of the host, or on none.
-            Ok(a) if a.is_unspecified() || a.is_multicast() => {
+            Ok(a)
+                if a.is_unspecified()
+                    || a.is_multicast()
+                    || a == IpAddr::from([255, 255, 255, 255]) =>
+            {
                 problems.add(
                     join_key(&at, "address"),
                     format!("\"{a}\" is not one address of the engine's host"),

@@ -26,14 +26,18 @@ pub fn k6_follow_args() -> Vec<String> {
     follow_args(LoadGeneratorKind::K6)
 }
 
-/// The load generator's command: k6 with per-sample output to `K6_OUTPUT`, and no usage
-/// report (k6 would otherwise send one to grafana.com).
+/// The load generator's command: k6 with per-sample output to `K6_OUTPUT`, no usage
+/// report (k6 would otherwise send one to grafana.com), and no REST API server (an empty
+/// `--address`): feedbench does not use it, and on a host network (a load generator placed
+/// apart) it would listen on that host's port 6565.
 pub fn k6_args() -> Vec<String> {
     let out = format!("csv={K6_OUTPUT}");
     [
         "run",
         "--quiet",
         "--no-usage-report",
+        "--address",
+        "",
         "--out",
         &out,
         LOAD_SCRIPT,

@@ -14,10 +14,20 @@ pub fn edge_network(topology: &RunTopology) -> String {
 }
 
 /// `topology` with its balancer published at `address` (the system engine's, from the
-/// engines file) and its load generator on its own engine's host network.
+/// engines file) and its load generator on its own engine's host network; the cores the
+/// run reserves on the system engine no longer count the load generator's cap. Placing a
+/// placed topology again changes nothing.
 pub fn apart(topology: &RunTopology, address: IpAddr) -> RunTopology {
     let mut t = topology.clone();
     let edge = edge_network(topology);
+    if let Some(lg) = t
+        .containers
+        .iter()
+        .find(|c| c.role == Role::LoadGenerator && c.attach != Attach::Host)
+    {
+        let left = t.total_cpus - lg.nano_cpus as f64 / 1e9;
+        t.total_cpus = (left * 1000.0).round() / 1000.0;
+    }
     for c in &mut t.containers {
         match c.role {
             Role::Balancer => {
@@ -89,6 +99,12 @@ mod tests {
             }
         }
         assert_eq!(extra_networks(&placed), vec![edge_network(&one)]);
+        // The system engine reserves the caps of what runs on it.
+        let lg = one.container(Role::LoadGenerator).unwrap().nano_cpus as f64 / 1e9;
+        assert!((placed.total_cpus - (one.total_cpus - lg)).abs() < 1e-9);
+        let twice = apart(&placed, "10.99.0.1".parse().unwrap());
+        assert_eq!(twice.total_cpus, placed.total_cpus);
+        assert_eq!(twice.containers, placed.containers);
         assert!(extra_networks(&one).is_empty());
         assert_eq!(
             base_url("10.99.0.1:32768".parse().unwrap()),

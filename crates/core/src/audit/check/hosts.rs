@@ -33,9 +33,14 @@ fn comparison(run_id: &str) -> Option<&str> {
 }
 
 fn describe(h: &Host) -> String {
+    // A figure no host has (a damaged manifest) is written short.
+    let cores = if h.cores.abs() < 1e6 {
+        h.cores.to_string()
+    } else {
+        format!("{:e}", h.cores)
+    };
     format!(
-        "{} cores, {} MiB, kernel {}, cgroup v{}, engine {}",
-        h.cores,
+        "{cores} cores, {} MiB, kernel {}, cgroup v{}, engine {}",
         h.memory_bytes >> 20,
         h.kernel,
         h.cgroup_version,
