@@ -158,11 +158,14 @@ async fn three_ways(
     [a, n, b]
 }
 
-/// Requests scheduled in `[from, from + len)` seconds of the ramp: 2 s at 20/s, then steps
-/// of 5 s from 20/s up by 20/s (tests/plans/docker/compare-load.yaml).
+/// The ramp's first rate and its step (tests/plans/docker/compare-load.yaml): equal.
+const STEP: f64 = 40.0;
+
+/// Requests scheduled in `[from, from + len)` seconds of the ramp: 2 s at its first rate,
+/// then steps of 5 s from it up by `STEP`.
 fn ramp_scheduled(from: u64, len: u64) -> f64 {
     (from..from + len)
-        .map(|s| 20.0 * (1 + s.saturating_sub(2) / 5) as f64)
+        .map(|s| STEP * (1 + s.saturating_sub(2) / 5) as f64)
         .sum()
 }
 
@@ -297,13 +300,13 @@ fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
             knees[0], knees[1], knees[2]
         );
         assert_same_per_second(&steady, 23, 23, 1, "steady");
-        // The ramp: 2 s of warm-up at 20/s, then 5 s steps of 20/s more.
+        // The ramp: 2 s of warm-up at its first rate, then 5 s steps of `STEP` more.
         let k6_knee = knees[0]
             .into_iter()
             .chain(knees[2])
             .fold(f64::INFINITY, f64::min);
         let below = if k6_knee.is_finite() {
-            2 + 5 * ((k6_knee / 20.0) as u64 - 1)
+            2 + 5 * ((k6_knee / STEP) as u64 - 1)
         } else {
             52
         };
@@ -372,7 +375,7 @@ fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
             knees[0].is_some() || knees[2].is_some(),
             "the ramp should break the objective under k6: {knees:?}"
         );
-        let step = 20.0;
+        let step = STEP;
         let near = |x: Option<f64>, y: Option<f64>| match (x, y) {
             (Some(x), Some(y)) => (x - y).abs() <= step,
             _ => false,
