@@ -41,6 +41,16 @@ struct Fake {
     /// run never ends by itself.
     interrupt_during: Option<(String, tokio::sync::watch::Sender<bool>)>,
     log: RefCell<Vec<String>>,
+    /// How long a run takes; with `gauge`, how many runs of all fakes are under way at once.
+    run_time: std::time::Duration,
+    gauge: Option<std::rc::Rc<Gauge>>,
+}
+
+/// Runs under way now, and the most ever under way at once, across fakes.
+#[derive(Default)]
+struct Gauge {
+    now: std::cell::Cell<usize>,
+    most: std::cell::Cell<usize>,
 }
 
 impl Fake {
@@ -115,6 +125,14 @@ impl Testbed for Fake {
             .map(|(rate, _)| format!(" at 70% of {rate}"))
             .unwrap_or_default();
         self.note(format!("execute {}{from_ramp}", run.id));
+        if let Some(g) = &self.gauge {
+            g.now.set(g.now.get() + 1);
+            g.most.set(g.most.get().max(g.now.get()));
+        }
+        tokio::time::sleep(self.run_time).await;
+        if let Some(g) = &self.gauge {
+            g.now.set(g.now.get() - 1);
+        }
         let clock = Clock::start();
         observer(
             &run.id,
@@ -266,6 +284,18 @@ impl Study {
         resume: bool,
         amend: Option<&str>,
     ) -> (Result<(), StudyError>, Vec<String>) {
+        self.run_on(std::slice::from_ref(fake), interrupt, resume, amend)
+            .await
+    }
+
+    /// One `feedbench run` of the whole plan on `fakes`, one per group of engines.
+    async fn run_on(
+        &self,
+        fakes: &[Fake],
+        interrupt: &mut Interrupt,
+        resume: bool,
+        amend: Option<&str>,
+    ) -> (Result<(), StudyError>, Vec<String>) {
         let request = StudyRequest {
             loaded: &self.loaded,
             runs: &self.runs,
@@ -281,7 +311,7 @@ impl Study {
         };
         let mut seen = Collect::default();
         let result = match Session::open(&request, &mut seen) {
-            Ok(mut session) => run_study(&mut session, &request, fake, interrupt).await,
+            Ok(mut session) => run_study(&mut session, &request, fakes, interrupt).await,
             Err(e) => Err(e),
         };
         (result, seen.0)
@@ -653,7 +683,13 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
         };
         let mut seen = Collect::default();
         let mut session = Session::open(&request, &mut seen).unwrap();
-        let result = run_study(&mut session, &request, fake, &mut never()).await;
+        let result = run_study(
+            &mut session,
+            &request,
+            std::slice::from_ref(fake),
+            &mut never(),
+        )
+        .await;
         (pilot, result)
     };
     let fake = Fake::default();
@@ -808,4 +844,120 @@ async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_
     assert_ne!(old_inputs_digest, new_inputs_digest);
     assert_eq!(changes.len(), 2);
     assert_eq!(j.events().filter(|e| kind(e) == "inputs-read").count(), 2);
+}
+
+/// Two groups of engines: both gates first (on the first group), both ramps at once, each
+/// baseline only once its ramp stands (and at 70% of it), every run once, on both groups.
+#[tokio::test]
+async fn several_groups_run_at_once_and_a_run_waits_for_the_run_it_takes_a_rate_from() {
+    let study = Study::new(&repo().join(PLAN));
+    let gauge = std::rc::Rc::new(Gauge::default());
+    let fake = || Fake {
+        run_time: std::time::Duration::from_millis(200),
+        gauge: Some(gauge.clone()),
+        ..Fake::default()
+    };
+    let fakes = [fake(), fake()];
+    let (result, seen) = study.run_on(&fakes, &mut never(), false, None).await;
+    result.unwrap();
+    let (a, b) = (fakes[0].log(), fakes[1].log());
+    assert_eq!(&a[..2], ["gate nginx", "gate caddy"], "{a:?}");
+    assert!(!b.iter().any(|l| l.starts_with("gate")), "{b:?}");
+    let executed: Vec<&String> = a
+        .iter()
+        .chain(&b)
+        .filter(|l| l.starts_with("execute"))
+        .collect();
+    assert_eq!(executed.len(), 4, "{executed:?}");
+    for c in ["nginx", "caddy"] {
+        assert_eq!(
+            executed
+                .iter()
+                .filter(|l| l.starts_with(&format!("execute {c}/ramp/r1")))
+                .count(),
+            1
+        );
+        assert_eq!(
+            executed
+                .iter()
+                .filter(|l| **l == &format!("execute {c}/baseline+replica-kill/r1 at 70% of 100"))
+                .count(),
+            1,
+            "{executed:?}"
+        );
+    }
+    assert!(a.iter().any(|l| l.starts_with("execute")), "{a:?}");
+    assert!(b.iter().any(|l| l.starts_with("execute")), "{b:?}");
+    assert_eq!(gauge.most.get(), 2, "the two groups never ran at once");
+    let j = study.journal();
+    for id in [
+        "nginx/ramp/r1",
+        "caddy/ramp/r1",
+        "nginx/baseline+replica-kill/r1",
+        "caddy/baseline+replica-kill/r1",
+    ] {
+        assert_eq!(count(&j, &format!("run-started {id}")), 1, "{j:?}");
+        assert_eq!(count(&j, &format!("run-finished {id}")), 1, "{j:?}");
+    }
+    // A baseline starts only after its ramp finished.
+    let at = |line: &str| j.iter().position(|l| l == line).unwrap();
+    for c in ["nginx", "caddy"] {
+        assert!(
+            at(&format!("run-finished {c}/ramp/r1"))
+                < at(&format!("run-started {c}/baseline+replica-kill/r1")),
+            "{j:?}"
+        );
+    }
+    assert!(
+        seen.iter().any(|l| l == "starting caddy/ramp/r1"),
+        "{seen:?}"
+    );
+}
+
+/// An interrupt with a run under way on each group stops both: each group is reaped, both
+/// runs are recorded as interrupted, and a resume runs them again, once each.
+#[tokio::test]
+async fn an_interrupt_stops_every_group_and_a_resume_runs_each_interrupted_run_again() {
+    let study = Study::new(&repo().join(PLAN));
+    let (tx, mut interrupt) = Interrupt::channel();
+    let first = Fake {
+        interrupt_during: Some(("nginx/ramp/r1".into(), tx)),
+        ..Fake::default()
+    };
+    let second = Fake {
+        run_time: std::time::Duration::from_secs(3600),
+        ..Fake::default()
+    };
+    let fakes = [first, second];
+    let (result, _) = study.run_on(&fakes, &mut interrupt, false, None).await;
+    let err = result.unwrap_err().to_string();
+    assert!(
+        err.contains("`nginx/ramp/r1`") && err.contains("`caddy/ramp/r1`"),
+        "{err}"
+    );
+    for f in &fakes {
+        assert_eq!(
+            f.log().last().map(String::as_str),
+            Some("reap runner"),
+            "{:?}",
+            f.log()
+        );
+    }
+    let j = study.journal();
+    assert_eq!(count(&j, "run-interrupted nginx/ramp/r1"), 1, "{j:?}");
+    assert_eq!(count(&j, "run-interrupted caddy/ramp/r1"), 1, "{j:?}");
+    let fakes = [Fake::default(), Fake::default()];
+    let (result, _) = study.run_on(&fakes, &mut never(), true, None).await;
+    result.unwrap();
+    let j = study.journal();
+    for id in [
+        "nginx/ramp/r1",
+        "caddy/ramp/r1",
+        "nginx/baseline+replica-kill/r1",
+        "caddy/baseline+replica-kill/r1",
+    ] {
+        assert_eq!(count(&j, &format!("run-finished {id}")), 1, "{j:?}");
+    }
+    assert_eq!(count(&j, "run-started nginx/ramp/r1"), 2, "{j:?}");
+    assert_eq!(count(&j, "run-started caddy/ramp/r1"), 2, "{j:?}");
 }

@@ -64,126 +64,192 @@ pub fn check_placement(loaded: &LoadedPlan, engines: &Engines) -> Result<(), Cli
     )))
 }
 
-/// Reaches the engines of the study's group and checks them: the local engine (as
-/// `DOCKER_HOST` names it) when no engines file was given (`local`). Where the plan places
-/// the load generator apart, its image is copied to its engine when that engine lacks it.
-/// The runner checks each run's caps against the system engine's cores.
+/// Reaches the engines of every group and checks them: the local engine (as `DOCKER_HOST`
+/// names it) when no engines file was given (`local`). One placement per group, the group
+/// whose system engine is the one feedbench builds on first (contenders' gates run there);
+/// every other group's system engine is reached through ports published at its address.
+/// Images a group's engines lack are copied to them. The runner checks each run's caps
+/// against the system engines' cores.
 pub async fn reach(
     loaded: &LoadedPlan,
     engines: &Engines,
     local: bool,
-) -> Result<Placement, CliError> {
-    if engines.groups.len() > 1 {
-        return Err(CliError::invalid(format!(
-            "the engines file names {} groups; this feedbench runs a study on one group (runs in parallel across groups are not built yet): name one",
-            engines.groups.len()
-        )));
-    }
-    let group = engines.groups[0];
+) -> Result<Vec<Placement>, CliError> {
     let apart = loaded.plan.placement.load_generator == Apartness::Apart;
-    if !apart && group.load_generator != group.system {
-        let (s, l) = engines.names(&group);
-        eprintln!(
-            "warning: the plan runs the load generator with the system under test (placement `together`): it runs on `{s}`, not on the group's load-generator engine `{l}`"
-        );
-    }
     let built_on = Runtime::connect().await.map_err(anyhow::Error::from)?;
-    let system = if local {
-        built_on.clone()
-    } else {
-        connect(engines, group.system).await?
-    };
     let here = identity(&built_on).await?;
-    if !local && identity(&system).await? != here {
-        let e = &engines.engines[group.system];
+    let study = loaded.plan.study.name.to_string();
+    let lg_image = loaded
+        .plan
+        .topology
+        .load_generator
+        .image
+        .as_str()
+        .to_string();
+    // Every engine a group uses, reached and identified once, before anything changes.
+    let mut reached: Vec<Option<(Runtime, (String, String))>> = vec![None; engines.engines.len()];
+    for group in &engines.groups {
+        let mut used = vec![group.system];
+        if apart {
+            used.push(group.load_generator);
+        }
+        for i in used {
+            if reached[i].is_none() {
+                let rt = if local {
+                    built_on.clone()
+                } else {
+                    connect(engines, i).await?
+                };
+                let id = identity(&rt).await?;
+                reached[i] = Some((rt, id));
+            }
+        }
+    }
+    let rt_of = |i: usize| reached[i].as_ref().map(|(rt, _)| rt.clone()).unwrap();
+    let id_of = |i: usize| reached[i].as_ref().map(|(_, id)| id.clone()).unwrap();
+    let mut order: Vec<usize> = (0..engines.groups.len()).collect();
+    order.sort_by_key(|g| id_of(engines.groups[*g].system) != here);
+    if id_of(engines.groups[order[0]].system) != here {
+        let g = engines.groups[order[0]];
         return Err(invalid_at(
             engines,
-            group.system,
-            format!(
-                "engine `{}` is not the engine feedbench builds images on and reaches container networks of; the system under test runs there (only the load generator may be placed elsewhere)",
-                e.name
-            ),
-            Some("name the local engine as the group's `system`".into()),
+            g.system,
+            "no group's `system` engine is the engine feedbench builds images on: contenders' gates run there, beside the coordinator".to_string(),
+            Some("name the local engine as one group's `system`".into()),
         ));
     }
-    let mut facts = vec![(group.system, facts_of(&system).await?)];
+    let mut facts = Vec::new();
     let mut needs = Vec::new();
-    let mut placement = Placement::one(system);
-    if !local {
-        placement.system_name = engines.engines[group.system].name.clone();
-    }
-    if apart {
-        let l = group.load_generator;
-        let system_engine = &engines.engines[group.system];
-        if system_engine.address.is_loopback() {
-            let message = format!(
-                "engine `{}`'s address {} is a loopback address: a load generator on another engine cannot reach the balancer published there",
-                system_engine.name, system_engine.address
+    for &g in &order {
+        let group = engines.groups[g];
+        if !apart && group.load_generator != group.system {
+            let (s, l) = engines.names(&group);
+            eprintln!(
+                "warning: the plan runs the load generator with the system under test (placement `together`): it runs on `{s}`, not on the group's load-generator engine `{l}`"
             );
-            let hint = Some("name the address at which the load generator's engine reaches this one, e.g. 10.99.0.1".to_string());
-            return Err(match &system_engine.address_site {
-                Some(site) => CliError::Invalid(
-                    format!(
-                        "`{}`: engine `{}` cannot publish for a load generator apart",
-                        site.file, system_engine.name
-                    ),
-                    vec![site.error(message, hint)],
-                ),
-                None => CliError::invalid(message),
+        }
+        let system_engine = &engines.engines[group.system];
+        let remote = id_of(group.system) != here;
+        if (apart || remote) && system_engine.address.is_loopback() {
+            let why = if remote {
+                "the coordinator reaches the system under test on another engine at the ports it publishes there"
+            } else {
+                "a load generator on another engine cannot reach the balancer published there"
+            };
+            return Err(loopback(system_engine, why));
+        }
+        if !facts.iter().any(|(i, _)| *i == group.system) {
+            facts.push((group.system, facts_of(&rt_of(group.system)).await?));
+        }
+        if apart {
+            let l = group.load_generator;
+            if id_of(l) == id_of(group.system) {
+                let (s, lg) = engines.names(&group);
+                return Err(invalid_at(
+                    engines,
+                    l,
+                    format!("engines `{s}` and `{lg}` are one engine (the same ID and data root): the load generator would not run apart"),
+                    Some("name another engine as the group's `load-generator`".into()),
+                ));
+            }
+            if !facts.iter().any(|(i, _)| *i == l) {
+                facts.push((l, facts_of(&rt_of(l)).await?));
+            }
+            let cores = resolve_contenders(&loaded.plan)
+                .iter()
+                .map(|c| c.caps.load_generator.cpus)
+                .fold(0.0, f64::max);
+            needs.push(Need {
+                engine: l,
+                cores,
+                what: "the load generator's cap".into(),
             });
         }
-        let rt = connect(engines, l).await?;
-        if identity(&rt).await? == here {
-            let (s, lg) = engines.names(&group);
-            return Err(invalid_at(
-                engines,
-                l,
-                format!("engines `{s}` and `{lg}` are one engine (the same ID and data root): the load generator would not run apart"),
-                Some("name another engine as the group's `load-generator`".into()),
-            ));
+    }
+    // Refused before anything is changed on an engine: no image copied to an engine that
+    // cannot be used.
+    refuse(loaded, &facts::check(engines, &facts, &needs))?;
+    let mut placements = Vec::new();
+    for &g in &order {
+        let group = engines.groups[g];
+        let system = rt_of(group.system);
+        let remote = id_of(group.system) != here;
+        if remote {
+            for image in study_images(loaded)? {
+                copy_image(&built_on, &system, &image, engines, group.system).await?;
+            }
         }
-        let image = loaded
-            .plan
-            .topology
-            .load_generator
-            .image
-            .as_str()
-            .to_string();
-        facts.push((l, facts_of(&rt).await?));
-        let cores = resolve_contenders(&loaded.plan)
-            .iter()
-            .map(|c| c.caps.load_generator.cpus)
-            .fold(0.0, f64::max);
-        needs.push(Need {
-            engine: l,
-            cores,
-            what: "the load generator's cap".into(),
-        });
-        // Refused before anything is changed on an engine: no image copied to an engine
-        // that cannot be used.
-        refuse(loaded, &facts::check(engines, &facts, &needs))?;
-        copy_image(&placement.system, &rt, &image, engines, l).await?;
-        let study = loaded.plan.study.name.to_string();
-        facts[0].1.boot_id = Some(boot_id(&placement.system, &image, &study).await?);
-        facts[1].1.boot_id = Some(boot_id(&rt, &image, &study).await?);
-        if facts[0].1.boot_id != facts[1].1.boot_id {
+        let mut placement = Placement::one(system);
+        if !local {
+            placement.system_name = engines.engines[group.system].name.clone();
+        }
+        if remote {
+            placement.control = Some(engines.engines[group.system].address);
+        }
+        if apart {
+            let l = group.load_generator;
+            let rt = rt_of(l);
+            copy_image(&built_on, &rt, &lg_image, engines, l).await?;
+            placement.apart = Some(Apart {
+                rt,
+                name: engines.engines[l].name.clone(),
+                address: engines.engines[group.system].address,
+            });
+        }
+        placements.push(placement);
+    }
+    // Two engines of one host share its cores (and its clock): known by boot id, which a
+    // throwaway container of the load generator's image (now on every engine) reads.
+    if facts.len() > 1 {
+        for (i, f) in facts.iter_mut() {
+            f.boot_id = Some(boot_id(&rt_of(*i), &lg_image, &study).await?);
+        }
+        let first = facts[0].1.boot_id.clone();
+        if let Some((i, _)) = facts.iter().find(|(_, f)| f.boot_id != first) {
             eprintln!(
-                "warning: the load generator's engine `{}` is on another host, with its own clock: its requests are matched to the system's samples by wall time, so keep both hosts' clocks synchronised (NTP)",
-                engines.engines[l].name
+                "warning: engine `{}` is on another host than `{}`, with its own clock: a load generator's requests are matched to the system's samples by wall time, so keep the hosts' clocks synchronised (NTP)",
+                engines.engines[*i].name, engines.engines[facts[0].0].name
             );
         }
-        placement.apart = Some(Apart {
-            rt,
-            name: engines.engines[l].name.clone(),
-            address: engines.engines[group.system].address,
-        });
     }
     let checked = facts::check(engines, &facts, &needs);
     for w in &checked.warnings {
         eprintln!("warning: {w}");
     }
     refuse(loaded, &checked)?;
-    Ok(placement)
+    Ok(placements)
+}
+
+/// Bad input at a system engine's `address`: a loopback address cannot be reached from
+/// another engine, or from the coordinator when the engine is another's.
+fn loopback(e: &feedbench_core::engines::Engine, why: &str) -> CliError {
+    let message = format!(
+        "engine `{}`'s address {} is a loopback address: {why}",
+        e.name, e.address
+    );
+    let hint = Some(
+        "name the address at which the other engines and the coordinator reach this one, e.g. 10.99.0.1"
+            .to_string(),
+    );
+    match &e.address_site {
+        Some(site) => CliError::Invalid(
+            format!("`{}`: engine `{}` cannot publish there", site.file, e.name),
+            vec![site.error(message, hint)],
+        ),
+        None => CliError::invalid(message),
+    }
+}
+
+/// The images of every run's topology (replicas, balancer, database, fault proxy, load
+/// generator, co-tenant): what a system engine other than the build engine must hold.
+fn study_images(loaded: &LoadedPlan) -> Result<Vec<String>, CliError> {
+    let mut out = std::collections::BTreeSet::new();
+    for run in crate::plan::expand(&loaded.plan) {
+        let topo = crate::engine::topology::of_loaded(loaded, &run)
+            .map_err(|e| CliError::invalid(format!("`{}`: run `{}`: {e}", loaded.file, run.id)))?;
+        out.extend(topo.containers.into_iter().map(|c| c.image));
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// The check's refusals, if any, as one bad-input error.

@@ -95,7 +95,7 @@ impl PilotArgs {
         // Reached and checked before the pilot's area is opened: a refusal leaves nothing.
         let runtime = super::async_runtime()?;
         let local = self.engines.engines.is_none();
-        let placement = runtime.block_on(super::engines::reach(&scaled, &engines, local))?;
+        let placements = runtime.block_on(super::engines::reach(&scaled, &engines, local))?;
         let pilot = open_area(&PilotRequest {
             scaled: &scaled,
             plan_text: &bytes,
@@ -123,7 +123,7 @@ impl PilotArgs {
         let mut reporter = super::run::show::Show { json };
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
-        super::run::run_on_engine(&runtime, &mut session, &request, placement)
+        super::run::run_on_engine(&runtime, &mut session, &request, placements)
     }
 }
 

@@ -95,24 +95,28 @@ impl RunArgs {
         }
         let runtime = super::async_runtime()?;
         let local = self.engines.engines.is_none();
-        let placement = runtime.block_on(super::engines::reach(&loaded, &engines, local))?;
-        run_on_engine(&runtime, &mut session, &request, placement)
+        let placements = runtime.block_on(super::engines::reach(&loaded, &engines, local))?;
+        run_on_engine(&runtime, &mut session, &request, placements)
     }
 }
 
-/// Runs an opened study's request on the engines `placement` reached (on `runtime`, which
-/// reached them), stopping cleanly on a signal: what `feedbench run` and `feedbench pilot`
-/// do once their session is open and their engines are reached and checked.
+/// Runs an opened study's request on the groups of engines `placements` reached (on
+/// `runtime`, which reached them), stopping cleanly on a signal: what `feedbench run` and
+/// `feedbench pilot` do once their session is open and their engines are reached and
+/// checked.
 pub(super) fn run_on_engine(
     runtime: &tokio::runtime::Runtime,
     session: &mut Session<'_>,
     request: &StudyRequest<'_>,
-    placement: crate::engine::placement::Placement,
+    placements: Vec<crate::engine::placement::Placement>,
 ) -> Result<(), CliError> {
     runtime.block_on(async move {
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-        let testbed = DockerTestbed { placement };
-        run_study(session, request, &testbed, &mut interrupt)
+        let testbeds: Vec<DockerTestbed> = placements
+            .into_iter()
+            .map(|placement| DockerTestbed { placement })
+            .collect();
+        run_study(session, request, &testbeds, &mut interrupt)
             .await
             .map_err(study_error)
     })

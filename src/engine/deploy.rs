@@ -14,7 +14,7 @@ use super::fault_proxy::FaultProxy;
 use super::http::request;
 use super::placement::Placement;
 use super::runtime::{Runtime, RuntimeError};
-use super::topology::{ContainerSpec, Readiness, Role, RunTopology, FAULT_PROXY_API_PORT};
+use super::topology::{Attach, ContainerSpec, Readiness, Role, RunTopology, FAULT_PROXY_API_PORT};
 use feedbench_core::spec::placement::extra_networks;
 use feedbench_core::spec::seed;
 
@@ -63,13 +63,21 @@ pub fn check_caps(
 #[derive(Debug, Clone)]
 pub struct Deployed {
     pub addresses: HashMap<Role, IpAddr>,
+    /// Where the coordinator reaches a role's port when the run's network is out of its
+    /// reach (`Placement::control`): published at the system engine's address.
+    pub published: HashMap<(Role, u16), SocketAddr>,
     pub ready_after: Duration,
     /// The snapshot the database started from, when it did.
     pub snapshot: Option<seed::Snapshot>,
 }
 
 impl Deployed {
+    /// Where the coordinator reaches `role`'s `port`: where it is published for the
+    /// coordinator, else the container's address on the run's network.
     pub fn addr(&self, role: Role, port: u16) -> Option<SocketAddr> {
+        if let Some(at) = self.published.get(&(role, port)) {
+            return Some(*at);
+        }
         self.addresses
             .get(&role)
             .map(|ip| SocketAddr::new(*ip, port))
@@ -153,6 +161,7 @@ pub async fn deploy_placed(
         r?;
     }
     let mut addresses = HashMap::new();
+    let mut published = HashMap::new();
     let last_stage = topology
         .containers
         .iter()
@@ -171,14 +180,26 @@ pub async fn deploy_placed(
         let results = join_all(members.iter().map(|c| async {
             let on = placement.of(c.role);
             let ip = wait_address(on, c, &topology.network, until).await?;
-            wait_ready(on, c, ip, until).await?;
-            Ok::<_, (String, String)>((c.role, ip))
+            // Published for the coordinator: read back once the container runs.
+            let mut at = HashMap::new();
+            if let (Some(_), Attach::Published { ports, .. }) = (placement.control, &c.attach) {
+                for port in ports {
+                    let a = on
+                        .published(&c.name, *port)
+                        .await
+                        .map_err(|e| (c.name.clone(), e.to_string()))?;
+                    at.insert(*port, a);
+                }
+            }
+            wait_ready(on, c, ip, &at, until).await?;
+            Ok::<_, (String, String)>((c.role, ip, at))
         }))
         .await;
         for r in results {
             match r {
-                Ok((role, ip)) => {
+                Ok((role, ip, at)) => {
                     addresses.insert(role, ip);
+                    published.extend(at.into_iter().map(|(port, a)| ((role, port), a)));
                 }
                 Err((container, reason)) => {
                     return Err(not_ready(placement, topology, &container, reason, logs_dir).await)
@@ -186,14 +207,16 @@ pub async fn deploy_placed(
             }
         }
         // The fault proxy is up: create the links before any replica tries to use them.
-        if let Some(ip) = addresses
-            .get(&Role::FaultProxy)
+        let api = published
+            .get(&(Role::FaultProxy, FAULT_PROXY_API_PORT))
             .copied()
-            .filter(|_| stage == 0)
-        {
-            let fp = FaultProxy {
-                addr: SocketAddr::new(ip, FAULT_PROXY_API_PORT),
-            };
+            .or_else(|| {
+                addresses
+                    .get(&Role::FaultProxy)
+                    .map(|ip| SocketAddr::new(*ip, FAULT_PROXY_API_PORT))
+            });
+        if let Some(addr) = api.filter(|_| stage == 0) {
+            let fp = FaultProxy { addr };
             let name = topology
                 .container(Role::FaultProxy)
                 .map(|c| c.name.clone())
@@ -205,6 +228,7 @@ pub async fn deploy_placed(
     }
     Ok(Deployed {
         addresses,
+        published,
         ready_after: started.elapsed(),
         snapshot: prepared.map(|p| p.0),
     })
@@ -225,14 +249,22 @@ async fn wait_address(
     }
 }
 
-/// Polls a container's readiness until it holds, the container exits, or time runs out.
+/// Polls a container's readiness until it holds, the container exits, or time runs out: on
+/// its port where `published` has it for the coordinator, else at `ip` on the run's network.
 async fn wait_ready(
     rt: &Runtime,
     c: &ContainerSpec,
     ip: IpAddr,
+    published: &HashMap<u16, SocketAddr>,
     until: Instant,
 ) -> Result<(), (String, String)> {
     let fail = |reason: String| (c.name.clone(), reason);
+    let at = |port: u16| {
+        published
+            .get(&port)
+            .copied()
+            .unwrap_or(SocketAddr::new(ip, port))
+    };
     loop {
         let outcome: Result<(), String> = match &c.readiness {
             Readiness::NotStarted => return Ok(()),
@@ -245,25 +277,19 @@ async fn wait_ready(
                 )),
                 Err(e) => Err(e.to_string()),
             },
-            Readiness::Tcp(port) => tokio::net::TcpStream::connect((ip, *port))
+            Readiness::Tcp(port) => tokio::net::TcpStream::connect(at(*port))
                 .await
                 .map(|_| ())
-                .map_err(|e| format!("TCP {ip}:{port}: {e}")),
-            Readiness::Http { port, path } => match request(
-                SocketAddr::new(ip, *port),
-                "GET",
-                path,
-                None,
-                Duration::from_secs(2),
-            )
-            .await
-            {
-                Ok(r) if r.status == 200 => Ok(()),
-                Ok(r) => Err(format!("GET {path} answered {}", r.status)),
-                Err(e) => Err(e.to_string()),
-            },
+                .map_err(|e| format!("TCP {}: {e}", at(*port))),
+            Readiness::Http { port, path } => {
+                match request(at(*port), "GET", path, None, Duration::from_secs(2)).await {
+                    Ok(r) if r.status == 200 => Ok(()),
+                    Ok(r) => Err(format!("GET {path} answered {}", r.status)),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
             Readiness::AllServersUp { port, servers } => {
-                match balancer::stats(SocketAddr::new(ip, *port), Duration::from_secs(2)).await {
+                match balancer::stats(at(*port), Duration::from_secs(2)).await {
                     Ok(rows) => {
                         let down: Vec<String> = servers
                             .iter()

@@ -1,6 +1,8 @@
 //! Where a run's containers go: every role on the system engine, and the load generator on
 //! an engine of its own when the plan places it apart (`spec::placement`). Deploying,
 //! sampling, following, tearing down and reaping ask this which engine a container is on.
+//! A system engine other than the coordinator's is reached through ports published at its
+//! stated address (`control`).
 
 use std::net::IpAddr;
 
@@ -13,6 +15,10 @@ pub struct Placement {
     pub system: Runtime,
     pub system_name: String,
     pub apart: Option<Apart>,
+    /// Set when the coordinator cannot reach the system engine's run networks (it is not
+    /// the engine feedbench runs beside): the system engine's stated address, at which the
+    /// ports the coordinator probes and polls are published (`spec::placement::controlled`).
+    pub control: Option<IpAddr>,
 }
 
 /// The load generator's own engine.
@@ -34,6 +40,7 @@ impl Placement {
             system: rt,
             system_name: LOCAL.to_string(),
             apart: None,
+            control: None,
         }
     }
 
@@ -62,12 +69,27 @@ impl Placement {
         out
     }
 
+    /// Whether a role's container is on an engine other than the coordinator's: sampled
+    /// from its cgroup files only where this host has them, else through its engine's API.
+    pub fn is_remote(&self, role: Role) -> bool {
+        match role {
+            Role::LoadGenerator if self.apart.is_some() => true,
+            _ => self.control.is_some(),
+        }
+    }
+
     /// The topology as placed: unchanged on one engine; published and host-networked
-    /// where the load generator runs apart.
+    /// where the load generator runs apart; its probed ports published where the system
+    /// engine is not the coordinator's.
     pub fn topology(&self, topology: &RunTopology) -> RunTopology {
-        match &self.apart {
-            Some(a) => feedbench_core::spec::placement::apart(topology, a.address),
+        use feedbench_core::spec::placement::{apart, controlled};
+        let placed = match &self.apart {
+            Some(a) => apart(topology, a.address),
             None => topology.clone(),
+        };
+        match self.control {
+            Some(address) => controlled(&placed, address),
+            None => placed,
         }
     }
 }

@@ -416,7 +416,7 @@ async fn measure(
         .map(|c| Sampled {
             target: Target::from(c),
             rt: placement.of(c.role).clone(),
-            remote: placement.apart.is_some() && c.role == Role::LoadGenerator,
+            remote: placement.is_remote(c.role),
         })
         .collect();
     let monitors = monitor::start_placed(

@@ -15,6 +15,7 @@ mod dependencies;
 mod error;
 mod gate;
 mod interrupt;
+mod parallel;
 mod pilot;
 mod reporter;
 mod runner;

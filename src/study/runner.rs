@@ -3,7 +3,8 @@
 //! before its first run (a failure excludes it and the study goes on); a run that takes a
 //! figure from another waits for it, or is skipped when that run will not stand; each run
 //! is executed on the testbed, settled and journalled; an interrupt settles the run under
-//! way as interrupted and stops.
+//! way as interrupted and stops. With several groups of engines (one testbed each), the
+//! runs go to idle groups at the same time (`parallel`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,31 +61,46 @@ impl StudyRequest<'_> {
     }
 }
 
-/// Runs the study `session` holds on `testbed`, until every selected run is settled, waits
-/// for a run that did not complete, or `interrupt` is raised.
+/// Runs the study `session` holds on `testbeds` (one per group of engines, the first the
+/// one contenders' gates run on), until every selected run is settled, waits for a run
+/// that did not complete, or `interrupt` is raised.
 pub async fn run_study<T: Testbed>(
     session: &mut Session<'_>,
     request: &StudyRequest<'_>,
-    testbed: &T,
+    testbeds: &[T],
     interrupt: &mut Interrupt,
 ) -> Result<(), StudyError> {
     let loaded = request.loaded;
-    let ctx = StudyContext {
-        study: session.study.clone(),
-        plan_file: session.plan_file.clone(),
-        plan_hash: loaded.plan_hash.clone(),
-        git: request.registration.clone(),
-        host: testbed.host().await?,
-        engines: testbed.engines().await?,
-        inputs: request.inputs.clone(),
+    let Some(testbed) = testbeds.first() else {
+        return Err(StudyError::Refused("no group of engines to run on".into()));
     };
+    // One context per group: a run's manifest names the engines it ran on.
+    let mut ctxs = Vec::new();
+    for t in testbeds {
+        ctxs.push(StudyContext {
+            study: session.study.clone(),
+            plan_file: session.plan_file.clone(),
+            plan_hash: loaded.plan_hash.clone(),
+            git: request.registration.clone(),
+            host: t.host().await?,
+            engines: t.engines().await?,
+            inputs: request.inputs.clone(),
+        });
+    }
+    let ctx = ctxs[0].clone();
     // Caps that do not fit the host are the plan's problem: refused before anything is
-    // recorded (an amendment, a gate, a run).
-    let mut topologies = preflight(request, &session.ledger, ctx.host.cores)?;
+    // recorded (an amendment, a gate, a run). A run may go to any group: the smallest
+    // host counts.
+    let cores = ctxs.iter().map(|c| c.host.cores).fold(f64::MAX, f64::min);
+    let mut topologies = preflight(request, &session.ledger, cores)?;
     session.start_writing()?;
     if request.resuming() {
-        // Whatever an earlier, killed invocation left running is reaped first.
-        let containers = testbed.reap(&session.study).await?;
+        // Whatever an earlier, killed invocation left running is reaped first, on every
+        // engine of every group.
+        let mut containers = 0;
+        for t in testbeds {
+            containers += t.reap(&session.study).await?;
+        }
         if containers > 0 {
             session.report(StudyEvent::Reaped { containers });
         }
@@ -151,6 +167,18 @@ pub async fn run_study<T: Testbed>(
         });
         return Ok(());
     }
+    if testbeds.len() > 1 {
+        return super::parallel::study_loop(
+            session,
+            request,
+            testbeds,
+            interrupt,
+            &ctxs,
+            &to_do,
+            &mut topologies,
+        )
+        .await;
+    }
     study_loop(
         session,
         request,
@@ -193,10 +221,10 @@ fn preflight(
 
 /// What the loop left undone, for the study's exit.
 #[derive(Default)]
-struct Left {
-    not_valid: Vec<String>,
-    waiting: Vec<String>,
-    excluded: Vec<String>,
+pub(super) struct Left {
+    pub not_valid: Vec<String>,
+    pub waiting: Vec<String>,
+    pub excluded: Vec<String>,
 }
 
 async fn study_loop<T: Testbed>(
@@ -338,47 +366,73 @@ async fn study_loop<T: Testbed>(
                 )));
             }
         };
-        session.report(StudyEvent::RunEnded(&record));
-        let ramp = matches!(
-            loaded.plan.profiles.get(run.profile.as_str()),
-            Some(Profile::StepRamp { .. })
-        );
-        let objective = record.measured.as_ref().and_then(|m| {
-            crate::analysis::objective::verdict(
-                &loaded.plan.study.objective,
-                m.p99_ms,
-                m.failed_share,
-                ramp,
-            )
-        });
-        let study_dir = session.dir.clone();
-        let event = settle::settle(
+        settle_record(
+            session,
             ctx,
-            &study_dir,
-            session.writer()?,
-            run,
-            attempt,
-            &dir,
+            loaded,
+            (run, attempt, &dir),
             &record,
             images,
-            objective,
+            &mut measured,
+            &mut left,
         )?;
-        session.note(&event);
-        match (&event, &record.saturation) {
-            (Event::RunFinished { .. }, Some(s)) => {
-                if let Some(rate) = s.rate {
-                    remember(&mut measured, run, rate, s.first_breach.is_some());
-                }
-            }
-            (Event::RunFinished { .. }, None) => {}
-            _ => left.not_valid.push(run.id.clone()),
-        }
     }
     left.verdict()
 }
 
+/// Settles a run that ended with a record: its objective's verdict, its manifest and
+/// journal line; a ramp that finished remembers its saturation for the runs after it.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn settle_record(
+    session: &mut Session<'_>,
+    ctx: &StudyContext,
+    loaded: &LoadedPlan,
+    (run, attempt, dir): (&RunSpec, u32, &Path),
+    record: &RunRecord,
+    images: Vec<crate::ledger::manifest::Image>,
+    measured: &mut Saturations,
+    left: &mut Left,
+) -> Result<(), StudyError> {
+    session.report(StudyEvent::RunEnded(record));
+    let ramp = matches!(
+        loaded.plan.profiles.get(run.profile.as_str()),
+        Some(Profile::StepRamp { .. })
+    );
+    let objective = record.measured.as_ref().and_then(|m| {
+        crate::analysis::objective::verdict(
+            &loaded.plan.study.objective,
+            m.p99_ms,
+            m.failed_share,
+            ramp,
+        )
+    });
+    let study_dir = session.dir.clone();
+    let event = settle::settle(
+        ctx,
+        &study_dir,
+        session.writer()?,
+        run,
+        attempt,
+        dir,
+        record,
+        images,
+        objective,
+    )?;
+    session.note(&event);
+    match (&event, &record.saturation) {
+        (Event::RunFinished { .. }, Some(s)) => {
+            if let Some(rate) = s.rate {
+                remember(measured, run, rate, s.first_breach.is_some());
+            }
+        }
+        (Event::RunFinished { .. }, None) => {}
+        _ => left.not_valid.push(run.id.clone()),
+    }
+    Ok(())
+}
+
 /// How a run's execution ended, for settling.
-enum Ended {
+pub(super) enum Ended {
     Record(Box<RunRecord>),
     /// The executor could not produce a record.
     Failed(String),
@@ -423,7 +477,7 @@ async fn execute_or_interrupt<T: Testbed>(
 }
 
 impl Left {
-    fn verdict(self) -> Result<(), StudyError> {
+    pub(super) fn verdict(self) -> Result<(), StudyError> {
         let mut problems = Vec::new();
         if !self.not_valid.is_empty() {
             problems.push(format!(

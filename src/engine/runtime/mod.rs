@@ -297,12 +297,12 @@ impl Runtime {
             Attach::Published {
                 network: edge,
                 host_ip,
-                port,
+                ports,
             } => (
                 edge.clone(),
                 HashMap::from([(edge.clone(), EndpointSettings::default())]),
                 Some(alias.clone()),
-                Some((host_ip.clone(), *port)),
+                Some((host_ip.clone(), ports.clone())),
             ),
             // The host's own name and network: no alias, no hostname of its own.
             Attach::Host => ("host".to_string(), HashMap::new(), None, None),
@@ -313,9 +313,12 @@ impl Runtime {
             env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             cmd: spec.cmd.clone(),
             labels: Some(spec.labels.clone().into_iter().collect()),
-            exposed_ports: published
-                .as_ref()
-                .map(|(_, port)| HashMap::from([(format!("{port}/tcp"), HashMap::new())])),
+            exposed_ports: published.as_ref().map(|(_, ports)| {
+                ports
+                    .iter()
+                    .map(|port| (format!("{port}/tcp"), HashMap::new()))
+                    .collect()
+            }),
             host_config: Some(HostConfig {
                 nano_cpus: Some(spec.nano_cpus),
                 memory: Some(spec.memory_bytes),
@@ -326,7 +329,7 @@ impl Runtime {
                 binds: binds(&spec.mounts),
                 port_bindings: published
                     .as_ref()
-                    .map(|(ip, port)| publish::binding(ip, *port)),
+                    .map(|(ip, ports)| publish::binding(ip, ports)),
                 ..Default::default()
             }),
             networking_config: Some(bollard::container::NetworkingConfig {

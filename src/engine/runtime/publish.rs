@@ -1,7 +1,8 @@
 //! The one exception to "nothing leaves the run's network": a run placed apart publishes
 //! its balancer's frontend on the system engine's stated address (never on every address),
 //! through an edge network that is not internal, so that a load generator on another
-//! engine reaches it. The port is the engine's choice (an ephemeral one, held by the
+//! engine reaches it; a run on a system engine other than the coordinator's publishes
+//! there the ports the coordinator probes and polls. The port is the engine's choice (an ephemeral one, held by the
 //! engine from the start: nothing is bound, closed and bound again), read back once the
 //! container runs.
 
@@ -13,15 +14,20 @@ use bollard::network::ConnectNetworkOptions;
 
 use super::{Runtime, RuntimeError};
 
-/// `port/tcp` published at `host_ip`, on a port the engine picks.
-pub(super) fn binding(host_ip: &str, port: u16) -> HashMap<String, Option<Vec<PortBinding>>> {
-    HashMap::from([(
-        format!("{port}/tcp"),
-        Some(vec![PortBinding {
-            host_ip: Some(host_ip.to_string()),
-            host_port: Some(String::new()),
-        }]),
-    )])
+/// Each `port/tcp` published at `host_ip`, on a port the engine picks.
+pub(super) fn binding(host_ip: &str, ports: &[u16]) -> HashMap<String, Option<Vec<PortBinding>>> {
+    ports
+        .iter()
+        .map(|port| {
+            (
+                format!("{port}/tcp"),
+                Some(vec![PortBinding {
+                    host_ip: Some(host_ip.to_string()),
+                    host_port: Some(String::new()),
+                }]),
+            )
+        })
+        .collect()
 }
 
 impl Runtime {

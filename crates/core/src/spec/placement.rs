@@ -1,11 +1,13 @@
 //! A run placed apart (`placement: {load-generator: apart}`): the load generator on an engine
 //! of its own, on that engine's host network, and the balancer's frontend published on the
-//! system engine's stated address, the one port that crosses between engines. Everything
+//! system engine's stated address, the one port that crosses between engines for the load.
+//! A run whose system engine is not the coordinator's (a second group of engines) also
+//! publishes there the ports the coordinator probes and polls (`controlled`). Everything
 //! else stays on the run's internal network.
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::topology::{Attach, Role, RunTopology, BALANCER_PORT};
+use super::topology::{Attach, ContainerSpec, Readiness, Role, RunTopology, BALANCER_PORT};
 
 /// The edge network of a run placed apart: the balancer's second network, not internal, on
 /// which its frontend is published.
@@ -30,18 +32,59 @@ pub fn apart(topology: &RunTopology, address: IpAddr) -> RunTopology {
     }
     for c in &mut t.containers {
         match c.role {
-            Role::Balancer => {
-                c.attach = Attach::Published {
-                    network: edge.clone(),
-                    host_ip: address.to_string(),
-                    port: BALANCER_PORT,
-                }
-            }
+            Role::Balancer => publish(c, &edge, address, &[BALANCER_PORT]),
             Role::LoadGenerator => c.attach = Attach::Host,
             _ => {}
         }
     }
     t
+}
+
+/// `topology` for a system engine whose run networks the coordinator cannot reach (another
+/// machine's bridges, or another network namespace's): the port each container is probed
+/// on for readiness (a replica's, the fault proxy's API, the balancer's statistics, which
+/// the coordinator also polls each second) is published at `address`, the system engine's
+/// stated one. The containers keep their place on the run's network; the database, probed
+/// by a command in it, and the load generator, never probed, publish nothing. Applying it
+/// again changes nothing.
+pub fn controlled(topology: &RunTopology, address: IpAddr) -> RunTopology {
+    let mut t = topology.clone();
+    let edge = edge_network(topology);
+    for c in &mut t.containers {
+        if let Some(port) = control_port(c) {
+            publish(c, &edge, address, &[port]);
+        }
+    }
+    t
+}
+
+/// The port the coordinator reaches a container on, if any: its readiness probe's.
+pub fn control_port(c: &ContainerSpec) -> Option<u16> {
+    match &c.readiness {
+        Readiness::Tcp(port)
+        | Readiness::Http { port, .. }
+        | Readiness::AllServersUp { port, .. } => Some(*port),
+        Readiness::Command(_) | Readiness::NotStarted => None,
+    }
+}
+
+/// Adds `ports` to what `c` publishes at `address` on `edge`.
+fn publish(c: &mut ContainerSpec, edge: &str, address: IpAddr, ports: &[u16]) {
+    let mut all = match &c.attach {
+        Attach::Published { ports, .. } => ports.clone(),
+        _ => Vec::new(),
+    };
+    for p in ports {
+        if !all.contains(p) {
+            all.push(*p);
+        }
+    }
+    all.sort_unstable();
+    c.attach = Attach::Published {
+        network: edge.to_string(),
+        host_ip: address.to_string(),
+        ports: all,
+    };
 }
 
 /// The load generator's target when it runs apart: the balancer's frontend where the
@@ -91,7 +134,7 @@ mod tests {
                     Attach::Published {
                         network: format!("{}-edge", one.network),
                         host_ip: "10.99.0.1".into(),
-                        port: BALANCER_PORT
+                        ports: vec![BALANCER_PORT]
                     }
                 ),
                 Role::LoadGenerator => assert_eq!(b.attach, Attach::Host),
@@ -114,5 +157,52 @@ mod tests {
             base_url("[fd00::1]:80".parse().unwrap()),
             "http://[fd00::1]:80"
         );
+    }
+
+    #[test]
+    fn controlled_publishes_each_probed_port_and_leaves_the_rest_on_the_run_network() {
+        use crate::spec::topology::{FAULT_PROXY_API_PORT, STATS_PORT};
+        let text = include_str!("../../../../experiments/smoke.yaml");
+        let ctx = Context {
+            host_cores: None,
+            exists: None,
+        };
+        let loaded = load_str("smoke.yaml", text, &ctx).unwrap();
+        let run = &expand(&loaded.plan)[0];
+        let read = |_: &str| Ok(b"-- sql".to_vec());
+        let one = topology(&loaded.plan, run, &read).unwrap();
+        let address: IpAddr = "10.99.0.2".parse().unwrap();
+        let placed = controlled(&one, address);
+        let ports = |c: &ContainerSpec| match &c.attach {
+            Attach::Published {
+                ports,
+                host_ip,
+                network,
+            } => {
+                assert_eq!(host_ip, "10.99.0.2");
+                assert_eq!(network, &edge_network(&one));
+                ports.clone()
+            }
+            _ => Vec::new(),
+        };
+        for c in &placed.containers {
+            match c.role {
+                Role::Balancer => assert_eq!(ports(c), vec![STATS_PORT]),
+                Role::FaultProxy => assert_eq!(ports(c), vec![FAULT_PROXY_API_PORT]),
+                Role::Replica(_) => assert_eq!(ports(c), vec![control_port(c).unwrap()]),
+                Role::Database | Role::LoadGenerator => assert_eq!(c.attach, Attach::Run),
+                _ => {}
+            }
+        }
+        assert!(placed
+            .containers
+            .iter()
+            .any(|c| matches!(c.role, Role::Replica(_))));
+        assert_eq!(placed.total_cpus, one.total_cpus);
+        // With the load generator apart too, the balancer publishes both ports, once each.
+        let both = controlled(&apart(&one, address), address);
+        let b = both.container(Role::Balancer).unwrap();
+        assert_eq!(ports(b), vec![BALANCER_PORT, STATS_PORT]);
+        assert_eq!(controlled(&both, address).containers, both.containers);
     }
 }

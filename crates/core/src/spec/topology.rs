@@ -149,12 +149,13 @@ pub enum Attach {
     /// The run's internal network alone, under its role's name.
     #[default]
     Run,
-    /// The run's network and an edge network (not internal) on which `port` is published
-    /// at `host_ip` of its engine's host: what a load generator on another engine reaches.
+    /// The run's network and an edge network (not internal) on which `ports` are
+    /// published at `host_ip` of its engine's host: what a load generator on another engine
+    /// reaches, and what a coordinator reaches of a system on another engine.
     Published {
         network: String,
         host_ip: String,
-        port: u16,
+        ports: Vec<u16>,
     },
     /// Its engine's host network: a load generator on an engine of its own, which reaches
     /// the system under test at the address the balancer is published on.
