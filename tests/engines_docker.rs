@@ -441,7 +441,7 @@ fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_record
                 ),
                 "  - {system: second}\n",
             ),
-            "elsewhere.yaml:4:22: engines.second.endpoint: engine `second` is not the engine feedbench builds images on",
+            "elsewhere.yaml:4:22: engines.second.endpoint: no group's `system` engine is the engine feedbench builds images on",
         ),
     ];
     let smoke = "experiments/smoke.yaml";
@@ -820,5 +820,203 @@ fn a_coordinator_killed_mid_run_leaves_containers_on_both_engines_and_resume_rea
         tunnels.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&tunnels.stdout)
+    );
+}
+
+const PARALLEL: &str = "tests/plans/docker/parallel.yaml";
+
+/// Two groups of engines, `here` and `second` (over TCP with TLS), each running a whole run
+/// at a time: the 4-run study's two ramps run at once, one on each; the coordinator is
+/// killed (SIGKILL) while both run, leaving containers on both engines; `--resume` reaps
+/// both, runs each interrupted run again and the baselines after their ramps, every run
+/// completed once, valid, with each run's containers all on one engine and both engines
+/// used; the report agrees with its twin, the audit passes and nothing is left on either
+/// engine.
+#[test]
+#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
+fn a_study_split_across_two_groups_runs_each_run_once_and_a_killed_coordinator_is_reaped_on_both() {
+    use std::io::BufRead;
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let local = rt.block_on(Runtime::connect()).unwrap();
+    rt.block_on(common::plan_images(PARALLEL));
+    let second = SecondEngine::up();
+    let base = second.dir.parent().unwrap().to_path_buf();
+    let file = base.join("engines.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "format_version: 1\nengines:\n  here: {{endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}}\n  second: {{endpoint: \"{}\", address: 10.99.0.2, tls: {{cert-path: {}}}}}\ngroups:\n  - {{system: second}}\n  - {{system: here}}\n",
+            second.tcp,
+            second.certs.display()
+        ),
+    )
+    .unwrap();
+    let results = base.join("results");
+    let run = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
+        c.current_dir(repo())
+            .args([
+                "run",
+                PARALLEL,
+                "--no-build",
+                "--format",
+                "json",
+                "--engines",
+            ])
+            .arg(&file)
+            .arg("--results")
+            .arg(&results)
+            .args(extra);
+        c
+    };
+    let stderr = base.join("first.stderr");
+    let mut child = run(&[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut loading = std::collections::BTreeSet::new();
+    for line in out.lines() {
+        let Ok(line) = line else { break };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if v["event"] == "load-started" {
+            loading.insert(v["run"].as_str().unwrap_or_default().to_string());
+            if loading.len() == 2 {
+                child.kill().unwrap(); // SIGKILL: no handler, no cleanup
+                break;
+            }
+        }
+    }
+    child.wait().unwrap();
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(
+        loading.len(),
+        2,
+        "both groups never loaded at once: {loading:?}\n{said}"
+    );
+    assert!(
+        said.contains("engines `second` and `here` run on one host (boot id ")
+            || said.contains("engines `here` and `second` run on one host (boot id "),
+        "{said}"
+    );
+    let remote = rt
+        .block_on(Runtime::connect_to(only(&engines(
+            &base,
+            &one(&second.unix, ""),
+        ))))
+        .unwrap();
+    assert!(leftovers_on(&rt, &local, "parallel") > 0);
+    assert!(leftovers_on(&rt, &remote, "parallel") > 0);
+    let out = run(&["--resume"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(leftovers_on(&rt, &local, "parallel"), 0);
+    assert_eq!(leftovers_on(&rt, &remote, "parallel"), 0);
+    let journal = std::fs::read_to_string(results.join("parallel/journal.jsonl")).unwrap();
+    let count = |event: &str, run: &str| {
+        journal
+            .lines()
+            .filter(|l| {
+                l.contains(&format!("\"event\":\"{event}\""))
+                    && (run.is_empty() || l.contains(&format!("\"run\":\"{run}\"")))
+            })
+            .count()
+    };
+    assert_eq!(count("run-interrupted", ""), 2, "{journal}");
+    assert_eq!(count("run-finished", ""), 4, "{journal}");
+    let mut used = std::collections::BTreeSet::new();
+    for (id, name) in [
+        ("feed-rs/ramp/r1", "feed-rs_ramp_r1"),
+        ("feed-rs/ramp/r2", "feed-rs_ramp_r2"),
+        (
+            "feed-rs/baseline+db-latency/r1",
+            "feed-rs_baseline_db-latency_r1",
+        ),
+        (
+            "feed-rs/baseline+db-latency/r2",
+            "feed-rs_baseline_db-latency_r2",
+        ),
+    ] {
+        assert_eq!(count("run-finished", id), 1, "{id}: {journal}");
+        let dir = results.join("parallel/runs").join(name);
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(record["execution"]["execution"], "completed", "{name}");
+        assert_eq!(record["validity_evidence"], serde_json::json!([]), "{name}");
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        let engines: std::collections::BTreeSet<&str> = m["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|img| img["engine"].as_str().unwrap())
+            .collect();
+        assert_eq!(engines.len(), 1, "{name}: one run, one engine: {engines:?}");
+        used.extend(engines.into_iter().map(String::from));
+        // The balancer was polled each second through the port published for the
+        // coordinator, wherever the run was.
+        let balancer = std::fs::read_to_string(dir.join("balancer.csv")).unwrap();
+        assert!(balancer.lines().count() >= 30, "{name}: {balancer}");
+    }
+    assert_eq!(
+        used.into_iter().collect::<Vec<_>>(),
+        ["here", "second"],
+        "both groups ran runs"
+    );
+    // A baseline started only once its ramp finished.
+    let at = |event: &str, run: &str| {
+        journal
+            .lines()
+            .position(|l| {
+                l.contains(&format!("\"event\":\"{event}\""))
+                    && l.contains(&format!("\"run\":\"{run}\""))
+            })
+            .unwrap()
+    };
+    for r in ["r1", "r2"] {
+        assert!(
+            at("run-finished", &format!("feed-rs/ramp/{r}"))
+                < at("run-started", &format!("feed-rs/baseline+db-latency/{r}")),
+            "{journal}"
+        );
+    }
+    let registered = {
+        let out = Command::new("git")
+            .current_dir(repo())
+            .args(["log", "-1", "--format=%H", "--"])
+            .args([PARALLEL, "contenders", "images", "Cargo.lock"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let report = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo())
+        .args(["report", PARALLEL, "--verify", "--registered", &registered])
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&report.stderr);
+    assert!(report.status.success(), "{err}");
+    assert!(err.contains("agrees"), "{err}");
+    let audit = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(repo())
+        .args(["audit", PARALLEL, "--registered", &registered])
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&audit.stdout);
+    assert!(
+        audit.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&audit.stderr)
     );
 }

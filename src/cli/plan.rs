@@ -17,13 +17,18 @@ pub struct PlanArgs {
     pub plan: PathBuf,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    /// An engines file (docs/engines.md): the estimate counts its groups running at once.
+    /// Read only; no engine is reached.
+    #[command(flatten)]
+    pub engines: super::engines::EnginesArg,
 }
 
 impl PlanArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let (_, runs) = super::planned(&loaded)?;
-        let summary = Summary::new(&loaded, runs);
+        let groups = self.engines.read()?.groups.len();
+        let summary = Summary::new(&loaded, runs, groups);
         match self.format {
             Format::Json => {
                 serde_json::to_writer_pretty(&mut *out, &summary).map_err(anyhow::Error::from)?;
@@ -53,6 +58,11 @@ pub struct Summary {
     /// Every run's warm-up and measured phase plus the deploy/teardown allowance; runs whose
     /// length depends on a measurement count their allowance only.
     pub estimated_duration_s: f64,
+    /// The groups of engines the estimate of the wall time counts (1 without an engines file).
+    pub groups: usize,
+    /// The study's wall time with `groups` groups running at once (`plan::groups`): the
+    /// runs' sum on one group.
+    pub estimated_wall_s: f64,
     /// Runs whose length is not known in advance.
     pub runs_of_unknown_length: usize,
     /// Step-ramp runs that stop at their knee (`stop-on-breach`): the estimate counts every
@@ -62,9 +72,11 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The summary of `loaded`, whose runs (hashed with its inputs) are `runs`.
-    pub fn new(loaded: &LoadedPlan, runs: Vec<RunSpec>) -> Self {
+    /// The summary of `loaded`, whose runs (hashed with its inputs) are `runs`, run on
+    /// `groups` groups of engines.
+    pub fn new(loaded: &LoadedPlan, runs: Vec<RunSpec>, groups: usize) -> Self {
         let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
+        let wall = crate::plan::groups::wall_time(&runs, allowance, groups);
         let estimated = runs
             .iter()
             .map(|r| r.estimated_duration_s.unwrap_or(0.0) + allowance)
@@ -84,6 +96,8 @@ impl Summary {
                 .count(),
             runs,
             estimated_duration_s: estimated,
+            groups: groups.max(1),
+            estimated_wall_s: wall,
             warnings: loaded
                 .warnings
                 .iter()
@@ -155,6 +169,14 @@ fn print_human(s: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    if s.groups > 1 {
+        writeln!(
+            out,
+            "on {} groups of engines at once: {bound} {} of wall time (each run waits for the runs it takes a rate from)",
+            s.groups,
+            clock(s.estimated_wall_s)
+        )?;
+    }
     if !s.warnings.is_empty() {
         writeln!(out, "{} warning(s), on stderr", s.warnings.len())?;
     }

@@ -244,6 +244,14 @@ pub async fn execute(
         events.emit(RunEvent::Note { text: w.clone() });
         record.warnings.push(w);
     }
+    if let Some(address) = placement.control {
+        events.emit(RunEvent::Note {
+            text: format!(
+                "the system under test runs on engine `{}` ({address}); the coordinator reaches it at the ports published there, and the host-memory-floor guard reads the coordinator's host",
+                placement.system_name
+            ),
+        });
+    }
     match probe.read() {
         Ok(r) => {
             if let Some(t) = guards::check(&plan.guards, &r) {

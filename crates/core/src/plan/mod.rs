@@ -6,6 +6,7 @@ pub mod de;
 pub mod diagnostic;
 pub mod expand;
 pub mod footprint;
+pub mod groups;
 pub mod hash;
 pub mod load;
 pub mod model;
