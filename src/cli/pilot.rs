@@ -120,7 +120,7 @@ impl PilotArgs {
             inputs: &inputs,
             uncommitted_inputs: &[],
         };
-        let mut reporter = super::run::show::Show { json };
+        let mut reporter = super::run::show::Show::new(json);
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
         super::run::run_on_engine(&runtime, &mut session, &request, placements)

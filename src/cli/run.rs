@@ -85,9 +85,7 @@ impl RunArgs {
             inputs: &inputs,
             uncommitted_inputs: &uncommitted,
         };
-        let mut reporter = show::Show {
-            json: self.format == Format::Json,
-        };
+        let mut reporter = show::Show::new(self.format == Format::Json);
         // Opened (and refused, if it must be) before images are built or the engine asked.
         let mut session = Session::open(&request, &mut reporter).map_err(study_error)?;
         if !self.no_build {

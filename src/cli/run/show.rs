@@ -11,14 +11,39 @@ use crate::study::{Reporter, StudyEvent};
 /// Shows a study for people on stderr, or, with `json`, every run event and journal line
 /// as a JSON line on stdout (the rest, what people read, stays on stderr).
 pub struct Show {
-    pub json: bool,
+    json: bool,
+    /// The run people last read about: with several groups of engines, runs under way at
+    /// once interleave, and a line naming the run comes before each change of run.
+    last: Option<String>,
+}
+
+impl Show {
+    pub fn new(json: bool) -> Self {
+        Show { json, last: None }
+    }
+
+    /// Names `run` to people when the lines before were another run's.
+    fn about(&mut self, run: &str) {
+        if self.json || self.last.as_deref() == Some(run) {
+            return;
+        }
+        let _ = writeln!(std::io::stderr().lock(), "  ── {run}");
+        self.last = Some(run.to_string());
+    }
 }
 
 impl Reporter for Show {
     fn report(&mut self, event: StudyEvent<'_>) {
         match event {
+            StudyEvent::RunStarting { run, .. } => {
+                self.last = Some(run.to_string());
+                people(event)
+            }
             StudyEvent::Journal(e) => journal_line(self.json, e),
-            StudyEvent::Run { run, stamp, event } => print_event(self.json, run, stamp, event),
+            StudyEvent::Run { run, stamp, event } => {
+                self.about(run);
+                print_event(self.json, run, stamp, event)
+            }
             StudyEvent::StudyProgress {
                 elapsed_s,
                 left_s,
@@ -50,7 +75,10 @@ impl Reporter for Show {
                     }
                 );
             }
-            StudyEvent::RunEnded(r) => summarise(r),
+            StudyEvent::RunEnded(r) => {
+                self.about(&r.run_id);
+                summarise(r)
+            }
             other => people(other),
         }
     }
