@@ -619,3 +619,68 @@ fn the_estimate_is_an_upper_bound_when_ramps_may_stop_at_their_knee() {
         "{text}"
     );
 }
+
+/// `plan --engines FILE` reads the engines file (reaching none of its engines) and prints the
+/// wall time on its groups at once; a file it cannot use is bad input naming its field.
+#[test]
+fn plan_with_an_engines_file_estimates_the_wall_time_on_its_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let engines = |groups: &str| {
+        let path = dir.path().join(format!("engines-{}.yaml", groups.len()));
+        std::fs::write(
+            &path,
+            format!(
+                "format_version: 1\nengines:\n  here: {{endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}}\n  second: {{endpoint: \"unix:///nonexistent/docker.sock\", address: 10.99.0.2}}\ngroups:\n{groups}"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let plan = "tests/plans/docker/parallel.yaml";
+    let json = |file: &Path| -> Json {
+        let out = feedbench()
+            .args(["plan", plan, "--format", "json", "--engines"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let one = plan_json(&repo().join(plan));
+    assert_eq!(one["groups"], 1);
+    assert_eq!(one["estimated_wall_s"], one["estimated_duration_s"]);
+    let two = json(&engines("  - {system: here}\n  - {system: second}\n"));
+    assert_eq!(two["groups"], 2);
+    assert_eq!(two["estimated_duration_s"], one["estimated_duration_s"]);
+    // Both ramps at once, then both baselines: half the sum, these four runs being alike.
+    let (sum, wall) = (
+        two["estimated_duration_s"].as_f64().unwrap(),
+        two["estimated_wall_s"].as_f64().unwrap(),
+    );
+    assert!((wall - sum / 2.0).abs() < 1e-6, "{wall} of {sum}");
+    let out = feedbench()
+        .args(["plan", plan, "--engines"])
+        .arg(engines("  - {system: here}\n  - {system: second}\n"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("on 2 groups of engines at once: at most 1m50s of wall time"),
+        "{text}"
+    );
+    // An engine in two groups is refused at its field, exit 2.
+    let out = feedbench()
+        .args(["plan", plan, "--engines"])
+        .arg(engines(
+            "  - {system: here}\n  - {system: here, load-generator: second}\n",
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("groups[1]"), "{err}");
+}
