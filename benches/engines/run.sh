@@ -27,13 +27,12 @@ printf 'format_version: 1\nengines:\n%s\ngroups:\n  - {system: here}\n' "$here" 
 printf 'format_version: 1\nengines:\n%s\n%s\ngroups:\n  - {system: here}\n  - {system: second}\n' \
     "$here" "$there" > "$work/two.yaml"
 now() { date +%s.%N; }
-n=0
 timed() { # engines file -> seconds of one whole run, into fresh results
-    n=$((n + 1))
-    local t0 t1
+    local t0 t1 out
+    out=$(mktemp -d -p "$work" results.XXXX)
     t0=$(now)
-    $fb run "$plan" --no-build --engines "$1" --results "$work/results-$n" >"$work/run-$n.log" 2>&1 \
-        || { echo "run $n failed (engines $1):" >&2; tail -20 "$work/run-$n.log" >&2; exit 1; }
+    $fb run "$plan" --no-build --engines "$1" --results "$out" >"$out.log" 2>&1 \
+        || { echo "a run failed (engines $1):" >&2; tail -20 "$out.log" >&2; exit 1; }
     t1=$(now)
     echo "$t1 - $t0" | bc
 }

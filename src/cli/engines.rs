@@ -76,6 +76,12 @@ pub async fn reach(
     local: bool,
 ) -> Result<Vec<Placement>, CliError> {
     let apart = loaded.plan.placement.load_generator == Apartness::Apart;
+    if engines.groups.is_empty() {
+        return Err(CliError::invalid(
+            "the engines file names no group of engines to run on; add `groups: [{system: NAME}]` (docs/engines.md)"
+                .to_string(),
+        ));
+    }
     let built_on = Runtime::connect().await.map_err(anyhow::Error::from)?;
     let here = identity(&built_on).await?;
     let study = loaded.plan.study.name.to_string();
@@ -105,8 +111,19 @@ pub async fn reach(
             }
         }
     }
-    let rt_of = |i: usize| reached[i].as_ref().map(|(rt, _)| rt.clone()).unwrap();
-    let id_of = |i: usize| reached[i].as_ref().map(|(_, id)| id.clone()).unwrap();
+    // Every engine a group names was reached just above.
+    let rt_of = |i: usize| {
+        reached[i]
+            .as_ref()
+            .map(|(rt, _)| rt.clone())
+            .expect("a group's engine was reached")
+    };
+    let id_of = |i: usize| {
+        reached[i]
+            .as_ref()
+            .map(|(_, id)| id.clone())
+            .expect("a group's engine was reached")
+    };
     let mut order: Vec<usize> = (0..engines.groups.len()).collect();
     order.sort_by_key(|g| id_of(engines.groups[*g].system) != here);
     if id_of(engines.groups[order[0]].system) != here {

@@ -4,7 +4,8 @@
 //! One journal: every line still goes through the session, which the runs under way share
 //! for their events only (never across an await). A run that fails to execute stops new
 //! starts and lets the others finish; an interrupt stops every run under way, reaps every
-//! group and settles each as interrupted.
+//! group and settles each as interrupted; an error of the study itself (its journal) reaps
+//! every group before it is returned.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -93,43 +94,44 @@ pub(super) async fn study_loop<T: Testbed>(
         while failed.is_none() && !interrupt.raised() && !idle.is_empty() {
             let next = {
                 let mut s = session.borrow_mut();
-                next_run(&mut s, runs, &mut pending, &under_way, &mut left, total)?
+                next_run(&mut s, runs, &mut pending, &under_way, &mut left, total)
             };
-            let Some(run) = next else { break };
+            let run = match next {
+                Ok(Some(run)) => run,
+                Ok(None) => break,
+                Err(e) => {
+                    drop(flying);
+                    return Err(abandon(testbeds, ctxs, e).await);
+                }
+            };
             let Some(group) = idle.pop() else { break };
             started += 1;
             let topo = match topologies.remove(&run.id) {
-                Some(t) => t,
+                Some(t) => Ok(t),
                 None => of_loaded(loaded, run).map_err(|e| {
                     StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, run.id))
-                })?,
+                }),
+            };
+            let topo = match topo {
+                Ok(t) => t,
+                Err(e) => {
+                    drop(flying);
+                    return Err(abandon(testbeds, ctxs, e).await);
+                }
             };
             let testbed = &testbeds[group];
             let images = testbed.images(&topo).await;
-            let mut s = session.borrow_mut();
-            let attempt = s.ledger.next_attempt(&run.id);
-            let dir = layout::run_dir(&s.dir, &run.id);
-            if dir.exists() {
-                return Err(StudyError::Refused(format!(
-                    "`{}` exists but the journal has no run in it; feedbench never overwrites results. Move it away, then resume",
-                    dir.display()
-                )));
-            }
-            s.report(StudyEvent::RunStarting {
-                index: started,
-                total,
-                run: &run.id,
-                attempt,
-                dir: &dir,
-            });
-            let relative = s.relative(&dir);
-            s.log(Event::RunStarted {
-                run: run.id.clone(),
-                run_hash: run.run_hash.clone(),
-                attempt,
-                dir: relative,
-            })?;
-            drop(s);
+            let begun = {
+                let mut s = session.borrow_mut();
+                begin(&mut s, run, started, total)
+            };
+            let (attempt, dir) = match begun {
+                Ok(x) => x,
+                Err(e) => {
+                    drop(flying);
+                    return Err(abandon(testbeds, ctxs, e).await);
+                }
+            };
             // What is left after the runs under way, shared by the groups.
             let later: f64 = pending.iter().map(|r| estimate(r)).sum::<f64>() / groups;
             let upper_bound = pending.iter().any(|r| r.may_stop_early(&loaded.plan))
@@ -195,26 +197,33 @@ pub(super) async fn study_loop<T: Testbed>(
             // Its group's engines hold this run alone: reaping them stops no other.
             let _ = testbeds[f.group].reap(&ctxs[f.group].study).await;
         }
-        let mut s = session.borrow_mut();
-        match ended {
-            Ended::Record(record) => settle_record(
-                &mut s,
-                &ctxs[f.group],
-                loaded,
-                (f.run, f.attempt, &f.dir),
-                &record,
-                f.images,
-                &mut measured,
-                &mut left,
-            )?,
-            Ended::Failed(reason) => {
-                let study_dir = s.dir.clone();
-                let event =
-                    settle::aborted(&study_dir, s.writer()?, f.run, f.attempt, &f.dir, &reason)?;
-                s.note(&event);
-                failed.get_or_insert(format!("`{}` could not be executed: {reason}", f.run.id));
+        let settled = {
+            let mut s = session.borrow_mut();
+            match ended {
+                Ended::Record(record) => settle_record(
+                    &mut s,
+                    &ctxs[f.group],
+                    loaded,
+                    (f.run, f.attempt, &f.dir),
+                    &record,
+                    f.images,
+                    &mut measured,
+                    &mut left,
+                )
+                .map(|()| None),
+                Ended::Failed(reason) => aborted(&mut s, &f, &reason).map(Some),
+                Ended::Interrupted => Ok(None),
             }
-            Ended::Interrupted => {}
+        };
+        match settled {
+            Ok(None) => {}
+            Ok(Some(why)) => {
+                failed.get_or_insert(why);
+            }
+            Err(e) => {
+                drop(flying);
+                return Err(abandon(testbeds, ctxs, e).await);
+            }
         }
     }
     if let Some(why) = failed {
@@ -228,6 +237,58 @@ pub(super) async fn study_loop<T: Testbed>(
     }
     left.waiting.extend(pending.iter().map(|r| r.id.clone()));
     left.verdict()
+}
+
+/// Journals `run`'s start (attempt `index` of `total` for people) into its directory,
+/// which must not exist yet; returns its attempt and directory.
+fn begin(
+    s: &mut Session<'_>,
+    run: &RunSpec,
+    index: usize,
+    total: usize,
+) -> Result<(u32, PathBuf), StudyError> {
+    let attempt = s.ledger.next_attempt(&run.id);
+    let dir = layout::run_dir(&s.dir, &run.id);
+    if dir.exists() {
+        return Err(StudyError::Refused(format!(
+            "`{}` exists but the journal has no run in it; feedbench never overwrites results. Move it away, then resume",
+            dir.display()
+        )));
+    }
+    s.report(StudyEvent::RunStarting {
+        index,
+        total,
+        run: &run.id,
+        attempt,
+        dir: &dir,
+    });
+    let relative = s.relative(&dir);
+    s.log(Event::RunStarted {
+        run: run.id.clone(),
+        run_hash: run.run_hash.clone(),
+        attempt,
+        dir: relative,
+    })?;
+    Ok((attempt, dir))
+}
+
+/// Settles a run the executor could not produce a record for as aborted, its directory set
+/// aside with the reason; returns what the study's exit says of it.
+fn aborted(s: &mut Session<'_>, f: &Flying<'_>, reason: &str) -> Result<String, StudyError> {
+    let study_dir = s.dir.clone();
+    let event = settle::aborted(&study_dir, s.writer()?, f.run, f.attempt, &f.dir, reason)?;
+    s.note(&event);
+    Ok(format!("`{}` could not be executed: {reason}", f.run.id))
+}
+
+/// The study cannot go on (its journal cannot be written, a run's directory is in the way):
+/// the runs under way were dropped, so every group is reaped before the error is returned.
+/// Their journal lines stay open, as after a crash: `--resume` settles them.
+async fn abandon<T: Testbed>(testbeds: &[T], ctxs: &[StudyContext], e: StudyError) -> StudyError {
+    for (t, ctx) in testbeds.iter().zip(ctxs) {
+        let _ = t.reap(&ctx.study).await;
+    }
+    e
 }
 
 /// The first pending run, in plan order, that may start now: one whose runs it takes a
