@@ -444,6 +444,18 @@ fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_record
             "elsewhere.yaml:4:22: engines.second.endpoint: no group's `system` engine is the engine feedbench builds images on",
         ),
     ];
+    // Two names for this machine's engine in two groups: groups run at once, so no engine
+    // may serve two.
+    let twice = (
+        "one engine in two groups",
+        file(
+            "twice.yaml",
+            "  again: {endpoint: \"unix:///var/run/docker.sock\", address: 10.99.0.1}\n",
+            "  - {system: here}\n  - {system: again}\n",
+        ),
+        "twice.yaml:4:21: engines.again.endpoint: engine `again` of groups[1] and engine `here` of groups[0] are one engine",
+    );
+    let cases: Vec<_> = cases.into_iter().chain([twice]).collect();
     let smoke = "experiments/smoke.yaml";
     let mut cases: Vec<(&str, &str, PathBuf, &str)> = cases
         .into_iter()

@@ -37,6 +37,8 @@ fn repo() -> PathBuf {
 struct Fake {
     failing_gates: BTreeSet<String>,
     invalid_runs: BTreeSet<String>,
+    /// Runs whose execution fails (after `run_time`): no record.
+    failing_runs: BTreeSet<String>,
     /// The run during which a person presses Ctrl-C: the fake raises the interrupt and the
     /// run never ends by itself.
     interrupt_during: Option<(String, tokio::sync::watch::Sender<bool>)>,
@@ -132,6 +134,9 @@ impl Testbed for Fake {
         tokio::time::sleep(self.run_time).await;
         if let Some(g) = &self.gauge {
             g.now.set(g.now.get() - 1);
+        }
+        if self.failing_runs.contains(&run.id) {
+            return Err(TestbedError::Other("the engine went away".into()));
         }
         let clock = Clock::start();
         observer(
@@ -960,4 +965,55 @@ async fn an_interrupt_stops_every_group_and_a_resume_runs_each_interrupted_run_a
     }
     assert_eq!(count(&j, "run-started nginx/ramp/r1"), 2, "{j:?}");
     assert_eq!(count(&j, "run-started caddy/ramp/r1"), 2, "{j:?}");
+}
+
+/// A run that cannot be executed on one group while another group's run is under way: the
+/// other run finishes and is settled, no run starts after the failure, the failed run is
+/// aborted with its group reaped, and the study says which run could not be executed.
+#[tokio::test]
+async fn a_run_failing_on_one_group_lets_the_other_finish_and_starts_no_more() {
+    let study = Study::new(&repo().join(PLAN));
+    let first = Fake {
+        failing_runs: ["nginx/ramp/r1".to_string()].into(),
+        run_time: std::time::Duration::from_millis(20),
+        ..Fake::default()
+    };
+    let second = Fake {
+        run_time: std::time::Duration::from_millis(400),
+        ..Fake::default()
+    };
+    let fakes = [first, second];
+    let (result, seen) = study.run_on(&fakes, &mut never(), false, None).await;
+    // Nothing is taken up after the failure: not even a run found waiting.
+    assert!(!seen.iter().any(|l| l.starts_with("Waiting")), "{seen:?}");
+    let err = result.unwrap_err();
+    assert!(!err.is_refusal());
+    let err = err.to_string();
+    assert!(
+        err.contains("`nginx/ramp/r1` could not be executed: the engine went away"),
+        "{err}"
+    );
+    let j = study.journal();
+    assert_eq!(count(&j, "run-aborted nginx/ramp/r1"), 1, "{j:?}");
+    assert_eq!(count(&j, "run-finished caddy/ramp/r1"), 1, "{j:?}");
+    assert!(
+        !j.iter()
+            .any(|l| l.starts_with("run-started nginx/baseline")),
+        "{j:?}"
+    );
+    assert!(
+        !j.iter()
+            .any(|l| l.starts_with("run-started caddy/baseline")),
+        "{j:?}"
+    );
+    // The failed run's group was reaped; the other group was not touched while it ran.
+    assert_eq!(
+        fakes[0].log().last().map(String::as_str),
+        Some("reap runner")
+    );
+    assert!(
+        !fakes[1].log().iter().any(|l| l == "reap runner"),
+        "{:?}",
+        fakes[1].log()
+    );
 }

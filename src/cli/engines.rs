@@ -124,6 +124,28 @@ pub async fn reach(
             .map(|(_, id)| id.clone())
             .expect("a group's engine was reached")
     };
+    // Groups run at the same time: no engine may serve two, under any name (a failed run's
+    // group is reaped while the others run).
+    let mut seen: Vec<((String, String), usize, usize)> = Vec::new();
+    for (g, group) in engines.groups.iter().enumerate() {
+        let mut used = vec![group.system];
+        if apart {
+            used.push(group.load_generator);
+        }
+        for i in used {
+            let id = id_of(i);
+            if let Some((_, h, j)) = seen.iter().find(|(other, h, _)| *other == id && *h != g) {
+                let (a, b) = (&engines.engines[*j].name, &engines.engines[i].name);
+                return Err(invalid_at(
+                    engines,
+                    i,
+                    format!("engine `{b}` of groups[{g}] and engine `{a}` of groups[{h}] are one engine (the same ID and data root): groups run at the same time and share no engine"),
+                    Some("name another engine, or put the two groups' runs in one group".into()),
+                ));
+            }
+            seen.push((id, g, i));
+        }
+    }
     let mut order: Vec<usize> = (0..engines.groups.len()).collect();
     order.sort_by_key(|g| id_of(engines.groups[*g].system) != here);
     if id_of(engines.groups[order[0]].system) != here {

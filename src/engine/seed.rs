@@ -36,8 +36,16 @@ pub enum SeedError {
 
 /// An exclusive `flock` (the study lock's, `run::lock`) on the digest's lock file in the
 /// temporary directory, waited for; released when dropped, or when the process ends.
-async fn lock_seeding(digest: &str) -> Result<std::fs::File, SeedError> {
-    let path = std::env::temp_dir().join(format!("{}.lock", seed::template_volume(digest)));
+async fn lock_seeding(digest: &str, engine: &str) -> Result<std::fs::File, SeedError> {
+    // Per engine too: two engines of one host (two groups running at once) seed their own
+    // templates side by side, neither waiting on the other's deadline.
+    let engine: String = engine
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(12)
+        .collect();
+    let path =
+        std::env::temp_dir().join(format!("{}-{engine}.lock", seed::template_volume(digest)));
     let shown = path.display().to_string();
     tokio::task::spawn_blocking(move || crate::run::lock::flock(&path, true))
         .await
@@ -75,9 +83,10 @@ pub async fn prepare(
     let digest = seed::digest(db, &image_id, &data_dir);
     let template = seed::template_volume(&digest);
     let started = Instant::now();
-    // One seeding of a digest at a time on this host, across processes: a second waits,
+    // One seeding of a digest at a time on this engine, across processes: a second waits,
     // then finds the template complete.
-    let lock = lock_seeding(&digest).await?;
+    let (engine_id, _) = rt.identity().await?;
+    let lock = lock_seeding(&digest, &engine_id).await?;
     let complete = rt.volume_labels(&template).await?.is_some()
         && rt.volume_labels(&marker(&template)).await?.is_some();
     if !complete {

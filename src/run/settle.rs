@@ -83,6 +83,31 @@ pub fn settle(
     images: Vec<Image>,
     objective: Option<&str>,
 ) -> Result<Event, SettleError> {
+    let sealed = unsealed(ctx, run, attempt, record, images, objective).seal(dir)?;
+    place_sealed(study_dir, journal, &sealed, dir)
+}
+
+/// Puts a run sealed from [`unsealed`] where its outcome says, and journals it: `settle`'s
+/// second half, for a caller that seals elsewhere (off the thread that drives other runs).
+pub fn place_sealed(
+    study_dir: &Path,
+    journal: &mut Writer,
+    sealed: &Manifest,
+    dir: &Path,
+) -> Result<Event, SettleError> {
+    place(study_dir, journal, sealed, dir, true)
+}
+
+/// The manifest of a run that `execute` returned, not sealed yet (`Manifest::seal` digests
+/// the run directory, the slow part of settling): `settle`'s first half.
+pub fn unsealed(
+    ctx: &StudyContext,
+    run: &RunSpec,
+    attempt: u32,
+    record: &RunRecord,
+    images: Vec<Image>,
+    objective: Option<&str>,
+) -> Manifest {
     let cleanup = if record.cleanup_ok { "ok" } else { "failed" }.to_string();
     let (axis, detail) = match &record.execution {
         Ending::Completed => (Axis::Completed, None),
@@ -115,8 +140,7 @@ pub fn settle(
         validity: validity.clone(),
         objective: objective.map(str::to_string),
     };
-    let sealed = manifest(ctx, run, attempt, images, Some(record), outcome).seal(dir)?;
-    place(study_dir, journal, &sealed, dir, true)
+    manifest(ctx, run, attempt, images, Some(record), outcome)
 }
 
 /// Puts a sealed run where its outcome says (moving it when `move_it`, else taking `dir` as

@@ -394,18 +394,6 @@ pub(super) fn settle_record(
     left: &mut Left,
 ) -> Result<(), StudyError> {
     session.report(StudyEvent::RunEnded(record));
-    let ramp = matches!(
-        loaded.plan.profiles.get(run.profile.as_str()),
-        Some(Profile::StepRamp { .. })
-    );
-    let objective = record.measured.as_ref().and_then(|m| {
-        crate::analysis::objective::verdict(
-            &loaded.plan.study.objective,
-            m.p99_ms,
-            m.failed_share,
-            ramp,
-        )
-    });
     let study_dir = session.dir.clone();
     let event = settle::settle(
         ctx,
@@ -416,10 +404,44 @@ pub(super) fn settle_record(
         dir,
         record,
         images,
-        objective,
+        objective(loaded, run, record),
     )?;
-    session.note(&event);
-    match (&event, &record.saturation) {
+    settled(session, &event, run, record, measured, left);
+    Ok(())
+}
+
+/// The objective's verdict on a run's measured phase (a ramp's is judged step by step).
+pub(super) fn objective(
+    loaded: &LoadedPlan,
+    run: &RunSpec,
+    record: &RunRecord,
+) -> Option<&'static str> {
+    let ramp = matches!(
+        loaded.plan.profiles.get(run.profile.as_str()),
+        Some(Profile::StepRamp { .. })
+    );
+    record.measured.as_ref().and_then(|m| {
+        crate::analysis::objective::verdict(
+            &loaded.plan.study.objective,
+            m.p99_ms,
+            m.failed_share,
+            ramp,
+        )
+    })
+}
+
+/// After a run's journal line: the reporter told, a ramp that finished remembered for the
+/// runs that take its rate, a run that does not stand counted.
+pub(super) fn settled(
+    session: &mut Session<'_>,
+    event: &Event,
+    run: &RunSpec,
+    record: &RunRecord,
+    measured: &mut Saturations,
+    left: &mut Left,
+) {
+    session.note(event);
+    match (event, &record.saturation) {
         (Event::RunFinished { .. }, Some(s)) => {
             if let Some(rate) = s.rate {
                 remember(measured, run, rate, s.first_breach.is_some());
@@ -428,7 +450,6 @@ pub(super) fn settle_record(
         (Event::RunFinished { .. }, None) => {}
         _ => left.not_valid.push(run.id.clone()),
     }
-    Ok(())
 }
 
 /// How a run's execution ended, for settling.
