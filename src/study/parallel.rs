@@ -57,7 +57,7 @@ enum Finished {
     Sealed {
         id: String,
         record: Box<RunRecord>,
-        sealed: Result<Manifest, String>,
+        sealed: Result<Box<Manifest>, String>,
     },
     /// Its group reaped after it failed to execute.
     Reaped { id: String, reason: String },
@@ -254,7 +254,7 @@ pub(super) async fn study_loop<T: Testbed>(
                             let sealed = tokio::task::spawn_blocking(move || m.seal(&dir))
                                 .await
                                 .map_err(|e| format!("sealing stopped: {e}"))
-                                .and_then(|r| r.map_err(|e| e.to_string()));
+                                .and_then(|r| r.map(Box::new).map_err(|e| e.to_string()));
                             Finished::Sealed { id, record, sealed }
                         }));
                     }
