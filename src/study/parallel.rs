@@ -24,7 +24,7 @@ use super::dependencies::{blocked_by, recorded};
 use super::gate::{gate, needs_gate};
 use super::interrupt::Interrupt;
 use super::reporter::StudyEvent;
-use super::runner::{objective, settled, Ended, Left, StudyRequest};
+use super::runner::{objective, report_run_event, settled, Ended, Left, StudyRequest};
 use super::session::Session;
 use super::testbed::Testbed;
 use super::StudyError;
@@ -168,21 +168,13 @@ pub(super) async fn study_loop<T: Testbed>(
                 let images = testbed.images(&topo).await;
                 let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
                     let mut s = session.borrow_mut();
-                    if let RunEvent::Progress {
-                        elapsed_s, total_s, ..
-                    } = event
-                    {
-                        s.report(StudyEvent::StudyProgress {
-                            elapsed_s: study_started.elapsed().as_secs_f64(),
-                            left_s: (total_s - elapsed_s).max(0.0) + later,
-                            upper_bound,
-                        });
-                    }
-                    s.report(StudyEvent::Run {
-                        run: id,
+                    report_run_event(
+                        s.reporter(),
+                        id,
                         stamp,
                         event,
-                    });
+                        (study_started, later, upper_bound),
+                    )
                 };
                 let ended = match testbed
                     .execute(loaded, run, &topo, &taken, &into, &mut observe)

@@ -452,6 +452,32 @@ pub(super) fn settled(
     }
 }
 
+/// Shows one event of a run under way, with the study's progress at each progress event:
+/// the time left in this run plus `later`, the estimate of what follows it.
+pub(super) fn report_run_event(
+    reporter: &mut dyn super::reporter::Reporter,
+    id: &str,
+    stamp: Stamp,
+    event: &RunEvent,
+    (study_started, later, upper_bound): (std::time::Instant, f64, bool),
+) {
+    if let RunEvent::Progress {
+        elapsed_s, total_s, ..
+    } = event
+    {
+        reporter.report(StudyEvent::StudyProgress {
+            elapsed_s: study_started.elapsed().as_secs_f64(),
+            left_s: (total_s - elapsed_s).max(0.0) + later,
+            upper_bound,
+        });
+    }
+    reporter.report(StudyEvent::Run {
+        run: id,
+        stamp,
+        event,
+    });
+}
+
 /// How a run's execution ended, for settling.
 pub(super) enum Ended {
     Record(Box<RunRecord>),
@@ -472,21 +498,13 @@ async fn execute_or_interrupt<T: Testbed>(
 ) -> Ended {
     let reporter = session.reporter();
     let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
-        if let RunEvent::Progress {
-            elapsed_s, total_s, ..
-        } = event
-        {
-            reporter.report(StudyEvent::StudyProgress {
-                elapsed_s: study_started.elapsed().as_secs_f64(),
-                left_s: (total_s - elapsed_s).max(0.0) + later,
-                upper_bound,
-            });
-        }
-        reporter.report(StudyEvent::Run {
-            run: id,
+        report_run_event(
+            reporter,
+            id,
             stamp,
             event,
-        });
+            (study_started, later, upper_bound),
+        )
     };
     tokio::select! {
         r = testbed.execute(request.loaded, run, topo, measured, dir, &mut observe) => match r {
