@@ -12,8 +12,16 @@ use common::report::{complete_all, generated, report, study, text};
 
 const CHROMIUM: &str = "chromium";
 
-/// Runs headless Chromium on `page` with `args`; returns (stdout, stderr).
+/// Runs headless Chromium on `page` with `args`; returns (stdout, stderr). The browser
+/// is kept off the network: Chromium's own background requests (update checks, account
+/// lookups, time queries to Google) resolve to nothing on the machine itself, so no packet
+/// leaves it and no failure of an outside service can reach the log (where it would read
+/// as an error about the page, and would depend on the network of the day). The network
+/// log it writes is read back to show that it asked no DNS server and opened no TCP
+/// connection.
 fn chromium(page: &Path, args: &[&str]) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let net_log = dir.path().join("net-log.json");
     let out = Command::new(CHROMIUM)
         // As root the sandbox cannot start; there is no GPU here.
         .args([
@@ -21,7 +29,13 @@ fn chromium(page: &Path, args: &[&str]) -> (String, String) {
             "--no-sandbox",
             "--disable-gpu",
             "--enable-logging=stderr",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
         ])
+        .arg(format!("--log-net-log={}", net_log.display()))
         .args(args)
         .arg(format!("file://{}", page.display()))
         .output()
@@ -35,10 +49,38 @@ fn chromium(page: &Path, args: &[&str]) -> (String, String) {
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let sent = off_machine(&std::fs::read_to_string(&net_log).unwrap());
+    assert!(
+        sent.is_empty(),
+        "the browser reached the network: {sent:#?}"
+    );
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The events of a Chromium network log (`--log-net-log`) that put a packet on the wire: a
+/// DNS query, or a TCP connection attempted to an address that is not loopback. (A UDP
+/// `connect`, which Chromium makes to learn its own address, sends nothing.)
+fn off_machine(net_log: &str) -> Vec<String> {
+    let log: serde_json::Value = serde_json::from_str(net_log).expect("a JSON network log");
+    let kinds = &log["constants"]["logEventTypes"];
+    let kind = |name: &str| kinds[name].as_u64().expect("a known event type");
+    let (dns, tcp) = (kind("DNS_TRANSACTION_QUERY"), kind("TCP_CONNECT_ATTEMPT"));
+    log["events"]
+        .as_array()
+        .expect("a list of events")
+        .iter()
+        .filter(|e| {
+            let t = e["type"].as_u64();
+            let address = e["params"]["address"].as_str().unwrap_or("");
+            t == Some(dns)
+                || (t == Some(tcp)
+                    && !(address.starts_with("127.") || address.starts_with("[::1]")))
+        })
+        .map(|e| e.to_string())
+        .collect()
 }
 
 /// What the browser logged about the page: every console message (script errors and
@@ -123,7 +165,8 @@ fn the_report_renders_in_chromium_with_every_plot_drawn_and_no_error() {
             &format!("--screenshot={}", png.display()),
         ],
     );
-    assert!(page_errors(&log).is_empty(), "{log}");
+    let errors = page_errors(&log);
+    assert!(errors.is_empty(), "the browser logged errors: {errors:#?}");
     let bytes = std::fs::read(&png).unwrap();
     assert!(
         bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 50_000,
