@@ -78,11 +78,8 @@ fn routes_and_error_codes() {
 
     let r = svc.get("/healthz");
     assert_eq!((r.status, r.text().as_str()), (200, r#"{"status":"ok"}"#));
-    let r = svc.get("/readyz");
-    assert_eq!(
-        (r.status, r.text().as_str()),
-        (200, r#"{"status":"ready"}"#)
-    );
+    let r = svc.await_ready();
+    assert_eq!(r.text(), r#"{"status":"ready"}"#);
 
     let r = svc.get("/feed?viewer=7");
     assert_eq!(r.status, 200, "{}", r.text());
@@ -641,7 +638,7 @@ fn a_cut_database_link_fails_fast_and_recovers() {
     for _ in 0..5 {
         assert_eq!(svc.get("/feed?viewer=9").status, 200);
     }
-    assert_eq!(svc.get("/readyz").status, 200);
+    svc.await_ready();
 
     link.cut();
     let mut slowest = Duration::ZERO;
@@ -687,8 +684,7 @@ fn a_cut_database_link_fails_fast_and_recovers() {
         thread::sleep(Duration::from_millis(20));
     }
     eprintln!("link restored: serving again after {:?}", started.elapsed());
-    thread::sleep(Duration::from_millis(1100));
-    assert_eq!(svc.get("/readyz").status, 200);
+    svc.await_ready();
 }
 
 #[test]
@@ -742,7 +738,7 @@ fn sigterm_drains_without_failing_in_flight_requests() {
         &db,
         &[("DRAIN_GRACE_MS", "1000"), ("REQUEST_DEADLINE_MS", "8000")],
     );
-    assert_eq!(svc.get("/readyz").status, 200);
+    svc.await_ready();
     let mut lock = hold_lock(pg, &db, "profiles", 2.5);
     let port = svc.port;
     let in_flight = thread::spawn(move || {

@@ -328,6 +328,27 @@ impl Service {
         request(self.port, "GET", path, None)
     }
 
+    /// Polls `/readyz` until it answers 200, as an orchestrator's readiness probe would, and
+    /// returns that reply. Readiness is a `SELECT 1` on a connection of its own within
+    /// 200 ms, remembered for a second: on a busy machine the very first probe (which opens
+    /// that connection) may miss its 200 ms, which says nothing about what a test checks next.
+    pub fn await_ready(&self) -> Reply {
+        let started = Instant::now();
+        loop {
+            let r = self.get("/readyz");
+            if r.status == 200 {
+                return r;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "not ready within 10 s: {} {}",
+                r.status,
+                r.text()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn send(&self, method: &str, path: &str, body: Option<&str>) -> Reply {
         request(self.port, method, path, body)
     }
