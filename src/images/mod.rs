@@ -15,6 +15,7 @@ mod build;
 mod context;
 mod engine;
 mod error;
+mod identity;
 mod prepare;
 mod progress;
 mod recipe;
