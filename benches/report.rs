@@ -117,7 +117,8 @@ fn main() -> Result<()> {
     let runs = env_or("FEEDBENCH_BENCH_RUNS", 69);
     let requests = env_or("FEEDBENCH_BENCH_REQUESTS", 100_000);
     let rounds = env_or("FEEDBENCH_BENCH_ROUNDS", 3).max(1);
-    let python = verify::python(Path::new("twin"));
+    let twin = verify::Twin::ready(&mut std::io::stderr())?;
+    let python = twin.python.clone();
     let root = Path::new("target/bench-report");
     let dirs = study(root, runs, requests, &python)?;
     let items: Vec<(String, PathBuf)> = dirs
@@ -143,7 +144,7 @@ fn main() -> Result<()> {
     let mut memory = (f64::NAN, f64::NAN);
     for round in 1..=rounds {
         let t = Instant::now();
-        let theirs_rows = verify::recompute(&dirs, None, &[])?.rows;
+        let theirs_rows = twin.recompute(&dirs, None, &[])?.rows;
         let theirs = t.elapsed().as_secs_f64();
         let (secs, rows, summary_rows, csv) = ours(&items, &root.join("report"))?;
         if round == 1 {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::audit::{audit, Repo};
-use common::report::{complete_all, generated, report, study, text, PLAN};
+use common::report::{complete_all, generated, report, report_with, study, text, PLAN};
 use feedbench::audit::fixture::Fixture;
 use feedbench::plan::load_file;
 use serde_json::Value;
@@ -255,4 +255,87 @@ fn a_plan_that_does_not_load_now_is_named_and_nothing_is_written() {
         "{err}"
     );
     assert!(!repo.path("results/smoke/report").exists());
+}
+
+/// A Python that has no packages beyond its standard library (`-I -S`: no site-packages).
+fn bare_python(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("bare-python");
+    std::fs::write(&p, "#!/bin/sh\nexec python3 -I -S \"$@\"\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn verify_with_a_python_lacking_pandas_exits_2_in_one_line_naming_the_install() {
+    let (repo, _f, _runs) = study();
+    let scratch = tempfile::tempdir().unwrap();
+    let bare = bare_python(scratch.path());
+    let twin = common::repo().join("twin");
+    let o = report_with(
+        &repo,
+        &["--verify"],
+        &[("FEEDBENCH_PYTHON", &bare), ("FEEDBENCH_TWIN", &twin)],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("Traceback"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let install = format!(
+        "`{} -m pip install -r {}`",
+        bare.display(),
+        twin.join("requirements.txt").display()
+    );
+    assert!(
+        err.contains(&install) && err.contains("No module named"),
+        "{err}"
+    );
+    // checked before any work: nothing was written
+    assert!(!repo.path("results/smoke/report").exists());
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt): it makes the twin's environment from PyPI"]
+fn verify_makes_the_twins_environment_on_first_use_and_then_verifies() {
+    let gen = tempfile::tempdir().unwrap();
+    let (repo, mut f, runs) = study();
+    complete_all(&mut f, &runs, &generated(gen.path()));
+    // a copy of the twin without its environment, as on a fresh machine
+    let fresh = tempfile::tempdir().unwrap();
+    let twin = fresh.path().join("twin");
+    copy_dir(&common::repo().join("twin"), &twin);
+    let env: &[(&str, &std::path::Path)] = &[("FEEDBENCH_TWIN", &twin)];
+    let o = report_with(&repo, &["--verify"], env);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the twin's environment is not made yet") && err.contains("agrees"),
+        "{err}"
+    );
+    assert!(twin.join(".venv/bin/python").is_file());
+    // the second time it is there: nothing is made again
+    let o = report_with(&repo, &["--verify"], env);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("not made yet"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Copies a directory's files, leaving out the environment a checkout may hold.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with(".venv") || name == "__pycache__" {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(&name));
+        } else {
+            std::fs::copy(e.path(), to.join(&name)).unwrap();
+        }
+    }
 }

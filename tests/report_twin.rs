@@ -10,7 +10,6 @@ use std::process::Command;
 
 use common::repo;
 use common::report::{generated, python};
-use feedbench::report::verify;
 use feedbench_core::report::rows::{self, Row};
 use feedbench_core::report::run;
 use feedbench_core::rundir::record::RunRecord;
@@ -44,7 +43,10 @@ fn both_implementations_agree_and_find_the_known_answers() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = generated(tmp.path());
     let ours = ours(&dirs);
-    let theirs = verify::recompute(&dirs, None, &[]).unwrap().rows;
+    let theirs = common::report::twin()
+        .recompute(&dirs, None, &[])
+        .unwrap()
+        .rows;
     let d = rows::compare(&ours, &theirs);
     assert!(
         d.is_empty(),
@@ -120,7 +122,10 @@ fn a_raw_value_edited_afterwards_is_caught() {
     edited[5] = "4000".into();
     lines[3000] = edited.join(",");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let theirs = verify::recompute(&dirs, None, &[]).unwrap().rows;
+    let theirs = common::report::twin()
+        .recompute(&dirs, None, &[])
+        .unwrap()
+        .rows;
     let d = rows::compare(&before, &theirs);
     assert!(
         d.iter().any(|d| d.row.contains("latency_max")),

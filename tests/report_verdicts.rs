@@ -8,7 +8,6 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::repo;
-use feedbench::report::verify;
 use feedbench_core::plan::{load_str, validate::Context};
 use feedbench_core::report::rows::{self, Row, RunKey};
 use feedbench_core::report::verdicts::{
@@ -352,12 +351,13 @@ fn each_verdict_kind_comes_where_the_rows_put_it() {
 #[test]
 #[ignore = "needs Python with pandas (twin/requirements.txt)"]
 fn the_twin_reaches_the_same_verdicts_from_the_same_rows() {
-    let _ = common::report::python();
     let (judged, resolved) = judged();
     let dir = tempfile::tempdir().unwrap();
     let metrics = dir.path().join("metrics.csv");
     std::fs::write(&metrics, rows::render(&rows())).unwrap();
-    let theirs = verify::recompute(&[], Some(&metrics), &resolved).unwrap();
+    let theirs = common::report::twin()
+        .recompute(&[], Some(&metrics), &resolved)
+        .unwrap();
     assert_eq!(theirs.verdicts.len(), judged.len());
     let ours: Vec<(&str, &Evaluation)> = judged.iter().map(|(h, e)| (h.as_str(), e)).collect();
     assert_eq!(twin::compare(&ours, &theirs.verdicts), []);

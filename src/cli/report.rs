@@ -59,6 +59,19 @@ fn differences(d: &[Difference]) -> String {
 
 impl ReportArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
+        // the twin's environment first: what it lacks is said before any work is done
+        let twin = if self.verify {
+            Some(
+                verify::Twin::ready(&mut std::io::stderr()).map_err(|e| match e {
+                    verify::VerifyError::Env(_) | verify::VerifyError::NoTwin(_) => {
+                        CliError::invalid(e.to_string())
+                    }
+                    e => CliError::Failure(e.into()),
+                })?,
+            )
+        } else {
+            None
+        };
         let req = report::Request {
             plan: &self.plan,
             registered: self.registered.as_deref(),
@@ -102,10 +115,10 @@ impl ReportArgs {
                 }
             }
         }
-        if !self.verify {
+        let Some(twin) = twin else {
             return Ok(());
-        }
-        let (d, v) = verify::verify(&metrics, &built).map_err(|e| match e {
+        };
+        let (d, v) = verify::verify(&twin, &metrics, &built).map_err(|e| match e {
             // The report's own metrics.csv is damaged, or not a file: bad input.
             verify::VerifyError::Rows(r) if r.path() == metrics => CliError::invalid(format!(
                 "{r}; `feedbench report` without --verify writes it again"

@@ -6,6 +6,7 @@
 pub mod html;
 pub mod markdown;
 pub mod plots;
+pub mod twin_env;
 pub mod verdicts;
 pub mod verify;
 pub mod write;

@@ -58,7 +58,11 @@ pub fn ready(twin: &Path, progress: &mut dyn Write) -> Result<String, TwinEnvErr
     }
     // one maker at a time; whoever waited finds it made
     let _lock = crate::run::lock::flock(&twin.join(".venv.lock"), true).map_err(|e| {
-        make_error(&twin.join(".venv.lock").display().to_string(), &e.to_string(), twin)
+        make_error(
+            &twin.join(".venv.lock").display().to_string(),
+            &e.to_string(),
+            twin,
+        )
     })?;
     if made_from(&venv).as_deref() != Some(wanted.as_str()) {
         make(twin, &wanted, progress)?;
@@ -190,9 +194,7 @@ fn step(twin: &Path, cmd: &mut Command, progress: &mut dyn Write) -> Result<(), 
             let _ = writeln!(progress, "    {line}");
         }
     }
-    let errors = stderr
-        .and_then(|t| t.join().ok())
-        .unwrap_or_default();
+    let errors = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
     let status = child
         .wait()
         .map_err(|e| make_error(&shown, &e.to_string(), twin))?;

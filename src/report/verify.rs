@@ -10,11 +10,15 @@ use feedbench_core::report::verdicts::twin::{self, Theirs, CHECKS_JSON, VERDICTS
 use feedbench_core::report::verdicts::Resolved;
 use feedbench_core::report::StudyReport;
 
+use super::twin_env;
+
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
     #[error("the recomputation is not found at `{0}` (set FEEDBENCH_TWIN to the twin/ folder of a feedbench checkout)")]
     NoTwin(PathBuf),
-    #[error("cannot run `{python}`: {message} (install the twin's packages: python3 -m venv twin/.venv && twin/.venv/bin/pip install -r twin/requirements.txt, or set FEEDBENCH_PYTHON)")]
+    #[error(transparent)]
+    Env(#[from] twin_env::TwinEnvError),
+    #[error("cannot run `{python}`: {message}")]
     NoPython { python: String, message: String },
     #[error("the recomputation failed (exit {code}):\n{stderr}")]
     Failed { code: i32, stderr: String },
@@ -47,16 +51,24 @@ pub fn twin_dir() -> PathBuf {
     }
 }
 
-/// The Python to run it with: $FEEDBENCH_PYTHON, the twin's own venv, or python3.
-pub fn python(twin: &Path) -> String {
-    if let Ok(p) = std::env::var("FEEDBENCH_PYTHON") {
-        return p;
+/// The twin, found and with its interpreter ready to run it.
+pub struct Twin {
+    script: PathBuf,
+    /// The interpreter (twin_env: $FEEDBENCH_PYTHON or the twin's own environment).
+    pub python: String,
+}
+
+impl Twin {
+    /// Finds the twin and makes its environment ready, saying on `progress` what that takes.
+    pub fn ready(progress: &mut dyn std::io::Write) -> Result<Twin, VerifyError> {
+        let dir = twin_dir();
+        let script = dir.join("recompute.py");
+        if !script.is_file() {
+            return Err(VerifyError::NoTwin(script));
+        }
+        let python = twin_env::ready(&dir, progress)?;
+        Ok(Twin { script, python })
     }
-    let venv = twin.join(".venv/bin/python");
-    if venv.is_file() {
-        return venv.display().to_string();
-    }
-    "python3".into()
 }
 
 /// A directory for the twin's output, removed when dropped.
@@ -88,59 +100,58 @@ pub struct Recomputed {
     pub verdicts: Vec<Theirs>,
 }
 
-/// Runs the twin on these run directories, or, with `metrics`, on that metrics.csv's rows
-/// alone; with checks, it evaluates them too.
-pub fn recompute(
-    run_dirs: &[PathBuf],
-    metrics: Option<&Path>,
-    checks: &[Resolved],
-) -> Result<Recomputed, VerifyError> {
-    let twin = twin_dir();
-    let script = twin.join("recompute.py");
-    if !script.is_file() {
-        return Err(VerifyError::NoTwin(script));
+impl Twin {
+    /// Runs the twin on these run directories, or, with `metrics`, on that metrics.csv's rows
+    /// alone; with checks, it evaluates them too.
+    pub fn recompute(
+        &self,
+        run_dirs: &[PathBuf],
+        metrics: Option<&Path>,
+        checks: &[Resolved],
+    ) -> Result<Recomputed, VerifyError> {
+        let py = &self.python;
+        let script = &self.script;
+        let scratch = Scratch::new()?;
+        let mut cmd = Command::new(py);
+        cmd.arg(script).arg("--out").arg(&scratch.0);
+        if !checks.is_empty() {
+            let file = scratch.0.join(CHECKS_JSON);
+            std::fs::write(&file, twin::checks_json(checks)).map_err(VerifyError::Scratch)?;
+            cmd.arg("--checks").arg(file);
+        }
+        if let Some(m) = metrics {
+            cmd.arg("--metrics").arg(m);
+        }
+        let out = cmd
+            .args(run_dirs)
+            .output()
+            .map_err(|e| VerifyError::NoPython {
+                python: py.clone(),
+                message: e.to_string(),
+            })?;
+        if !out.status.success() {
+            return Err(VerifyError::Failed {
+                code: out.status.code().unwrap_or(-1),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        let rows = if metrics.is_none() {
+            rows::read(&scratch.0.join(feedbench_core::rundir::METRICS_CSV))?
+        } else {
+            Vec::new()
+        };
+        let verdicts = if checks.is_empty() {
+            Vec::new()
+        } else {
+            let file = scratch.0.join(VERDICTS_JSON);
+            let text = std::fs::read_to_string(&file).map_err(|source| VerifyError::Read {
+                file: VERDICTS_JSON.into(),
+                source,
+            })?;
+            twin::read(VERDICTS_JSON, &text)?
+        };
+        Ok(Recomputed { rows, verdicts })
     }
-    let py = python(&twin);
-    let scratch = Scratch::new()?;
-    let mut cmd = Command::new(&py);
-    cmd.arg(&script).arg("--out").arg(&scratch.0);
-    if !checks.is_empty() {
-        let file = scratch.0.join(CHECKS_JSON);
-        std::fs::write(&file, twin::checks_json(checks)).map_err(VerifyError::Scratch)?;
-        cmd.arg("--checks").arg(file);
-    }
-    if let Some(m) = metrics {
-        cmd.arg("--metrics").arg(m);
-    }
-    let out = cmd
-        .args(run_dirs)
-        .output()
-        .map_err(|e| VerifyError::NoPython {
-            python: py.clone(),
-            message: e.to_string(),
-        })?;
-    if !out.status.success() {
-        return Err(VerifyError::Failed {
-            code: out.status.code().unwrap_or(-1),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    let rows = if metrics.is_none() {
-        rows::read(&scratch.0.join(feedbench_core::rundir::METRICS_CSV))?
-    } else {
-        Vec::new()
-    };
-    let verdicts = if checks.is_empty() {
-        Vec::new()
-    } else {
-        let file = scratch.0.join(VERDICTS_JSON);
-        let text = std::fs::read_to_string(&file).map_err(|source| VerifyError::Read {
-            file: VERDICTS_JSON.into(),
-            source,
-        })?;
-        twin::read(VERDICTS_JSON, &text)?
-    };
-    Ok(Recomputed { rows, verdicts })
 }
 
 /// Our evaluations, each with its hypothesis.
@@ -156,11 +167,12 @@ pub fn evaluations(
 
 /// The report's rows (as written) and verdicts against the twin's: `(rows, verdicts)`.
 pub fn verify(
+    twin: &Twin,
     report_metrics: &Path,
     report: &StudyReport,
 ) -> Result<(Vec<Difference>, Vec<Difference>), VerifyError> {
     let ours = rows::read(report_metrics)?;
-    let theirs = recompute(&report.run_dirs, None, &report.checks)?;
+    let theirs = twin.recompute(&report.run_dirs, None, &report.checks)?;
     Ok((
         rows::compare(&ours, &theirs.rows),
         twin::compare(&evaluations(report), &theirs.verdicts),

@@ -13,14 +13,15 @@ use serde_json::Value;
 
 pub const PLAN: &str = "experiments/smoke.yaml";
 
+/// The twin, its environment made as `report --verify` makes it (a test that calls this is
+/// `#[ignore = "needs Python with pandas …"]`: it fails when the packages cannot be had).
+pub fn twin() -> feedbench::report::verify::Twin {
+    feedbench::report::verify::Twin::ready(&mut std::io::stderr())
+        .unwrap_or_else(|e| panic!("the twin's environment: {e}"))
+}
+
 pub fn python() -> String {
-    let py = feedbench::report::verify::python(&project().join("twin"));
-    let ok = Command::new(&py)
-        .args(["-c", "import pandas"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "`{py}` has no pandas: python3 -m venv twin/.venv && twin/.venv/bin/pip install -r twin/requirements.txt (scripts/test does this)");
-    py
+    twin().python
 }
 
 /// The generator's run directories, by what they hold.
@@ -95,16 +96,24 @@ pub fn complete_all(f: &mut Fixture, runs: &[RunSpec], gen: &[PathBuf]) {
     }
 }
 
+/// `feedbench report PLAN ARGS` in `repo`, with the project's twin (whose environment
+/// `--verify` makes on first use).
 pub fn report(repo: &Repo, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_feedbench"))
-        .current_dir(repo.dir.path())
+    report_with(repo, args, &[("FEEDBENCH_TWIN", &project().join("twin"))])
+}
+
+/// The same with these environment variables set (and no `FEEDBENCH_PYTHON` but theirs).
+pub fn report_with(repo: &Repo, args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_feedbench"));
+    cmd.current_dir(repo.dir.path())
         .arg("report")
         .arg(PLAN)
-        .args(args)
-        .env("FEEDBENCH_TWIN", project().join("twin"))
-        .env("FEEDBENCH_PYTHON", python())
-        .output()
-        .unwrap()
+        .args(args);
+    cmd.env_remove("FEEDBENCH_PYTHON");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
 }
 
 pub fn text(o: &Output) -> String {
