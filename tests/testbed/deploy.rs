@@ -2,7 +2,7 @@
 //! replica UP behind HAProxy, one proxy per link, and nothing is left afterwards, also when
 //! feedbench is killed mid-deploy.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -20,9 +20,6 @@ use feedbench::plan::{expand, load_file};
 const PLAN: &str = "tests/plans/docker/probe.yaml";
 const STUDY: &str = "test-probe";
 
-/// The tests share one study name; they take turns.
-static ENGINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
     let loaded = load_file(&common::repo().join(PLAN), None).unwrap();
     let run = expand(&loaded.plan).remove(0);
@@ -32,10 +29,8 @@ fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
     (loaded, topo)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine"]
-async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
-    let _turn = ENGINE.lock().await;
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
     let rt = common::engine().await;
     common::infrastructure_images().await;
     rt.clean(Some(STUDY)).await.unwrap();
@@ -106,10 +101,8 @@ async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
     assert_eq!(left, (vec![], vec![]), "left behind after teardown");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine"]
-async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
-    let _turn = ENGINE.lock().await;
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
     let rt = common::engine().await;
     common::infrastructure_images().await;
     rt.clean(Some(STUDY)).await.unwrap();
@@ -153,10 +146,8 @@ async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
 /// The smoke plan's topology with the real contender: a request through HAProxy reaches a
 /// replica that reads PostgreSQL through the fault proxy (cutting the link turns the same
 /// request into a 503 `upstream_unavailable`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine"]
-async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
-    let _turn = ENGINE.lock().await;
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
     let rt = common::engine().await;
     common::plan_images("experiments/smoke.yaml").await;
     rt.clean(Some("smoke")).await.unwrap();
@@ -225,9 +216,8 @@ async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
 /// first pass), `clean` waits for it and removes the volume; held by a container that never
 /// goes (it lacks the study's label, so `clean` may not remove it), `clean` fails naming the
 /// volume after its passes, rather than leaving it silently.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine"]
-async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held() {
     use bollard::container::{Config, CreateContainerOptions, RemoveContainerOptions};
     use bollard::models::HostConfig;
     use bollard::volume::CreateVolumeOptions;
@@ -308,9 +298,8 @@ async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held() {
 
 /// The engine names its data root, and it is on this host: the disk-floor guard watches it
 /// beside the results directory, with no warning that it goes unguarded.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine"]
-async fn the_disk_guard_reads_the_engines_data_root_on_this_host() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn the_disk_guard_reads_the_engines_data_root_on_this_host() {
     let rt = common::engine().await;
     let root = rt
         .data_root()

@@ -2,18 +2,15 @@
 //! time, a starved fault proxy that invalidates its run, a cap edited after runs completed
 //! (refused until declared with --amend, then exactly the touched runs rerun).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
 use feedbench::ledger::journal::{self, Event};
 use feedbench::ledger::manifest::{verify, Manifest};
 use feedbench::ledger::state::Ledger;
-
-static ENGINE: Mutex<()> = Mutex::new(());
 
 fn feedbench(plan: &Path, results: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
@@ -93,10 +90,7 @@ fn assert_sealed(dir: &Path) {
     assert!(verify(dir, &m).unwrap().is_empty(), "{}", dir.display());
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     let plan = common::repo().join("tests/plans/docker/ledger.yaml");
@@ -246,10 +240,7 @@ fn events(study: &Path) -> Vec<Event> {
     journal_of(study).events().cloned().collect()
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_starved_fault_proxy_invalidates_its_run_with_the_figure() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_starved_fault_proxy_invalidates_its_run_with_the_figure() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
@@ -316,10 +307,7 @@ fn a_starved_fault_proxy_invalidates_its_run_with_the_figure() {
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
@@ -412,10 +400,7 @@ fn an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun() {
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     let plan = common::repo().join("tests/plans/docker/gate.yaml");
@@ -474,10 +459,7 @@ fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_ramp_killed_mid_ramp_keeps_the_requests_it_measured_when_resume_finds_it() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_ramp_killed_mid_ramp_keeps_the_requests_it_measured_when_resume_finds_it() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     let plan = common::repo().join("tests/plans/docker/ramp-kill.yaml");

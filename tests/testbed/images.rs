@@ -35,9 +35,8 @@ fn repo_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine"]
-async fn infrastructure_images_play_their_roles() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn infrastructure_images_play_their_roles() {
     let docker = feedbench::images::connect().await.unwrap_or_else(|e| {
         panic!("this test needs the Docker engine, which is unavailable ({e}); install and start Docker (dockerd)")
     });

@@ -1,16 +1,14 @@
 //! `feedbench run` on the real engine: the smoke study end to end and what its raw data must
 //! show, a replica kill seen by the balancer in time, a memory guard that aborts, a
-//! database killed for memory that is a result and not an abort, and a ramp that stops at
-//! its knee.
+//! database killed for memory that is a result and not an abort, a ramp that stops at its
+//! knee, and a start that builds nothing in a clone whose images exist.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
-
-static ENGINE: Mutex<()> = Mutex::new(());
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn run_plan(plan: &str, results: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_feedbench"))
@@ -74,10 +72,7 @@ fn assert_sampled(dir: &Path) {
     }
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("experiments/smoke.yaml"));
@@ -229,10 +224,7 @@ fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     assert_eq!(left, (vec![], vec![]));
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::infrastructure_images());
@@ -273,10 +265,7 @@ fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::infrastructure_images());
@@ -394,10 +383,7 @@ fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     let results = tempfile::tempdir().unwrap();
@@ -449,10 +435,7 @@ fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("tests/plans/docker/knee.yaml"));
@@ -575,6 +558,79 @@ fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     assert_eq!(events.matches("window-judged").count(), 6, "{events}");
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-knee")),
+        (vec![], vec![])
+    );
+}
+
+/// In a fresh clone (no target directory) whose images the engine already has, `feedbench run`
+/// knows them current from their sources: cargo is never called (`CARGO` is a program that
+/// records any call and fails) and the journal's first line is written within 10 s. The study
+/// is then interrupted, and leaves nothing behind.
+pub fn a_clone_whose_images_exist_starts_without_building_within_10_s() {
+    const PLAN: &str = "experiments/smoke.yaml";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    rt.block_on(common::plan_images(PLAN));
+    let clone = common::audit::Repo::new();
+    clone.copy_project_dirs(&["contenders", "images", "experiments"]);
+    for f in ["Cargo.toml", "Cargo.lock"] {
+        clone.write(f, &std::fs::read_to_string(common::repo().join(f)).unwrap());
+    }
+    clone.write(".gitignore", "/results/\n/cargo-calls\n");
+    clone.commit("a clone");
+    let fake = clone.path("fake-cargo");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexit 1\n",
+            clone.path("cargo-calls").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_feedbench"))
+        .current_dir(clone.path(""))
+        .args(["run", PLAN, "--results", "results"])
+        .env("CARGO", &fake)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = clone.path("results/smoke/journal.jsonl");
+    // Waited for as an event (the line on disk, or the process gone), with a deadline far past
+    // the figure, so that a slow start fails on the assertion below, with its time, not here.
+    let first_line = loop {
+        let written = std::fs::read_to_string(&journal).is_ok_and(|t| t.contains('\n'));
+        if written || start.elapsed() > Duration::from_secs(120) {
+            break start.elapsed();
+        }
+        if child.try_wait().unwrap().is_some() {
+            break start.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SIGINT: the study stops as a person's Ctrl-C stops it, reaping what it started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("the journal's first line after {first_line:?}");
+    assert!(
+        !clone.path("cargo-calls").exists(),
+        "cargo was called: {}\n{stderr}",
+        std::fs::read_to_string(clone.path("cargo-calls")).unwrap_or_default()
+    );
+    assert!(
+        std::fs::read_to_string(&journal).is_ok_and(|t| t.contains('\n')),
+        "no journal line: {stderr}"
+    );
+    assert!(
+        first_line <= Duration::from_secs(10),
+        "the journal's first line came after {first_line:?}:\n{stderr}"
+    );
+    assert_eq!(
+        rt.block_on(common::leftovers(&engine, "smoke")),
         (vec![], vec![])
     );
 }

@@ -4,7 +4,7 @@
 //! `feedbench audit` listing pilots fabricated with the ledger's own writers, the way the
 //! runner writes them, under "exploration before registration", apart from the study.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

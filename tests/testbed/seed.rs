@@ -2,7 +2,7 @@
 //! seeding input and found after, the same rows as from its init scripts (a query's result
 //! compared), the run's copy removed at teardown, and a template cut short seeded again.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -42,9 +42,7 @@ async fn deployed(
     (d.snapshot, r)
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_database_from_its_snapshot_holds_the_rows_its_scripts_make() {
+pub fn a_database_from_its_snapshot_holds_the_rows_its_scripts_make() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));

@@ -1,7 +1,7 @@
 //! The registration covers a plan's inputs: `feedbench run` refuses an input file that
 //! differs from its commit or that no commit holds, naming it, before anything is written.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -5,8 +5,7 @@
 //! audit's checks), under `catch_unwind`; and a fewer such studies go through the commands
 //! themselves, which exit 0, 1 or 2, never 101.
 
-mod common;
-mod hostile;
+use crate::hostile;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;

@@ -3,7 +3,7 @@
 //! evaluable from a missing run and from a lower bound, undecided across the intervals),
 //! and the twin, evaluating the same checks from the same rows by its own code, agrees.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

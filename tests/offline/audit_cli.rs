@@ -3,7 +3,7 @@
 //! undeclared plan edit, a deleted run directory, one edited byte of a raw CSV and a run
 //! from an uncommitted plan each fail it, named precisely; declaring the edit passes again.
 
-mod common;
+use crate::common;
 
 use common::audit::{audit, Repo};
 use feedbench::audit::fixture::Fixture;

@@ -11,7 +11,7 @@
 //! - the same route counts within 1 % or one (the same seeded draws), and requests.csv's
 //!   columns alike.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -270,9 +270,7 @@ fn knee(loaded: &LoadedPlan, d: &Drive) -> Option<f64> {
     saturation::saturation(&reqs, &steps, &objective).first_breach
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
+pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::infrastructure_images());

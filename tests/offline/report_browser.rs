@@ -3,7 +3,7 @@
 //! must be in the rendered DOM with its data drawn, and the browser must log no error
 //! about the page. The check itself is shown to see a broken page.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -34,9 +34,8 @@ defaults\n    mode http\n    timeout connect 500ms\n    timeout client 5s\n    t
 frontend stats\n    bind :8404\n    stats enable\n    stats uri /stats\n\
 backend replicas\n    default-server inter 300ms fall 1 rise 1\n    server replica-1 127.0.0.1:9 check\n";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Docker engine and the infrastructure images"]
-async fn monitors_sample_every_container_every_second() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn monitors_sample_every_container_every_second() {
     let rt = Runtime::connect().await.unwrap_or_else(|e| {
         panic!("this test needs the Docker engine, which is unavailable ({e}); install and start Docker (dockerd)")
     });

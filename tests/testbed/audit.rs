@@ -3,7 +3,7 @@
 //! edited, with a run directory deleted, and with a plan edit before and after it is
 //! declared by `run --amend`.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -20,9 +20,7 @@ fn run(repo: &Repo, extra: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn audits_of_a_real_study_name_each_departure() {
+pub fn audits_of_a_real_study_name_each_departure() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));

@@ -4,16 +4,13 @@
 //! and the engines file's refusals of what cannot be reached, each naming the engine and its
 //! endpoint.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use feedbench::engine::runtime::Runtime;
 use feedbench_core::engines::{load_str, Context, Engine, Engines};
-
-/// One second engine at a time: its namespace and addresses are fixed.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 use common::repo;
 
@@ -155,10 +152,7 @@ fn foreign_certs(dir: &Path) {
     ]);
 }
 
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn every_transport_reaches_the_second_engine_and_what_cannot_be_reached_is_named() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+pub fn every_transport_reaches_the_second_engine_and_what_cannot_be_reached_is_named() {
     let second = SecondEngine::up();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let base = second.dir.parent().unwrap().to_path_buf();
@@ -269,10 +263,7 @@ fn every_transport_reaches_the_second_engine_and_what_cannot_be_reached_is_named
     );
 }
 
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn an_image_is_copied_to_the_second_engine_with_its_id_and_config_and_runs_there() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+pub fn an_image_is_copied_to_the_second_engine_with_its_id_and_config_and_runs_there() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let local = rt.block_on(Runtime::connect()).unwrap();
     let image = "feedbench/load:latest";
@@ -372,10 +363,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_records_nothing() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+pub fn run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_records_nothing() {
     let second = SecondEngine::up();
     let base = second.dir.parent().unwrap().to_path_buf();
     let other = base.join("other-certs");
@@ -504,10 +492,7 @@ fn leftovers_on(rt: &tokio::runtime::Runtime, engine: &Runtime, study: &str) -> 
     c.len() + n.len()
 }
 
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn the_smoke_study_runs_with_its_load_generator_on_the_second_engine() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+pub fn the_smoke_study_runs_with_its_load_generator_on_the_second_engine() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let local = rt.block_on(Runtime::connect()).unwrap();
     rt.block_on(common::plan_images(APART));
@@ -623,11 +608,8 @@ fn the_smoke_study_runs_with_its_load_generator_on_the_second_engine() {
     assert_eq!(leftovers_on(&rt, &remote, "smoke-apart"), 0);
 }
 
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_told_to() {
+pub fn a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_told_to() {
     use feedbench::run::monitor::{self, MonitorOptions, Sampled, Source, Target};
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let local = rt.block_on(Runtime::connect()).unwrap();
     rt.block_on(common::infrastructure_images());
@@ -741,11 +723,8 @@ fn a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_told_t
     assert_eq!(leftovers_on(&rt, &remote, "remote-sampled"), 0);
 }
 
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn a_coordinator_killed_mid_run_leaves_containers_on_both_engines_and_resume_reaps_them_all() {
+pub fn a_coordinator_killed_mid_run_leaves_containers_on_both_engines_and_resume_reaps_them_all() {
     use std::io::BufRead;
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let local = rt.block_on(Runtime::connect()).unwrap();
     rt.block_on(common::plan_images(APART));
@@ -844,11 +823,9 @@ const PARALLEL: &str = "tests/plans/docker/parallel.yaml";
 /// completed once, valid, with each run's containers all on one engine and both engines
 /// used; the report agrees with its twin, the audit passes and nothing is left on either
 /// engine.
-#[test]
-#[ignore = "needs root, the Docker engine's dockerd, iproute2, openssl and OpenSSH's server"]
-fn a_study_split_across_two_groups_runs_each_run_once_and_a_killed_coordinator_is_reaped_on_both() {
+pub fn a_study_split_across_two_groups_runs_each_run_once_and_a_killed_coordinator_is_reaped_on_both(
+) {
     use std::io::BufRead;
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let local = rt.block_on(Runtime::connect()).unwrap();
     rt.block_on(common::plan_images(PARALLEL));

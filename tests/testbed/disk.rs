@@ -4,7 +4,7 @@
 //! completes the study; with (almost) no byte left, a resume fails at the first write that
 //! does not fit, with a clear error naming the file, never a panic.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -100,9 +100,7 @@ fn journal_whole(study: &Path) -> Vec<Event> {
     j.events().cloned().collect()
 }
 
-#[test]
-#[ignore = "needs the Docker engine and root (it mounts a tmpfs)"]
-fn a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_study() {
+pub fn a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_study() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));

@@ -3,7 +3,7 @@
 //! plan, stream and `scheduled_ns`, the schedule was kept, and the report agrees with its
 //! pandas twin.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -39,9 +39,7 @@ fn registered() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn the_smoke_study_runs_end_to_end_with_the_native_load_generator() {
+pub fn the_smoke_study_runs_end_to_end_with_the_native_load_generator() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));

@@ -58,28 +58,20 @@ pub fn prerequisites() -> Result<(), String> {
     Ok(())
 }
 
-/// The cluster, and this test's turn on it. Panics, saying what is missing and how to get
-/// it, when the prerequisites do not hold.
+/// The cluster. Panics, saying what is missing and how to get it, when the prerequisites do
+/// not hold.
 ///
-/// The tests take turns: their checks are timed (a drain within its grace, a 503 within
-/// 100 ms of a cut, a connection within CONNECT_TIMEOUT_MS), and on a 2-core host a test
-/// seeding or scanning the production schema beside them starved a contender for seconds
-/// (in-flight requests answered 503 after 5.8 s, a listener closed 5.7 s after SIGTERM
-/// instead of 0.3 s). Hold the turn for the whole test.
-pub fn setup() -> (&'static Cluster, Turn) {
+/// The tests' checks are timed (a drain within its grace, a 503 within 100 ms of a cut, a
+/// connection within CONNECT_TIMEOUT_MS), and on a 2-core host a test seeding or scanning the
+/// production schema beside them starved a contender for seconds (in-flight requests answered
+/// 503 after 5.8 s, a listener closed 5.7 s after SIGTERM instead of 0.3 s): they run one at a
+/// time, as every test of this binary does (main.rs).
+pub fn setup() -> &'static Cluster {
     if let Err(reason) = prerequisites() {
         panic!("this test needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host: {reason}");
     }
-    // A test that panicked with the turn poisons the lock; the next one still takes it.
-    let turn = TURNS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    (cluster(), turn)
+    cluster()
 }
-
-/// One test at a time on the cluster (see `setup`).
-pub type Turn = std::sync::MutexGuard<'static, ()>;
-static TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

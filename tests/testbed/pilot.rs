@@ -3,24 +3,18 @@
 //! own directory gets no journal, and `feedbench audit` lists the pilot under "exploration
 //! before registration".
 
-mod common;
+use crate::common;
 
 use std::process::Command;
-use std::sync::Mutex;
 
 use common::audit::{audit, Repo};
 use feedbench::ledger::journal::{self, Event};
 use feedbench::ledger::layout::{pilot_dir, PILOT_PLAN, PILOT_RECORD};
 use feedbench::ledger::manifest::Manifest;
 
-static ENGINE: Mutex<()> = Mutex::new(());
-
 const PLAN: &str = "tests/plans/docker/probe.yaml";
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() {
-    let _engine = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+pub fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));

@@ -3,7 +3,7 @@
 //! The four files and the summary are written, `--verify` agrees and then catches an
 //! edited raw value, and bad input gets a clear error with nothing half-written.
 
-mod common;
+use crate::common;
 
 use common::audit::{audit, Repo};
 use common::report::{complete_all, generated, report, report_with, study, text, PLAN};

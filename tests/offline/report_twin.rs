@@ -3,7 +3,7 @@
 //! on every row, both find the answers the directories were built to have, and a raw value
 //! edited afterwards makes them disagree.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -7,8 +7,7 @@
 //! panic (exit 101), never block on the canary pipes outside the study directory, never
 //! print the canary text, and never move or change anything outside.
 
-mod common;
-mod hostile;
+use crate::hostile;
 
 use hostile::cases::{self, Case};
 use std::time::Duration;

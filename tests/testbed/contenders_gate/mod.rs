@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use harness::*;
 
 fn gate_passes_on(variant: &str) {
-    let (cluster, _turn) = setup();
+    let cluster = setup();
     for c in contenders() {
         let db = cluster.database(variant, SMALL);
         let svc = c.start_or_fail(&db.url(), &[]);
@@ -28,24 +28,18 @@ fn gate_passes_on(variant: &str) {
     }
 }
 
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn gate_passes_on_indexed() {
+pub fn gate_passes_on_indexed() {
     gate_passes_on("indexed");
 }
 
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn gate_passes_on_production() {
+pub fn gate_passes_on_production() {
     gate_passes_on("production");
 }
 
 /// FEED_MUTANT=cN drops clause N from every read; the gate must catch each one, in its
 /// visibility check, naming the clause.
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn every_mutant_fails_the_gate() {
-    let (cluster, _turn) = setup();
+pub fn every_mutant_fails_the_gate() {
+    let cluster = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         for (mutant, clause) in [("c1", "C1"), ("c2", "C2"), ("c3", "C3"), ("c4", "C4")] {
@@ -112,10 +106,8 @@ fn execution_ms(db: &Database, viewer: u32) -> f64 {
         .unwrap_or_else(|| panic!("no execution time in {out}"))
 }
 
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn production_scans_posts_and_indexed_uses_an_index() {
-    let (cluster, _turn) = setup();
+pub fn production_scans_posts_and_indexed_uses_an_index() {
+    let cluster = setup();
     let production = cluster.database("production", FULL);
     let indexed = cluster.database("indexed", FULL);
     for viewer in [1, 4242] {
@@ -198,10 +190,8 @@ const WAITING: &str =
 /// SIGTERM with slow requests in flight (held up by a lock on posts): readiness answers 503
 /// draining at once, the listener closes after DRAIN_GRACE_MS, the in-flight requests still
 /// complete with 200, and the process exits 0 within 10 s. Then the gate's own drain check.
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn drains_on_sigterm_without_failing_in_flight_requests() {
-    let (cluster, _turn) = setup();
+pub fn drains_on_sigterm_without_failing_in_flight_requests() {
+    let cluster = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         let mut svc = c.start_or_fail(&db.url(), &[("DRAIN_GRACE_MS", "300")]);
@@ -303,10 +293,8 @@ fn drains_on_sigterm_without_failing_in_flight_requests() {
 
 /// With the database link cut at the fault proxy, requests get 503 upstream_unavailable within
 /// 100 ms, readiness says database_unreachable, and service resumes when the link is back.
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn cut_database_link_fails_fast() {
-    let (cluster, _turn) = setup();
+pub fn cut_database_link_fails_fast() {
+    let cluster = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         let link = Link::start(cluster.port);
@@ -400,10 +388,8 @@ fn cut_database_link_fails_fast() {
 
 /// With every pooled connection busy, one more request gets 503 after POOL_WAIT_MS instead of
 /// queueing (the gate's pool-wait check, told the pool size).
-#[test]
-#[ignore = "needs PostgreSQL 15 and python3-aiohttp/asyncpg on the host"]
-fn full_pool_answers_503_after_the_pool_wait() {
-    let (cluster, _turn) = setup();
+pub fn full_pool_answers_503_after_the_pool_wait() {
+    let cluster = setup();
     for c in contenders() {
         let db = cluster.database("indexed", SMALL);
         let svc = c.start_or_fail(&db.url(), &[("POOL_SIZE", "2"), ("POOL_WAIT_MS", "100")]);

@@ -3,17 +3,14 @@
 //! and caps (and still fails a mutant there), a gate past its timeout is killed, a topology
 //! that cannot be deployed is a failed gate; nothing labelled is left afterwards.
 
-mod common;
+use crate::common;
 
-use std::sync::Mutex;
 use std::time::Instant;
 
 use feedbench::engine::runtime::Runtime;
 use feedbench::plan::{LoadedPlan, RunSpec};
 use feedbench::run::events::{RunEvent, Stamp};
 use feedbench::run::gate::{run_gate, GateOutcome};
-
-static ENGINE: Mutex<()> = Mutex::new(());
 
 const PLAN: &str = "tests/plans/docker/gate.yaml";
 
@@ -79,10 +76,7 @@ fn assert_nothing_left(rt: &tokio::runtime::Runtime, engine: &Runtime, study: &s
     );
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn the_gate_passes_on_feed_rs_and_fails_on_its_c2_mutant() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn the_gate_passes_on_feed_rs_and_fails_on_its_c2_mutant() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));
@@ -152,10 +146,7 @@ fn study_with_a_production_mutant() -> (LoadedPlan, Vec<RunSpec>) {
     (loaded, runs)
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn both_production_arms_pass_the_gate_on_the_studys_topology_and_a_mutant_still_fails() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn both_production_arms_pass_the_gate_on_the_studys_topology_and_a_mutant_still_fails() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("experiments/study.yaml"));
@@ -200,10 +191,7 @@ fn both_production_arms_pass_the_gate_on_the_studys_topology_and_a_mutant_still_
     assert_nothing_left(&rt, &engine, STUDY_TEST);
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_gate_past_its_timeout_is_killed_and_fails() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_gate_past_its_timeout_is_killed_and_fails() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::infrastructure_images());
@@ -224,10 +212,7 @@ fn a_gate_past_its_timeout_is_killed_and_fails() {
     assert_nothing_left(&rt, &engine, PROBE_STUDY);
 }
 
-#[test]
-#[ignore = "needs the Docker engine"]
-fn a_topology_that_cannot_be_deployed_is_a_failed_gate() {
-    let _turn = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn a_topology_that_cannot_be_deployed_is_a_failed_gate() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     rt.block_on(common::infrastructure_images());
