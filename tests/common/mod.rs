@@ -12,7 +12,7 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The engine. A test that calls this is `#[ignore = "needs the Docker engine"]` (run it with
+/// The engine. A test that calls this is tier 2's, in tests/testbed (run it with
 /// `-- --include-ignored`, as scripts/test does); when the engine is unavailable it fails.
 pub async fn engine() -> Runtime {
     Runtime::connect().await.unwrap_or_else(|e| {

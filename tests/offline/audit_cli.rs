@@ -248,7 +248,7 @@ fn bad_input_exits_2_naming_the_file_and_the_fix() {
 }
 
 /// The Markdown example of docs/audit.md:
-/// `cargo test --test audit_cli -- --ignored --nocapture docs_example`.
+/// `cargo test --test offline audit_cli:: -- --ignored --nocapture docs_example`.
 #[test]
 #[ignore = "prints the docs' example"]
 fn docs_example() {

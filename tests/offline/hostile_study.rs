@@ -1,5 +1,5 @@
 //! Hostile study directories (issue 17, item 4): a real study written with the ledger's own
-//! writers, mutated one way per case (tests/hostile/cases.rs: flipped bytes, characters cut
+//! writers, mutated one way per case (tests/offline/hostile/cases.rs: flipped bytes, characters cut
 //! in half, bytes that are not UTF-8, huge numbers, wrong JSON types, missing and extra
 //! fields, duplicated lines, `..` and absolute paths, links and named pipes out of the study
 //! directory, directories where files should be), then `audit`, `status`, `report`, `skip`

@@ -2,7 +2,7 @@
 //! contender and the study goes on; a ramp that will not stand skips the runs that take
 //! their rate from it; an interrupt mid-run settles the run as interrupted and a resume
 //! runs it again; an amendment supersedes exactly the runs it touched. The same policy
-//! runs on the real engine in tests/ledger_docker.rs.
+//! runs on the real engine in tests/testbed/ledger.rs.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;

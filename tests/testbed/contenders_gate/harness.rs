@@ -14,8 +14,8 @@
 //! process holds; contenders and the fault proxy bind port 0 themselves and report the port.
 //!
 //! Prerequisites (PostgreSQL 15 under /usr/lib/postgresql/15/bin, Debian's /usr/bin/python3
-//! with aiohttp and asyncpg): every test is `#[ignore]`d for them, run with
-//! `-- --include-ignored` (scripts/test does), and fails, saying what is missing, without them.
+//! with aiohttp and asyncpg): every test is tier 2's, run with
+//! `-- --ignored` (scripts/test does), and fails, saying what is missing, without them.
 
 #![allow(dead_code)]
 

@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn wall_clocks_at_i128s_ends_do_not_overflow() {
-        // A damaged journal (tests/hostile_study.rs): status and report panicked here.
+        // A damaged journal (tests/offline/hostile_study.rs): status and report panicked here.
         let mut entries = vec![entry(0, started("a")), entry(0, finished("a"))];
         entries[0].wall_ns = i128::MIN.to_string();
         entries[1].wall_ns = i128::MAX.to_string();

@@ -297,7 +297,7 @@ pub(crate) mod tests {
             &verify(d.path(), &back).unwrap()[0],
             Mismatch::Missing { .. }
         ));
-        // A link is named, never followed (tests/hostile_study.rs).
+        // A link is named, never followed (tests/offline/hostile_study.rs).
         std::os::unix::fs::symlink("/etc/hostname", d.path().join("requests.csv")).unwrap();
         let bad = verify(d.path(), &back).unwrap();
         assert!(matches!(&bad[0], Mismatch::Missing { file } if file == "requests.csv"));

@@ -2,7 +2,7 @@
 //! `runs/<run>/`: the one module that names their files and owns the typed rows and
 //! records written to them. Writers (the executor, the monitors, settle) and readers
 //! (validity, status, the audit, the report) go through these names; no file name is
-//! spelled anywhere else (tests/run_directory_names.rs checks it). docs/results.md
+//! spelled anywhere else (tests/offline/run_directory_names.rs checks it). docs/results.md
 //! describes every file.
 
 pub mod events;

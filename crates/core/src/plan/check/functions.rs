@@ -126,7 +126,7 @@ impl Arg {
 }
 
 /// The saturation definitions, as the report's ramp module names them in the `definition`
-/// column, in its order (the plan may not use the report; tests/plan_cli.rs checks that the
+/// column, in its order (the plan may not use the report; tests/offline/plan_cli.rs checks that the
 /// two lists are one).
 pub const DEFINITIONS: [&str; 5] = [
     "objective-windows",
@@ -142,7 +142,7 @@ pub const DETECTIONS: [&str; 3] = ["objective-window", "failed-request", "balanc
 /// Statistics across repetitions.
 pub const STATS: [&str; 4] = ["median", "mean", "min", "max"];
 /// The `container` of the replicas' sum rows, and the role that reads them (the report's
-/// usage module writes it; tests/plan_cli.rs checks they agree).
+/// usage module writes it; tests/offline/plan_cli.rs checks they agree).
 pub const REPLICAS: &str = "replicas";
 /// Named spans for `at:`; a step is named by its rate.
 pub const SPANS: [&str; 2] = ["measured", "first-breach"];
