@@ -1,9 +1,9 @@
 //! Tier 1, and the untimed part of tier 2: every test that needs no Docker engine, in one
 //! binary. The tests that are not ignored need nothing outside the build (no engine, k6,
 //! PostgreSQL, Python packages, Chromium or Node) and run by a plain `cargo test`
-//! (`scripts/test --fast`); the ignored ones need Python packages, Node or Chromium, judge no
-//! timing, and run with tier 2 (`cargo test -- --ignored`). Tier 2's timed tests are
-//! `tests/testbed`'s.
+//! (`scripts/test --fast`); the ignored ones need Python packages, Node, Chromium or the
+//! engine's answer to a question (its host's cores), judge no timing, and run with tier 2
+//! (`cargo test -- --ignored`). Tier 2's timed tests are `tests/testbed`'s.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -116,6 +116,7 @@ fn a_plan_the_scale_makes_invalid_exits_2_at_the_file_s_value() {
 }
 
 #[test]
+#[ignore = "needs the Docker engine: a pilot reaches it before its area opens"]
 fn a_file_where_the_pilots_go_fails_naming_it() {
     let repo = Repo::with_plan("tests/plans/valid/minimal.yaml", PLAN);
     repo.write(&format!("results/tiny/{PILOTS}"), "");

@@ -7,9 +7,7 @@
 //! They run one at a time, in the order below, whatever `--test-threads` says: they share one
 //! engine, the host's two cores and fixed names and addresses (the second engine's namespace,
 //! the contract's PostgreSQL), and most judge timings a second test beside them would spoil.
-//! This is the one place that says so: no test takes a lock of its own. What several tests can
-//! share (a deployment, a study's results, the second engine) is made once by the first that
-//! needs it and taken down here, after the last.
+//! This is the one place that says so: no test takes a lock of its own.
 
 #![deny(dead_code)]
 
