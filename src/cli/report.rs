@@ -9,7 +9,7 @@ use clap::ValueEnum;
 
 use super::CliError;
 use crate::report::{self as output, verify};
-use feedbench_core::report::{self, rows::Difference};
+use feedbench_core::report::{self, rows::{self, Difference}};
 use feedbench_core::rundir::{METRICS_CSV, REPORT_DIR, REPORT_MD};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,20 +57,59 @@ fn differences(d: &[Difference]) -> String {
     s
 }
 
+/// The report's metrics.csv as written; damaged, or not a file, it is bad input.
+fn read_back(metrics: &std::path::Path) -> Result<Vec<rows::Row>, CliError> {
+    rows::read(metrics).map_err(|r| {
+        CliError::invalid(format!(
+            "{r}; `feedbench report` without --verify writes it again"
+        ))
+    })
+}
+
+/// The twin's environment, made on first use; what it lacks is bad input, named.
+fn twin() -> Result<verify::Twin, CliError> {
+    verify::Twin::ready(&mut std::io::stderr()).map_err(|e| match e {
+        verify::VerifyError::Env(_) | verify::VerifyError::NoTwin(_) => {
+            CliError::invalid(e.to_string())
+        }
+        e => CliError::Failure(e.into()),
+    })
+}
+
 impl ReportArgs {
+    /// Where the report goes: `--out`, else the study's directory's `report/`, the study
+    /// named by `study` or, before the report is built, by the plan when it loads (`None`
+    /// when it does not: building it says why).
+    fn report_dir(&self, study: Option<&str>) -> Option<PathBuf> {
+        if let Some(out) = &self.out {
+            return Some(out.clone());
+        }
+        let name = match study {
+            Some(name) => name.to_string(),
+            None => feedbench_core::plan::load_file(&self.plan, None)
+                .ok()?
+                .plan
+                .study
+                .name
+                .to_string()
+        };
+        Some(self.results.join(name).join(REPORT_DIR))
+    }
+
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
-        // the twin's environment first: what it lacks is said before any work is done
-        let twin = if self.verify {
-            Some(
-                verify::Twin::ready(&mut std::io::stderr()).map_err(|e| match e {
-                    verify::VerifyError::Env(_) | verify::VerifyError::NoTwin(_) => {
-                        CliError::invalid(e.to_string())
+        // With --verify, before any work: the report's own metrics.csv read back where there
+        // is one (a damaged one is bad input, named), then the twin's environment made ready.
+        let (ours, twin) = match self.verify {
+            true => {
+                let ours = match self.report_dir(None) {
+                    Some(dir) if dir.join(METRICS_CSV).exists() => {
+                        Some(read_back(&dir.join(METRICS_CSV))?)
                     }
-                    e => CliError::Failure(e.into()),
-                })?,
-            )
-        } else {
-            None
+                    _ => None,
+                };
+                (ours, Some(twin()?))
+            }
+            false => (None, None),
         };
         let req = report::Request {
             plan: &self.plan,
@@ -78,8 +117,10 @@ impl ReportArgs {
             results: &self.results,
         };
         let mut err = std::io::stderr();
+        // A counter rewritten in place is for a person at a terminal, not for a log.
+        let terminal = std::io::IsTerminal::is_terminal(&err);
         let mut progress = |done: usize, total: usize, run: &str| {
-            if total >= 2 {
+            if terminal && total >= 2 {
                 let _ = write!(err, "\rreading runs: {done}/{total} {run:<48}");
                 if done == total {
                     let _ = writeln!(err);
@@ -93,12 +134,9 @@ impl ReportArgs {
                 CliError::Failure(e.into())
             }
         })?;
-        let dir = self
-            .out
-            .clone()
-            .unwrap_or_else(|| self.results.join(&built.study).join(REPORT_DIR));
+        let dir = self.report_dir(Some(&built.study)).unwrap_or_default();
         let metrics = dir.join(METRICS_CSV);
-        let write_first = !self.verify || !metrics.is_file();
+        let write_first = ours.is_none();
         if write_first {
             output::write_all(&built, &dir).map_err(|e| CliError::Failure(e.into()))?;
             eprintln!(
@@ -118,13 +156,11 @@ impl ReportArgs {
         let Some(twin) = twin else {
             return Ok(());
         };
-        let (d, v) = verify::verify(&twin, &metrics, &built).map_err(|e| match e {
-            // The report's own metrics.csv is damaged, or not a file: bad input.
-            verify::VerifyError::Rows(r) if r.path() == metrics => CliError::invalid(format!(
-                "{r}; `feedbench report` without --verify writes it again"
-            )),
-            e => CliError::Failure(e.into()),
-        })?;
+        let ours = match ours {
+            Some(rows) => rows,
+            None => read_back(&metrics)?,
+        };
+        let (d, v) = verify::verify(&twin, &ours, &built).map_err(|e| CliError::Failure(e.into()))?;
         let evaluated = verify::evaluations(&built).len();
         if d.is_empty() && v.is_empty() {
             eprintln!(

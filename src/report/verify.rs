@@ -165,16 +165,16 @@ pub fn evaluations(
         .collect()
 }
 
-/// The report's rows (as written) and verdicts against the twin's: `(rows, verdicts)`.
+/// The report's rows (`ours`, as written and read back) and verdicts against the twin's:
+/// `(rows, verdicts)`.
 pub fn verify(
     twin: &Twin,
-    report_metrics: &Path,
+    ours: &[Row],
     report: &StudyReport,
 ) -> Result<(Vec<Difference>, Vec<Difference>), VerifyError> {
-    let ours = rows::read(report_metrics)?;
     let theirs = twin.recompute(&report.run_dirs, None, &report.checks)?;
     Ok((
-        rows::compare(&ours, &theirs.rows),
+        rows::compare(ours, &theirs.rows),
         twin::compare(&evaluations(report), &theirs.verdicts),
     ))
 }
