@@ -9,7 +9,10 @@ use clap::ValueEnum;
 
 use super::CliError;
 use crate::report::{self as output, verify};
-use feedbench_core::report::{self, rows::{self, Difference}};
+use feedbench_core::report::{
+    self,
+    rows::{self, Difference},
+};
 use feedbench_core::rundir::{METRICS_CSV, REPORT_DIR, REPORT_MD};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,7 +94,7 @@ impl ReportArgs {
                 .plan
                 .study
                 .name
-                .to_string()
+                .to_string(),
         };
         Some(self.results.join(name).join(REPORT_DIR))
     }
@@ -160,7 +163,8 @@ impl ReportArgs {
             Some(rows) => rows,
             None => read_back(&metrics)?,
         };
-        let (d, v) = verify::verify(&twin, &ours, &built).map_err(|e| CliError::Failure(e.into()))?;
+        let (d, v) =
+            verify::verify(&twin, &ours, &built).map_err(|e| CliError::Failure(e.into()))?;
         let evaluated = verify::evaluations(&built).len();
         if d.is_empty() && v.is_empty() {
             eprintln!(

@@ -70,25 +70,8 @@ fn manifest(
     }
 }
 
-/// Seals a run that `execute` returned, moves it where it belongs, and journals it.
-#[allow(clippy::too_many_arguments)]
-pub fn settle(
-    ctx: &StudyContext,
-    study_dir: &Path,
-    journal: &mut Writer,
-    run: &RunSpec,
-    attempt: u32,
-    dir: &Path,
-    record: &RunRecord,
-    images: Vec<Image>,
-    objective: Option<&str>,
-) -> Result<Event, SettleError> {
-    let sealed = unsealed(ctx, run, attempt, record, images, objective).seal(dir)?;
-    place_sealed(study_dir, journal, &sealed, dir)
-}
-
-/// Puts a run sealed from [`unsealed`] where its outcome says, and journals it: `settle`'s
-/// second half, for a caller that seals elsewhere (off the thread that drives other runs).
+/// Puts a run sealed from [`unsealed`] where its outcome says, and journals it; the study
+/// loop seals off the thread that drives the runs under way, then calls this.
 pub fn place_sealed(
     study_dir: &Path,
     journal: &mut Writer,
@@ -99,7 +82,7 @@ pub fn place_sealed(
 }
 
 /// The manifest of a run that `execute` returned, not sealed yet (`Manifest::seal` digests
-/// the run directory, the slow part of settling): `settle`'s first half.
+/// the run directory, the slow part of settling).
 pub fn unsealed(
     ctx: &StudyContext,
     run: &RunSpec,
@@ -144,7 +127,7 @@ pub fn unsealed(
 }
 
 /// Puts a sealed run where its outcome says (moving it when `move_it`, else taking `dir` as
-/// where it already is) and journals it. Shared by `settle` and by `recover`, which finishes
+/// where it already is) and journals it. Shared by `place_sealed` and by `recover`, which finishes
 /// what a crash between sealing and journalling left undone.
 fn place(
     study_dir: &Path,

@@ -1,4 +1,4 @@
-//! A contender's gate in the study: run once, before the contender's first run, on the
+//! A contender's gate in the study: run once, before any run of the study, on the
 //! testbed; its output kept under `gates/`; a pass journalled, a failure journalled as the
 //! contender's exclusion (with the output), and a gate that could not run recorded against
 //! nobody.
@@ -16,7 +16,7 @@ use crate::ledger::state::Ledger;
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::run::events::{RunEvent, Stamp};
 
-/// Runs a contender's gate before its first run: its output is kept under `gates/`, and a
+/// Runs a contender's gate before any run: its output is kept under `gates/`, and a
 /// failure excludes the contender's runs with a deviation that carries the output. A gate
 /// that could not run is nobody's verdict: nothing is recorded and the study stops.
 pub(super) async fn gate<T: Testbed>(

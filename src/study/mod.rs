@@ -12,10 +12,10 @@
 
 mod decide;
 mod dependencies;
+mod dispatch;
 mod error;
 mod gate;
 mod interrupt;
-mod parallel;
 mod pilot;
 mod reporter;
 mod runner;

@@ -1,16 +1,15 @@
 //! The study loop: after the session refused what it must, it records what resuming and
-//! amending find, then takes the selected runs in plan order. A contender's gate runs
-//! before its first run (a failure excludes it and the study goes on); a run that takes a
+//! amending find, then takes the selected runs in plan order. Every contender's gate runs
+//! before any run (a failure excludes it and the study goes on); a run that takes a
 //! figure from another waits for it, or is skipped when that run will not stand; each run
 //! is executed on the testbed, settled and journalled; an interrupt settles the run under
-//! way as interrupted and stops. With several groups of engines (one testbed each), the
-//! runs go to idle groups at the same time (`parallel`).
+//! way as interrupted and stops. The loop itself is `dispatch`'s, the same for one group of
+//! engines (one testbed) as for several.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::dependencies::{blocked_by, recorded, remember};
-use super::gate::{gate, needs_gate};
+use super::dependencies::remember;
 use super::interrupt::Interrupt;
 use super::reporter::StudyEvent;
 use super::session::Session;
@@ -19,10 +18,8 @@ use super::StudyError;
 use crate::engine::deploy::check_caps;
 use crate::engine::topology::{of_loaded, RunTopology};
 use crate::ledger::journal::Event;
-use crate::ledger::layout;
 use crate::ledger::manifest::Git;
 use crate::ledger::state::Ledger;
-use crate::ledger::Decider;
 use crate::plan::model::Profile;
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::run::events::{RunEvent, Stamp};
@@ -70,24 +67,10 @@ pub async fn run_study<T: Testbed>(
     testbeds: &[T],
     interrupt: &mut Interrupt,
 ) -> Result<(), StudyError> {
-    let loaded = request.loaded;
-    let Some(testbed) = testbeds.first() else {
+    if testbeds.is_empty() {
         return Err(StudyError::Refused("no group of engines to run on".into()));
-    };
-    // One context per group: a run's manifest names the engines it ran on.
-    let mut ctxs = Vec::new();
-    for t in testbeds {
-        ctxs.push(StudyContext {
-            study: session.study.clone(),
-            plan_file: session.plan_file.clone(),
-            plan_hash: loaded.plan_hash.clone(),
-            git: request.registration.clone(),
-            host: t.host().await?,
-            engines: t.engines().await?,
-            inputs: request.inputs.clone(),
-        });
     }
-    let ctx = ctxs[0].clone();
+    let ctxs = contexts(session, request, testbeds).await?;
     // Caps that do not fit the host are the plan's problem: refused before anything is
     // recorded (an amendment, a gate, a run). A run may go to any group: the smallest
     // host counts.
@@ -95,19 +78,82 @@ pub async fn run_study<T: Testbed>(
     let mut topologies = preflight(request, &session.ledger, cores)?;
     session.start_writing()?;
     if request.resuming() {
-        // Whatever an earlier, killed invocation left running is reaped first, on every
-        // engine of every group.
-        let mut containers = 0;
-        for t in testbeds {
-            containers += t.reap(&session.study).await?;
-        }
-        if containers > 0 {
-            session.report(StudyEvent::Reaped { containers });
-        }
-        session.recover_open_runs()?;
-        // An amendment a crash cut short is finished before anything else.
-        session.supersede_pending()?;
+        recover(session, testbeds).await?;
     }
+    record_inputs(session, request, &ctxs[0])?;
+    let to_do = to_do(session, request);
+    session.log(Event::StudyStarted {
+        plan_file: ctxs[0].plan_file.clone(),
+        plan_hash: request.loaded.plan_hash.clone(),
+        feedbench_version: settle::feedbench_version(),
+        git_commit: ctxs[0].git.commit.clone(),
+        git_clean: ctxs[0].git.clean,
+        resume: request.resuming(),
+        runs_planned: request.runs.len(),
+        runs_to_do: to_do.iter().map(|r| r.id.clone()).collect(),
+    })?;
+    if to_do.is_empty() {
+        session.report(StudyEvent::NothingToDo {
+            selected: request.selected.len(),
+        });
+        return Ok(());
+    }
+    super::dispatch::study_loop(
+        session,
+        request,
+        testbeds,
+        interrupt,
+        &ctxs,
+        &to_do,
+        &mut topologies,
+    )
+    .await
+}
+
+/// One context per group: a run's manifest names the engines it ran on.
+async fn contexts<T: Testbed>(
+    session: &Session<'_>,
+    request: &StudyRequest<'_>,
+    testbeds: &[T],
+) -> Result<Vec<StudyContext>, StudyError> {
+    let mut ctxs = Vec::new();
+    for t in testbeds {
+        ctxs.push(StudyContext {
+            study: session.study.clone(),
+            plan_file: session.plan_file.clone(),
+            plan_hash: request.loaded.plan_hash.clone(),
+            git: request.registration.clone(),
+            host: t.host().await?,
+            engines: t.engines().await?,
+            inputs: request.inputs.clone(),
+        });
+    }
+    Ok(ctxs)
+}
+
+/// On a resume: whatever an earlier, killed invocation left running is reaped first, on
+/// every engine of every group; runs it left open are settled; an amendment a crash cut
+/// short is finished before anything else.
+async fn recover<T: Testbed>(session: &mut Session<'_>, testbeds: &[T]) -> Result<(), StudyError> {
+    let mut containers = 0;
+    for t in testbeds {
+        containers += t.reap(&session.study).await?;
+    }
+    if containers > 0 {
+        session.report(StudyEvent::Reaped { containers });
+    }
+    session.recover_open_runs()?;
+    session.supersede_pending()?;
+    Ok(())
+}
+
+/// Journals a declared amendment, the inputs when they differ from those recorded, and a
+/// plan or inputs not committed.
+fn record_inputs(
+    session: &mut Session<'_>,
+    request: &StudyRequest<'_>,
+    ctx: &StudyContext,
+) -> Result<(), StudyError> {
     let recorded_inputs = session.ledger.inputs.clone();
     if let (Some(c), Some(reason)) = (session.change.clone(), request.amend) {
         let files_changed = recorded_inputs
@@ -135,13 +181,18 @@ pub async fn run_study<T: Testbed>(
     if ctx.git.clean != Some(true) || !request.uncommitted_inputs.is_empty() {
         session.log(Event::UncommittedPlan {
             plan_file: ctx.plan_file.clone(),
-            plan_hash: loaded.plan_hash.clone(),
+            plan_hash: request.loaded.plan_hash.clone(),
             git_commit: ctx.git.commit.clone(),
             files: request.uncommitted_inputs.to_vec(),
         })?;
     }
+    Ok(())
+}
+
+/// The selected runs the journal has not settled, in plan order.
+fn to_do<'a>(session: &Session<'_>, request: &StudyRequest<'a>) -> Vec<&'a RunSpec> {
     let status = session.ledger.status(request.runs);
-    let to_do: Vec<&RunSpec> = request
+    request
         .selected
         .iter()
         .filter(|r| {
@@ -150,45 +201,7 @@ pub async fn run_study<T: Testbed>(
                 .find(|s| s.run == r.id)
                 .is_some_and(|s| !s.state.settled())
         })
-        .collect();
-    session.log(Event::StudyStarted {
-        plan_file: ctx.plan_file.clone(),
-        plan_hash: loaded.plan_hash.clone(),
-        feedbench_version: settle::feedbench_version(),
-        git_commit: ctx.git.commit.clone(),
-        git_clean: ctx.git.clean,
-        resume: request.resuming(),
-        runs_planned: request.runs.len(),
-        runs_to_do: to_do.iter().map(|r| r.id.clone()).collect(),
-    })?;
-    if to_do.is_empty() {
-        session.report(StudyEvent::NothingToDo {
-            selected: request.selected.len(),
-        });
-        return Ok(());
-    }
-    if testbeds.len() > 1 {
-        return super::parallel::study_loop(
-            session,
-            request,
-            testbeds,
-            interrupt,
-            &ctxs,
-            &to_do,
-            &mut topologies,
-        )
-        .await;
-    }
-    study_loop(
-        session,
-        request,
-        testbed,
-        interrupt,
-        &ctx,
-        &to_do,
-        &mut topologies,
-    )
-    .await
+        .collect()
 }
 
 /// Every selected run still to do must fit the host's cores (unless the plan allows
@@ -225,189 +238,6 @@ pub(super) struct Left {
     pub not_valid: Vec<String>,
     pub waiting: Vec<String>,
     pub excluded: Vec<String>,
-}
-
-async fn study_loop<T: Testbed>(
-    session: &mut Session<'_>,
-    request: &StudyRequest<'_>,
-    testbed: &T,
-    interrupt: &mut Interrupt,
-    ctx: &StudyContext,
-    to_do: &[&RunSpec],
-    topologies: &mut BTreeMap<String, RunTopology>,
-) -> Result<(), StudyError> {
-    let (loaded, runs) = (request.loaded, request.runs);
-    let total = to_do.len();
-    let allowance = loaded.plan.matrix.setup_allowance.as_secs_f64();
-    let estimate = |r: &RunSpec| r.estimated_duration_s.unwrap_or(0.0) + allowance;
-    let study_started = std::time::Instant::now();
-    let mut measured = recorded(&session.dir, &session.ledger, runs)?;
-    let mut left = Left::default();
-    for (i, run) in to_do.iter().enumerate() {
-        if interrupt.raised() {
-            return Err(StudyError::Unfinished(format!(
-                "interrupted between runs; nothing was running. `feedbench run --resume` carries on from `{}`",
-                run.id
-            )));
-        }
-        if needs_gate(loaded, &run.contender, &session.ledger) {
-            gate(session, testbed, interrupt, request, run).await?;
-        }
-        if let Some(why) = session.ledger.excluded.get(&run.contender).cloned() {
-            session.report(StudyEvent::Excluded {
-                index: i + 1,
-                total,
-                run: &run.id,
-                why: &why,
-            });
-            left.excluded.push(run.id.clone());
-            continue;
-        }
-        match blocked_by(&session.ledger, runs, run) {
-            Some((dep, Some(label))) => {
-                session.log(Event::RunSkipped {
-                    run: run.id.clone(),
-                    run_hash: run.run_hash.clone(),
-                    reason: format!("it takes a rate from `{dep}`, which is {label}"),
-                    by: Decider::Feedbench,
-                })?;
-                left.not_valid.push(run.id.clone());
-                continue;
-            }
-            Some((dep, None)) => {
-                session.report(StudyEvent::Waiting {
-                    index: i + 1,
-                    total,
-                    run: &run.id,
-                    dependency: &dep,
-                });
-                left.waiting.push(run.id.clone());
-                continue;
-            }
-            None => {}
-        }
-        let attempt = session.ledger.next_attempt(&run.id);
-        let dir = layout::run_dir(&session.dir, &run.id);
-        if dir.exists() {
-            return Err(StudyError::Refused(format!(
-                "`{}` exists but the journal has no run in it; feedbench never overwrites results. Move it away, then resume",
-                dir.display()
-            )));
-        }
-        session.report(StudyEvent::RunStarting {
-            index: i + 1,
-            total,
-            run: &run.id,
-            attempt,
-            dir: &dir,
-        });
-        // Built once, by the preflight: its images are recorded from it and it is deployed.
-        let topo = match topologies.remove(&run.id) {
-            Some(t) => t,
-            None => of_loaded(loaded, run).map_err(|e| {
-                StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, run.id))
-            })?,
-        };
-        let images = testbed.images(&topo).await;
-        session.log(Event::RunStarted {
-            run: run.id.clone(),
-            run_hash: run.run_hash.clone(),
-            attempt,
-            dir: session.relative(&dir),
-        })?;
-        let later: f64 = to_do[i + 1..].iter().map(|r| estimate(r)).sum();
-        let rest = &to_do[i..];
-        let upper_bound = rest.iter().any(|r| r.may_stop_early(&loaded.plan))
-            && rest.iter().all(|r| r.estimated_duration_s.is_some());
-        let ended = execute_or_interrupt(
-            session,
-            testbed,
-            interrupt,
-            request,
-            (run, &topo, &measured, &dir),
-            (study_started, later, upper_bound),
-        )
-        .await;
-        let record = match ended {
-            Ended::Record(record) => *record,
-            Ended::Failed(reason) => {
-                // The run started and cannot be settled from a record: it is aborted, its
-                // containers removed, its directory set aside with the reason.
-                let _ = testbed.reap(&ctx.study).await;
-                let event = settle::aborted(
-                    &session.dir.clone(),
-                    session.writer()?,
-                    run,
-                    attempt,
-                    &dir,
-                    &reason,
-                )?;
-                session.note(&event);
-                return Err(StudyError::Unfinished(format!(
-                    "`{}` could not be executed: {reason}",
-                    run.id
-                )));
-            }
-            Ended::Interrupted => {
-                let removed = testbed.reap(&ctx.study).await?;
-                let study_dir = session.dir.clone();
-                let event = settle::interrupted(
-                    &study_dir,
-                    session.writer()?,
-                    &run.id,
-                    &run.run_hash,
-                    attempt,
-                    &dir,
-                )?;
-                session.note(&event);
-                return Err(StudyError::Unfinished(format!(
-                    "interrupted during `{}`; removed its {removed} container(s) and recorded it as interrupted; `feedbench run --resume` runs it again",
-                    run.id
-                )));
-            }
-        };
-        settle_record(
-            session,
-            ctx,
-            loaded,
-            (run, attempt, &dir),
-            &record,
-            images,
-            &mut measured,
-            &mut left,
-        )?;
-    }
-    left.verdict()
-}
-
-/// Settles a run that ended with a record: its objective's verdict, its manifest and
-/// journal line; a ramp that finished remembers its saturation for the runs after it.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn settle_record(
-    session: &mut Session<'_>,
-    ctx: &StudyContext,
-    loaded: &LoadedPlan,
-    (run, attempt, dir): (&RunSpec, u32, &Path),
-    record: &RunRecord,
-    images: Vec<crate::ledger::manifest::Image>,
-    measured: &mut Saturations,
-    left: &mut Left,
-) -> Result<(), StudyError> {
-    session.report(StudyEvent::RunEnded(record));
-    let study_dir = session.dir.clone();
-    let event = settle::settle(
-        ctx,
-        &study_dir,
-        session.writer()?,
-        run,
-        attempt,
-        dir,
-        record,
-        images,
-        objective(loaded, run, record),
-    )?;
-    settled(session, &event, run, record, measured, left);
-    Ok(())
 }
 
 /// The objective's verdict on a run's measured phase (a ramp's is judged step by step).
@@ -476,43 +306,6 @@ pub(super) fn report_run_event(
         stamp,
         event,
     });
-}
-
-/// How a run's execution ended, for settling.
-pub(super) enum Ended {
-    Record(Box<RunRecord>),
-    /// The executor could not produce a record.
-    Failed(String),
-    Interrupted,
-}
-
-/// Executes one run, reporting its events (and the study's progress with each progress
-/// event), unless the interrupt is raised first.
-async fn execute_or_interrupt<T: Testbed>(
-    session: &mut Session<'_>,
-    testbed: &T,
-    interrupt: &mut Interrupt,
-    request: &StudyRequest<'_>,
-    (run, topo, measured, dir): (&RunSpec, &RunTopology, &Saturations, &Path),
-    (study_started, later, upper_bound): (std::time::Instant, f64, bool),
-) -> Ended {
-    let reporter = session.reporter();
-    let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
-        report_run_event(
-            reporter,
-            id,
-            stamp,
-            event,
-            (study_started, later, upper_bound),
-        )
-    };
-    tokio::select! {
-        r = testbed.execute(request.loaded, run, topo, measured, dir, &mut observe) => match r {
-            Ok(record) => Ended::Record(Box::new(record)),
-            Err(e) => Ended::Failed(e.to_string()),
-        },
-        _ = interrupt.wait() => Ended::Interrupted,
-    }
 }
 
 impl Left {

@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use feedbench::analysis::saturation::Saturation;
 use feedbench::engine::topology::RunTopology;
@@ -42,7 +43,8 @@ struct Fake {
     /// The run during which a person presses Ctrl-C: the fake raises the interrupt and the
     /// run never ends by itself.
     interrupt_during: Option<(String, tokio::sync::watch::Sender<bool>)>,
-    log: RefCell<Vec<String>>,
+    /// What it was asked to do; shared with its twins (`Fake::twin`).
+    log: Rc<RefCell<Vec<String>>>,
     /// How long a run takes; with `gauge`, how many runs of all fakes are under way at once.
     run_time: std::time::Duration,
     gauge: Option<std::rc::Rc<Gauge>>,
@@ -56,6 +58,20 @@ struct Gauge {
 }
 
 impl Fake {
+    /// A fake for another group, ending gates and runs as this one does and noting what it
+    /// is asked into the same log (no interrupt of its own).
+    fn twin(&self) -> Fake {
+        Fake {
+            failing_gates: self.failing_gates.clone(),
+            invalid_runs: self.invalid_runs.clone(),
+            failing_runs: self.failing_runs.clone(),
+            interrupt_during: None,
+            log: self.log.clone(),
+            run_time: self.run_time,
+            gauge: self.gauge.clone(),
+        }
+    }
+
     fn note(&self, s: String) {
         self.log.borrow_mut().push(s);
     }
@@ -251,6 +267,41 @@ fn count(lines: &[String], line: &str) -> usize {
     lines.iter().filter(|l| *l == line).count()
 }
 
+/// The contender a fake's log line is about (`None` for a reap, which is the study's).
+fn contender_of(line: &str) -> Option<&str> {
+    let what = line.split_once(' ')?.1;
+    (!line.starts_with("reap")).then(|| what.split(['/', '.']).next().unwrap_or(what))
+}
+
+/// What the fakes of `groups` groups were asked, against what one group is asked, in order
+/// (`one_group`). On one group: exactly that. On several, runs overlap: the same requests,
+/// each contender's in the same order, and every group reaped where one would be.
+fn assert_asked(log: &[String], one_group: &[&str], groups: usize) {
+    if groups == 1 {
+        assert_eq!(log, one_group);
+        return;
+    }
+    let mut want: Vec<String> = Vec::new();
+    for line in one_group {
+        let copies = if line.starts_with("reap") { groups } else { 1 };
+        want.extend(std::iter::repeat_n(line.to_string(), copies));
+    }
+    let (mut got_sorted, mut want_sorted) = (log.to_vec(), want.clone());
+    got_sorted.sort();
+    want_sorted.sort();
+    assert_eq!(got_sorted, want_sorted, "asked {log:?}");
+    for c in one_group.iter().filter_map(|l| contender_of(l)) {
+        let of = |lines: &[String]| -> Vec<String> {
+            lines
+                .iter()
+                .filter(|l| contender_of(l) == Some(c))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(of(log), of(&want), "{c}'s order, asked {log:?}");
+    }
+}
+
 fn registered() -> Git {
     Git {
         commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
@@ -291,6 +342,19 @@ impl Study {
     ) -> (Result<(), StudyError>, Vec<String>) {
         self.run_on(std::slice::from_ref(fake), interrupt, resume, amend)
             .await
+    }
+
+    /// One `feedbench run` of the whole plan on `groups` groups, each a twin of `fake`.
+    async fn run_groups(
+        &self,
+        fake: &Fake,
+        groups: usize,
+        interrupt: &mut Interrupt,
+        resume: bool,
+        amend: Option<&str>,
+    ) -> (Result<(), StudyError>, Vec<String>) {
+        let fakes: Vec<Fake> = (0..groups).map(|_| fake.twin()).collect();
+        self.run_on(&fakes, interrupt, resume, amend).await
     }
 
     /// One `feedbench run` of the whole plan on `fakes`, one per group of engines.
@@ -346,12 +410,23 @@ fn never() -> Interrupt {
 
 #[tokio::test]
 async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on() {
+    a_failed_gate_excludes_its_contender_and_the_study_goes_on_on(1).await
+}
+
+#[tokio::test]
+async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on_on_two_groups() {
+    a_failed_gate_excludes_its_contender_and_the_study_goes_on_on(2).await
+}
+
+async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on_on(groups: usize) {
     let study = Study::new(&repo().join(PLAN));
     let fake = Fake {
         failing_gates: ["caddy".to_string()].into(),
         ..Fake::default()
     };
-    let (result, seen) = study.run(&fake, &mut never(), false, None).await;
+    let (result, seen) = study
+        .run_groups(&fake, groups, &mut never(), false, None)
+        .await;
     let err = result.unwrap_err();
     assert!(!err.is_refusal());
     assert!(
@@ -359,14 +434,16 @@ async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on() {
             .contains("2 run(s) not run because their contender failed its gate"),
         "{err}"
     );
-    assert_eq!(
-        fake.log(),
-        [
+    // Every gate first: caddy's failure is known before nginx's runs.
+    assert_asked(
+        &fake.log(),
+        &[
             "gate nginx",
+            "gate caddy",
             "execute nginx/ramp/r1",
             "execute nginx/baseline+replica-kill/r1 at 70% of 100",
-            "gate caddy",
-        ]
+        ],
+        groups,
     );
     let j = study.journal();
     assert_eq!(count(&j, "gate-passed nginx"), 1, "{j:?}");
@@ -396,9 +473,11 @@ async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on() {
     // A resume does not gate caddy again, nor run what stands: an excluded contender's
     // runs are settled (status and the audit list them as excluded).
     let fake2 = Fake::default();
-    let (result, seen) = study.run(&fake2, &mut never(), true, None).await;
+    let (result, seen) = study
+        .run_groups(&fake2, groups, &mut never(), true, None)
+        .await;
     result.unwrap();
-    assert_eq!(fake2.log(), ["reap runner"]);
+    assert_asked(&fake2.log(), &["reap runner"], groups);
     assert!(
         seen.contains(&"NothingToDo { selected: 4 }".to_string()),
         "{seen:?}"
@@ -407,12 +486,23 @@ async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on() {
 
 #[tokio::test]
 async fn an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it() {
+    an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it_on(1).await
+}
+
+#[tokio::test]
+async fn an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it_on_two_groups() {
+    an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it_on(2).await
+}
+
+async fn an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it_on(groups: usize) {
     let study = Study::new(&repo().join(PLAN));
     let fake = Fake {
         invalid_runs: ["nginx/ramp/r1".to_string()].into(),
         ..Fake::default()
     };
-    let (result, _) = study.run(&fake, &mut never(), false, None).await;
+    let (result, _) = study
+        .run_groups(&fake, groups, &mut never(), false, None)
+        .await;
     let err = result.unwrap_err().to_string();
     assert!(err.contains("2 run(s) did not complete valid"), "{err}");
     assert!(
@@ -443,6 +533,15 @@ async fn an_invalid_ramp_skips_the_runs_that_take_their_rate_from_it() {
 
 #[tokio::test]
 async fn a_ramp_a_person_skipped_skips_its_dependents() {
+    a_ramp_a_person_skipped_skips_its_dependents_on(1).await
+}
+
+#[tokio::test]
+async fn a_ramp_a_person_skipped_skips_its_dependents_on_two_groups() {
+    a_ramp_a_person_skipped_skips_its_dependents_on(2).await
+}
+
+async fn a_ramp_a_person_skipped_skips_its_dependents_on(groups: usize) {
     let study = Study::new(&repo().join(PLAN));
     let ramp = study.runs.iter().find(|r| r.id == "nginx/ramp/r1").unwrap();
     std::fs::create_dir_all(study.dir()).unwrap();
@@ -467,7 +566,9 @@ async fn a_ramp_a_person_skipped_skips_its_dependents() {
     .unwrap();
     drop(w);
     let fake = Fake::default();
-    let (result, _) = study.run(&fake, &mut never(), true, None).await;
+    let (result, _) = study
+        .run_groups(&fake, groups, &mut never(), true, None)
+        .await;
     assert!(result.is_err());
     let j = study.journal();
     assert_eq!(
@@ -505,7 +606,13 @@ async fn an_interrupt_mid_run_is_settled_and_a_resume_runs_it_again() {
         1,
         "{j:?}"
     );
-    assert!(!j.iter().any(|l| l.contains("caddy")), "{j:?}");
+    // Gates come first, so caddy's passed; none of its runs started.
+    assert_eq!(count(&j, "gate-passed caddy"), 1, "{j:?}");
+    assert!(
+        !j.iter()
+            .any(|l| l.starts_with("run-") && l.contains("caddy")),
+        "{j:?}"
+    );
 
     // A crash (no chance to settle) leaves a run started and not settled: write one.
     let caddy_ramp = study.runs.iter().find(|r| r.id == "caddy/ramp/r1").unwrap();
@@ -528,7 +635,6 @@ async fn an_interrupt_mid_run_is_settled_and_a_resume_runs_it_again() {
         [
             "reap runner",
             "execute nginx/baseline+replica-kill/r1 at 70% of 100",
-            "gate caddy",
             "execute caddy/ramp/r1",
             "execute caddy/baseline+replica-kill/r1 at 70% of 100",
         ]
@@ -551,11 +657,22 @@ async fn an_interrupt_mid_run_is_settled_and_a_resume_runs_it_again() {
 
 #[tokio::test]
 async fn an_interrupt_between_runs_is_not_lost() {
+    an_interrupt_between_runs_is_not_lost_on(1).await
+}
+
+#[tokio::test]
+async fn an_interrupt_between_runs_is_not_lost_on_two_groups() {
+    an_interrupt_between_runs_is_not_lost_on(2).await
+}
+
+async fn an_interrupt_between_runs_is_not_lost_on(groups: usize) {
     let study = Study::new(&repo().join(PLAN));
     let (tx, mut interrupt) = Interrupt::channel();
     tx.send_replace(true);
     let fake = Fake::default();
-    let (result, _) = study.run(&fake, &mut interrupt, false, None).await;
+    let (result, _) = study
+        .run_groups(&fake, groups, &mut interrupt, false, None)
+        .await;
     let err = result.unwrap_err().to_string();
     assert!(err.contains("interrupted between runs"), "{err}");
     assert!(fake.log().is_empty(), "{:?}", fake.log());
@@ -563,9 +680,22 @@ async fn an_interrupt_between_runs_is_not_lost() {
 
 #[tokio::test]
 async fn an_amendment_supersedes_exactly_what_it_touched() {
+    an_amendment_supersedes_exactly_what_it_touched_on(1).await
+}
+
+#[tokio::test]
+async fn an_amendment_supersedes_exactly_what_it_touched_on_two_groups() {
+    an_amendment_supersedes_exactly_what_it_touched_on(2).await
+}
+
+async fn an_amendment_supersedes_exactly_what_it_touched_on(groups: usize) {
     let study = Study::new(&repo().join(PLAN));
     let fake = Fake::default();
-    study.run(&fake, &mut never(), false, None).await.0.unwrap();
+    study
+        .run_groups(&fake, groups, &mut never(), false, None)
+        .await
+        .0
+        .unwrap();
     let study_dir = study.dir();
     let manifest = |run: &str| {
         std::fs::read(
@@ -595,7 +725,9 @@ async fn an_amendment_supersedes_exactly_what_it_touched() {
     };
 
     let fake = Fake::default();
-    let (result, _) = amended.run(&fake, &mut never(), true, None).await;
+    let (result, _) = amended
+        .run_groups(&fake, groups, &mut never(), true, None)
+        .await;
     let err = result.unwrap_err();
     assert!(err.is_refusal(), "{err}");
     let text = err.to_string();
@@ -609,17 +741,24 @@ async fn an_amendment_supersedes_exactly_what_it_touched() {
 
     let fake = Fake::default();
     let (result, _) = amended
-        .run(&fake, &mut never(), true, Some("caddy needs half a core"))
+        .run_groups(
+            &fake,
+            groups,
+            &mut never(),
+            true,
+            Some("caddy needs half a core"),
+        )
         .await;
     result.unwrap();
-    assert_eq!(
-        fake.log(),
-        [
+    assert_asked(
+        &fake.log(),
+        &[
             "reap runner",
             "gate caddy",
             "execute caddy/ramp/r1",
             "execute caddy/baseline+replica-kill/r1 at 70% of 100",
-        ]
+        ],
+        groups,
     );
     let j = amended.journal();
     assert_eq!(count(&j, "plan-amended"), 1, "{j:?}");
@@ -777,11 +916,25 @@ fn plan_with_init_scripts(dir: &Path) -> PathBuf {
 /// those, and journals the file.
 #[tokio::test]
 async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_exactly_those() {
+    an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_exactly_those_on(1).await
+}
+
+#[tokio::test]
+async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_exactly_those_on_two_groups(
+) {
+    an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_exactly_those_on(2).await
+}
+
+async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_exactly_those_on(
+    groups: usize,
+) {
     let scripts = tempfile::tempdir().unwrap();
     let plan = plan_with_init_scripts(scripts.path());
     let mut study = Study::new(&plan);
     let fake = Fake::default();
-    let (result, _) = study.run(&fake, &mut never(), false, None).await;
+    let (result, _) = study
+        .run_groups(&fake, groups, &mut never(), false, None)
+        .await;
     result.unwrap();
     assert_eq!(
         count(&study.journal(), "run-finished nginx.indexed/ramp/r1"),
@@ -794,7 +947,9 @@ async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_
     )
     .unwrap();
     study.reload(&plan);
-    let (result, _) = study.run(&Fake::default(), &mut never(), true, None).await;
+    let (result, _) = study
+        .run_groups(&Fake::default(), groups, &mut never(), true, None)
+        .await;
     let err = result.unwrap_err();
     assert!(err.is_refusal(), "{err}");
     let msg = err.to_string();
@@ -815,7 +970,13 @@ async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_
 
     let fake = Fake::default();
     let (result, _) = study
-        .run(&fake, &mut never(), false, Some("a descending index"))
+        .run_groups(
+            &fake,
+            groups,
+            &mut never(),
+            false,
+            Some("a descending index"),
+        )
         .await;
     result.unwrap();
     let executed: Vec<String> = fake
@@ -823,12 +984,13 @@ async fn an_edited_init_script_is_refused_with_its_runs_and_an_amendment_reruns_
         .into_iter()
         .filter(|l| l.starts_with("execute"))
         .collect();
-    assert_eq!(
-        executed,
-        [
+    assert_asked(
+        &executed,
+        &[
             "execute nginx.indexed/ramp/r1",
-            "execute nginx.indexed/baseline+replica-kill/r1 at 70% of 100"
-        ]
+            "execute nginx.indexed/baseline+replica-kill/r1 at 70% of 100",
+        ],
+        groups,
     );
     let j = journal::read(&study.dir().join(journal::FILE)).unwrap();
     let amended: Vec<&Event> = j
