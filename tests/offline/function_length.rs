@@ -28,11 +28,7 @@ const OVER: &[(&str, usize)] = &[
     ("crates/core/src/audit/check/plan_edits.rs::check", 163),
     ("crates/core/src/report/mod.rs::build", 153),
     ("crates/core/src/spec/faults.rs::schedule", 144),
-    ("crates/core/src/plan/validate.rs::matrix", 137),
-    ("crates/core/src/rundir/requests.rs::convert_with", 135),
     ("src/report/plots.rs::ramp", 134),
-    ("crates/core/src/engines/mod.rs::endpoint", 132),
-    ("crates/core/src/ledger/state.rs::Ledger::apply", 130),
 ];
 
 /// One function's place and length.

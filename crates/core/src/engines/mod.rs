@@ -348,84 +348,8 @@ fn endpoint(e: &EngineDoc, at: &str, ctx: &Context, problems: &mut Problems) -> 
             );
             None
         }
-        "tcp" => {
-            let Some((host, port)) = host_port(rest).and_then(|(h, p)| Some((h, p?))) else {
-                problems.add(
-                    path,
-                    format!("expected `tcp://HOST:PORT`, found \"{}\"", e.endpoint),
-                    None,
-                );
-                return None;
-            };
-            let dir = e
-                .tls
-                .as_ref()
-                .map(|t| t.cert_path.as_deref().or(ctx.docker_cert_path));
-            match dir {
-                None => {
-                    problems.add(
-                        path,
-                        "a `tcp://` engine needs TLS: the engine API over plain TCP is root on its machine",
-                        Some("add `tls: {cert-path: DIR}` (DIR holds ca.pem, cert.pem and key.pem, as DOCKER_CERT_PATH does), or use `ssh://`".into()),
-                    );
-                    None
-                }
-                Some(None) => {
-                    problems.add(
-                        join_key(at, "tls"),
-                        "`tls` names no `cert-path` and DOCKER_CERT_PATH is not set",
-                        Some("add `cert-path: DIR` (DIR holds ca.pem, cert.pem and key.pem), or set DOCKER_CERT_PATH".into()),
-                    );
-                    None
-                }
-                Some(Some(dir)) => {
-                    let dir = ctx.base_dir.join(dir);
-                    Some(Endpoint::Tcp {
-                        host: host.to_string(),
-                        port,
-                        tls: TlsFiles {
-                            ca: dir.join("ca.pem"),
-                            cert: dir.join("cert.pem"),
-                            key: dir.join("key.pem"),
-                        },
-                    })
-                }
-            }
-        }
-        "ssh" => {
-            let (user, hostport) = match rest.split_once('@') {
-                Some((user, hostport)) => (Some(user), hostport),
-                None => (None, rest),
-            };
-            match (user, host_port(hostport)) {
-                (Some(""), _) | (_, None) => {
-                    problems.add(
-                        path,
-                        format!(
-                            "expected `ssh://[USER@]HOST[:PORT]`, found \"{}\"",
-                            e.endpoint
-                        ),
-                        None,
-                    );
-                    None
-                }
-                (_, Some(_)) if !e.socket.as_deref().unwrap_or(LOCAL_SOCKET).starts_with('/') => {
-                    problems.add(
-                        join_key(at, "socket"),
-                        "the remote socket's path must be absolute",
-                        None,
-                    );
-                    None
-                }
-                (user, Some((host, port))) => Some(Endpoint::Ssh {
-                    user: user.map(str::to_string),
-                    host: host.to_string(),
-                    port,
-                    socket: e.socket.clone().unwrap_or_else(|| LOCAL_SOCKET.to_string()),
-                    ssh_config: e.ssh_config.as_ref().map(|c| ctx.base_dir.join(c)),
-                }),
-            }
-        }
+        "tcp" => tcp_endpoint(e, at, rest, ctx, problems),
+        "ssh" => ssh_endpoint(e, at, rest, ctx, problems),
         other => {
             problems.add(
                 path,
@@ -434,6 +358,102 @@ fn endpoint(e: &EngineDoc, at: &str, ctx: &Context, problems: &mut Problems) -> 
             );
             None
         }
+    }
+}
+
+/// A `tcp://HOST:PORT` endpoint (`rest` after the scheme), which must have TLS files.
+fn tcp_endpoint(
+    e: &EngineDoc,
+    at: &str,
+    rest: &str,
+    ctx: &Context,
+    problems: &mut Problems,
+) -> Option<Endpoint> {
+    let path = join_key(at, "endpoint");
+    let Some((host, port)) = host_port(rest).and_then(|(h, p)| Some((h, p?))) else {
+        problems.add(
+            path,
+            format!("expected `tcp://HOST:PORT`, found \"{}\"", e.endpoint),
+            None,
+        );
+        return None;
+    };
+    let dir = e
+        .tls
+        .as_ref()
+        .map(|t| t.cert_path.as_deref().or(ctx.docker_cert_path));
+    match dir {
+        None => {
+            problems.add(
+                    path,
+                    "a `tcp://` engine needs TLS: the engine API over plain TCP is root on its machine",
+                    Some("add `tls: {cert-path: DIR}` (DIR holds ca.pem, cert.pem and key.pem, as DOCKER_CERT_PATH does), or use `ssh://`".into()),
+                );
+            None
+        }
+        Some(None) => {
+            problems.add(
+                    join_key(at, "tls"),
+                    "`tls` names no `cert-path` and DOCKER_CERT_PATH is not set",
+                    Some("add `cert-path: DIR` (DIR holds ca.pem, cert.pem and key.pem), or set DOCKER_CERT_PATH".into()),
+                );
+            None
+        }
+        Some(Some(dir)) => {
+            let dir = ctx.base_dir.join(dir);
+            Some(Endpoint::Tcp {
+                host: host.to_string(),
+                port,
+                tls: TlsFiles {
+                    ca: dir.join("ca.pem"),
+                    cert: dir.join("cert.pem"),
+                    key: dir.join("key.pem"),
+                },
+            })
+        }
+    }
+}
+
+/// An `ssh://[USER@]HOST[:PORT]` endpoint (`rest` after the scheme), with its remote socket.
+fn ssh_endpoint(
+    e: &EngineDoc,
+    at: &str,
+    rest: &str,
+    ctx: &Context,
+    problems: &mut Problems,
+) -> Option<Endpoint> {
+    let path = join_key(at, "endpoint");
+    let (user, hostport) = match rest.split_once('@') {
+        Some((user, hostport)) => (Some(user), hostport),
+        None => (None, rest),
+    };
+    match (user, host_port(hostport)) {
+        (Some(""), _) | (_, None) => {
+            problems.add(
+                path,
+                format!(
+                    "expected `ssh://[USER@]HOST[:PORT]`, found \"{}\"",
+                    e.endpoint
+                ),
+                None,
+            );
+            None
+        }
+        (_, Some(_)) if !e.socket.as_deref().unwrap_or(LOCAL_SOCKET).starts_with('/') => {
+            problems.add(
+                join_key(at, "socket"),
+                "the remote socket's path must be absolute",
+                None,
+            );
+            None
+        }
+        (user, Some((host, port))) => Some(Endpoint::Ssh {
+            user: user.map(str::to_string),
+            host: host.to_string(),
+            port,
+            socket: e.socket.clone().unwrap_or_else(|| LOCAL_SOCKET.to_string()),
+            ssh_config: e.ssh_config.as_ref().map(|c| ctx.base_dir.join(c)),
+        }),
     }
 }
 

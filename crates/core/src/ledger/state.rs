@@ -166,38 +166,7 @@ impl Ledger {
                 changes,
                 reason,
                 ..
-            } => {
-                self.plan_hash = Some(new_plan_hash.clone());
-                // An amended plan gives every excluded contender another gate (the change
-                // may be its fix), and a contender whose runs changed is gated again.
-                self.excluded.clear();
-                // The amendment itself supersedes the results it lists; each one's
-                // `run-superseded` event then says where its directory went. Until then it is
-                // pending, so a crash between the two is finished by the next run.
-                for c in changes {
-                    self.gate_passed.remove(contender_of(&c.run));
-                    let Some(old) = &c.old_run_hash else { continue };
-                    if self.records.get(&c.run).is_some_and(|r| &r.run_hash == old) {
-                        let rec = self.records.remove(&c.run).expect("checked above");
-                        let (attempt, dir) = match rec.state {
-                            RunState::CompletedValid { attempt, dir, .. }
-                            | RunState::Invalid { attempt, dir, .. } => (attempt, Some(dir)),
-                            _ => (0, None),
-                        };
-                        self.superseded
-                            .entry(c.run.clone())
-                            .or_default()
-                            .push(old.clone());
-                        self.pending.push(Pending {
-                            run: c.run.clone(),
-                            run_hash: old.clone(),
-                            attempt,
-                            dir,
-                            amendment: reason.clone(),
-                        });
-                    }
-                }
-            }
+            } => self.amend(new_plan_hash, changes, reason),
             Event::RunStarted {
                 run,
                 run_hash,
@@ -286,6 +255,42 @@ impl Ledger {
                 self.inputs = Some((digest.clone(), files.clone()));
             }
             Event::UncommittedPlan { .. } | Event::TornLineFound { .. } => {}
+        }
+    }
+
+    /// A declared amendment: the plan hash it moves to; every excluded contender gets another
+    /// gate (the change may be its fix), and a contender whose runs changed is gated again.
+    /// The amendment itself supersedes the results it lists; each one's `run-superseded`
+    /// event then says where its directory went. Until then it is pending, so a crash
+    /// between the two is finished by the next run.
+    fn amend(&mut self, new_plan_hash: &str, changes: &[RunChange], reason: &str) {
+        self.plan_hash = Some(new_plan_hash.to_string());
+        self.excluded.clear();
+        for c in changes {
+            self.gate_passed.remove(contender_of(&c.run));
+            let Some(old) = &c.old_run_hash else { continue };
+            if !self.records.get(&c.run).is_some_and(|r| &r.run_hash == old) {
+                continue;
+            }
+            let Some(rec) = self.records.remove(&c.run) else {
+                continue;
+            };
+            let (attempt, dir) = match rec.state {
+                RunState::CompletedValid { attempt, dir, .. }
+                | RunState::Invalid { attempt, dir, .. } => (attempt, Some(dir)),
+                _ => (0, None),
+            };
+            self.superseded
+                .entry(c.run.clone())
+                .or_default()
+                .push(old.clone());
+            self.pending.push(Pending {
+                run: c.run.clone(),
+                run_hash: old.clone(),
+                attempt,
+                dir,
+                amendment: reason.to_string(),
+            });
         }
     }
 

@@ -8,8 +8,8 @@ use super::expand::{
     profile_dependencies, profile_length, resolve_contenders, selects, ResolvedContender,
 };
 use super::model::{
-    Cap, CappedRole, CapsOverride, Injection, LoadGeneratorKind, Plan, Profile, ServiceKind,
-    Workload,
+    Cap, CappedRole, CapsOverride, Fault, Injection, LoadGeneratorKind, Matrix, MatrixEntry, Plan,
+    Profile, ServiceKind, Workload,
 };
 use super::units::{Duration, Name, Rate};
 use super::yaml::join_key;
@@ -1038,26 +1038,7 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
             }
             x
         });
-        if let Some(sel) = &e.contenders {
-            if sel.is_empty() {
-                f.error(
-                    format!("{base}.contenders"),
-                    "an empty list selects no contender",
-                )
-                .hint("leave `contenders` out to select every contender");
-            }
-            for (j, s) in sel.iter().enumerate() {
-                if !names.contains(&s.as_str()) {
-                    unknown(
-                        f,
-                        format!("{base}.contenders[{j}]"),
-                        "contender",
-                        s,
-                        names.iter().copied(),
-                    );
-                }
-            }
-        }
+        selection_known(&base, e, &names, f);
         let picked: Vec<&ResolvedContender> = contenders
             .iter()
             .filter(|c| {
@@ -1076,53 +1057,105 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
             }
         }
         if let (Some(prof), Some(fault)) = (profile, fault) {
-            if let (_, Some(measured)) = profile_length(prof) {
-                let end = fault.at.millis + fault.duration.millis + fault.observe.millis;
-                if end > measured.millis {
-                    f.error(format!("{base}.fault"), format!(
-                        "the fault `{}` needs {} (at + duration + observe) but the profile `{}` measures for {}",
-                        e.fault.as_ref().map(Name::as_str).unwrap_or(""),
-                        Duration { millis: end },
-                        e.profile,
-                        measured
-                    )).hint("lengthen the profile or move the fault earlier");
-                }
-            }
+            fault_fits(&base, e, prof, fault, f);
         }
-        // A derived rate needs its ramp, faultless, for the same contender.
         if let Some(prof) = profile {
-            for dep in profile_dependencies(prof) {
-                for c in &picked {
-                    let has_ramp = m.runs.iter().any(|o| {
-                        &o.profile == dep
-                            && o.fault.is_none()
-                            && o.contenders
-                                .as_ref()
-                                .is_none_or(|sel| sel.iter().any(|s| selects(s, c)))
-                    });
-                    if !has_ramp {
-                        f.error(format!("{base}.profile"), format!(
-                            "`{}` takes its rate from `{dep}`, but `{}` never runs `{dep}` without a fault",
-                            e.profile, c.name
-                        )).hint(format!("add `- profile: {dep}` to matrix.runs for this contender"));
-                    }
-                }
-            }
+            rates_have_their_ramps(&base, m, e, prof, &picked, f);
         }
     }
     if let Some(host) = ctx.host_cores {
-        for c in &contenders {
-            let total = total_cpus(c);
-            if total > host {
-                let what = if c.caps.allow_oversubscription {
-                    "allowed by caps.allow-oversubscription"
-                } else {
-                    "deploying will refuse unless caps.allow-oversubscription is true"
-                };
-                f.warn(p(&["contenders", c.declared.as_str()]), format!(
-                    "the caps of a `{}` run sum to {total} cores, more than the {host} of the machine feedbench runs on ({what})", c.name
+        caps_within_host(&contenders, host, f);
+    }
+}
+
+/// Every contender an entry's `contenders` names exists, and the list selects one.
+fn selection_known(base: &str, e: &MatrixEntry, names: &[&str], f: &mut Findings) {
+    let Some(sel) = &e.contenders else { return };
+    if sel.is_empty() {
+        f.error(
+            format!("{base}.contenders"),
+            "an empty list selects no contender",
+        )
+        .hint("leave `contenders` out to select every contender");
+    }
+    for (j, s) in sel.iter().enumerate() {
+        if !names.contains(&s.as_str()) {
+            unknown(
+                f,
+                format!("{base}.contenders[{j}]"),
+                "contender",
+                s,
+                names.iter().copied(),
+            );
+        }
+    }
+}
+
+/// A fault's window (at + duration + observe) fits in its profile's measured phase.
+fn fault_fits(base: &str, e: &MatrixEntry, prof: &Profile, fault: &Fault, f: &mut Findings) {
+    let (_, Some(measured)) = profile_length(prof) else {
+        return;
+    };
+    let end = fault.at.millis + fault.duration.millis + fault.observe.millis;
+    if end > measured.millis {
+        f.error(format!("{base}.fault"), format!(
+            "the fault `{}` needs {} (at + duration + observe) but the profile `{}` measures for {}",
+            e.fault.as_ref().map(Name::as_str).unwrap_or(""),
+            Duration { millis: end },
+            e.profile,
+            measured
+        )).hint("lengthen the profile or move the fault earlier");
+    }
+}
+
+/// A derived rate needs its ramp, faultless, for the same contender.
+fn rates_have_their_ramps(
+    base: &str,
+    m: &Matrix,
+    e: &MatrixEntry,
+    prof: &Profile,
+    picked: &[&ResolvedContender],
+    f: &mut Findings,
+) {
+    for dep in profile_dependencies(prof) {
+        for c in picked {
+            let has_ramp = m.runs.iter().any(|o| {
+                &o.profile == dep
+                    && o.fault.is_none()
+                    && o.contenders
+                        .as_ref()
+                        .is_none_or(|sel| sel.iter().any(|s| selects(s, c)))
+            });
+            if !has_ramp {
+                f.error(
+                    format!("{base}.profile"),
+                    format!(
+                    "`{}` takes its rate from `{dep}`, but `{}` never runs `{dep}` without a fault",
+                    e.profile, c.name
+                ),
+                )
+                .hint(format!(
+                    "add `- profile: {dep}` to matrix.runs for this contender"
                 ));
             }
+        }
+    }
+}
+
+/// A contender whose caps sum to more cores than the host has: warned (deploying refuses
+/// unless oversubscription is allowed).
+fn caps_within_host(contenders: &[ResolvedContender], host: f64, f: &mut Findings) {
+    for c in contenders {
+        let total = total_cpus(c);
+        if total > host {
+            let what = if c.caps.allow_oversubscription {
+                "allowed by caps.allow-oversubscription"
+            } else {
+                "deploying will refuse unless caps.allow-oversubscription is true"
+            };
+            f.warn(p(&["contenders", c.declared.as_str()]), format!(
+                "the caps of a `{}` run sum to {total} cores, more than the {host} of the machine feedbench runs on ({what})", c.name
+            ));
         }
     }
 }

@@ -267,32 +267,12 @@ pub fn convert_with<R: Read, W: Write>(
             }
         }
         let metric = rec.get(columns.metric).unwrap_or("");
-        match metric {
-            "http_reqs" | "http_req_duration" | "http_req_blocked" => {}
-            "dropped_iterations" => {
-                summary.dropped_iterations +=
-                    number(&rec, columns.value, "metric_value")?.round() as u64;
-                dropped_ns.push(timestamp(&rec, columns.time)?);
-                continue;
-            }
-            "vus" => {
-                let v = number(&rec, columns.value, "metric_value")? as u64;
-                summary.max_vus = summary.max_vus.max(v);
-                continue;
-            }
-            "vus_max" => {
-                let v = number(&rec, columns.value, "metric_value")? as u64;
-                summary.max_vus_max = summary.max_vus_max.max(v);
-                continue;
-            }
-            SCENARIO_START_METRIC => {
-                let ms = number(&rec, columns.value, "metric_value")?;
-                let ns = (ms.max(0.0) as u64).saturating_mul(1_000_000);
-                summary.scenario_start_ns = Some(ns);
-                seen(Seen::ScenarioStart(ns));
-                continue;
-            }
-            _ => continue,
+        if !matches!(
+            metric,
+            "http_reqs" | "http_req_duration" | "http_req_blocked"
+        ) {
+            tally(metric, &rec, &columns, &mut summary, &mut dropped_ns, seen)?;
+            continue;
         }
         let end_ns = timestamp(&rec, columns.time)?;
         // A request's samples share its end time and tags.
@@ -305,77 +285,145 @@ pub fn convert_with<R: Read, W: Write>(
         );
         let queue = pending.entry(key.clone()).or_default();
         let value = number(&rec, columns.value, "metric_value")?;
-        match metric {
-            "http_reqs" => {
-                let status = field(&rec, columns.status);
-                let status = if status.is_empty() {
-                    0
-                } else {
-                    status.parse().map_err(|_| RequestsError::BadNumber {
-                        line: line(&rec),
-                        column: "status",
-                        value: status.into(),
-                    })?
-                };
-                let request = Request {
-                    start_ns: end_ns,
-                    end_ns,
-                    route: route(&rec, &columns),
-                    method: field(&rec, columns.method).to_string(),
-                    status,
-                    duration_ms: 0.0,
-                    error: error(&rec, &columns),
-                    scheduled_ns: None,
-                };
-                queue.push_back(Partial {
-                    request,
-                    duration_ms: None,
-                    blocked_ms: None,
-                });
-            }
-            "http_req_duration" => {
-                if let Some(p) = queue.iter_mut().find(|p| p.duration_ms.is_none()) {
-                    p.duration_ms = Some(value);
-                }
-            }
-            _ => {
-                if let Some(p) = queue.iter_mut().find(|p| p.blocked_ms.is_none()) {
-                    p.blocked_ms = Some(value);
-                }
-            }
-        }
-        while let Some(Partial {
-            duration_ms: Some(d),
-            blocked_ms: Some(b),
-            ..
-        }) = queue.front()
-        {
-            let (d, b) = (*d, *b);
-            if let Some(mut p) = queue.pop_front() {
-                p.request.duration_ms = d;
-                p.request.start_ns = end_ns.saturating_sub(((b + d) * 1e6).round() as u64);
-                write(&mut out, &p.request, &mut summary)?;
-                if seen(Seen::Request(&p.request)) {
-                    out.flush().map_err(|e| RequestsError::Write(e.into()))?;
-                }
-            }
-        }
+        add_sample(metric, &rec, &columns, end_ns, value, queue)?;
+        complete(queue, end_ns, &mut out, &mut summary, seen)?;
         if queue.is_empty() {
             pending.remove(&key);
         }
     }
     summary.incomplete = pending.values().map(|q| q.len() as u64).sum();
-    if let Some(start) = summary.scenario_start_ns {
-        for ns in dropped_ns {
-            let second = (ns.saturating_sub(start) / 1_000_000_000) as usize;
-            if summary.dropped_per_second.len() <= second {
-                summary.dropped_per_second.resize(second + 1, 0);
-            }
-            summary.dropped_per_second[second] += 1;
-        }
-    }
+    summary.dropped_per_second = per_second(summary.scenario_start_ns, &dropped_ns);
     out.flush().map_err(|e| RequestsError::Write(e.into()))?;
     Ok(summary)
+}
+
+/// A row that is not a request's sample: dropped iterations, VUs and the scenario's start
+/// counted into `summary` (a dropped one's time kept); any other metric ignored.
+fn tally(
+    metric: &str,
+    rec: &csv::StringRecord,
+    columns: &Columns,
+    summary: &mut LoadSummary,
+    dropped_ns: &mut Vec<u64>,
+    seen: &mut dyn FnMut(Seen<'_>) -> bool,
+) -> Result<(), RequestsError> {
+    match metric {
+        "dropped_iterations" => {
+            summary.dropped_iterations +=
+                number(rec, columns.value, "metric_value")?.round() as u64;
+            dropped_ns.push(timestamp(rec, columns.time)?);
+        }
+        "vus" => {
+            let v = number(rec, columns.value, "metric_value")? as u64;
+            summary.max_vus = summary.max_vus.max(v);
+        }
+        "vus_max" => {
+            let v = number(rec, columns.value, "metric_value")? as u64;
+            summary.max_vus_max = summary.max_vus_max.max(v);
+        }
+        SCENARIO_START_METRIC => {
+            let ms = number(rec, columns.value, "metric_value")?;
+            let ns = (ms.max(0.0) as u64).saturating_mul(1_000_000);
+            summary.scenario_start_ns = Some(ns);
+            seen(Seen::ScenarioStart(ns));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// One sample of a request (`http_reqs` opens it; its duration and blocked time fill the
+/// oldest one of its key that lacks them).
+fn add_sample(
+    metric: &str,
+    rec: &csv::StringRecord,
+    columns: &Columns,
+    end_ns: u64,
+    value: f64,
+    queue: &mut VecDeque<Partial>,
+) -> Result<(), RequestsError> {
+    match metric {
+        "http_reqs" => {
+            let status = field(rec, columns.status);
+            let status = if status.is_empty() {
+                0
+            } else {
+                status.parse().map_err(|_| RequestsError::BadNumber {
+                    line: line(rec),
+                    column: "status",
+                    value: status.into(),
+                })?
+            };
+            let request = Request {
+                start_ns: end_ns,
+                end_ns,
+                route: route(rec, columns),
+                method: field(rec, columns.method).to_string(),
+                status,
+                duration_ms: 0.0,
+                error: error(rec, columns),
+                scheduled_ns: None,
+            };
+            queue.push_back(Partial {
+                request,
+                duration_ms: None,
+                blocked_ms: None,
+            });
+        }
+        "http_req_duration" => {
+            if let Some(p) = queue.iter_mut().find(|p| p.duration_ms.is_none()) {
+                p.duration_ms = Some(value);
+            }
+        }
+        _ => {
+            if let Some(p) = queue.iter_mut().find(|p| p.blocked_ms.is_none()) {
+                p.blocked_ms = Some(value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the requests at the front of `queue` whose samples are all in, in the order they
+/// came; flushes when `seen` asks.
+fn complete<W: Write>(
+    queue: &mut VecDeque<Partial>,
+    end_ns: u64,
+    out: &mut csv::Writer<W>,
+    summary: &mut LoadSummary,
+    seen: &mut dyn FnMut(Seen<'_>) -> bool,
+) -> Result<(), RequestsError> {
+    while let Some(Partial {
+        duration_ms: Some(d),
+        blocked_ms: Some(b),
+        ..
+    }) = queue.front()
+    {
+        let (d, b) = (*d, *b);
+        if let Some(mut p) = queue.pop_front() {
+            p.request.duration_ms = d;
+            p.request.start_ns = end_ns.saturating_sub(((b + d) * 1e6).round() as u64);
+            write(out, &p.request, summary)?;
+            if seen(Seen::Request(&p.request)) {
+                out.flush().map_err(|e| RequestsError::Write(e.into()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dropped iterations per second of the scenario (none without its start).
+fn per_second(start: Option<u64>, dropped_ns: &[u64]) -> Vec<u64> {
+    let mut counts: Vec<u64> = Vec::new();
+    let Some(start) = start else { return counts };
+    for ns in dropped_ns {
+        let second = (ns.saturating_sub(start) / 1_000_000_000) as usize;
+        if counts.len() <= second {
+            counts.resize(second + 1, 0);
+        }
+        counts[second] += 1;
+    }
+    counts
 }
 
 /// Writes one row: `COLUMNS`, then `scheduled_ns` where the request has it (a file holds
