@@ -269,7 +269,8 @@ impl Ledger {
         for c in changes {
             self.gate_passed.remove(contender_of(&c.run));
             let Some(old) = &c.old_run_hash else { continue };
-            if !self.records.get(&c.run).is_some_and(|r| &r.run_hash == old) {
+            // Only a result of the old definition is superseded.
+            if self.records.get(&c.run).is_none_or(|r| &r.run_hash != old) {
                 continue;
             }
             let Some(rec) = self.records.remove(&c.run) else {
