@@ -25,9 +25,6 @@ const OVER: &[(&str, usize)] = &[
     ("src/report/plots.rs::fault::{closure}", 182),
     ("src/run/execute.rs::execute", 171),
     ("src/cli/status.rs::StatusArgs::exec", 163),
-    ("crates/core/src/audit/check/plan_edits.rs::check", 163),
-    ("crates/core/src/report/mod.rs::build", 153),
-    ("crates/core/src/spec/faults.rs::schedule", 144),
     ("src/report/plots.rs::ramp", 134),
 ];
 

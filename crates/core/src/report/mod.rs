@@ -159,6 +159,108 @@ fn rev_name(v: &audit::report::VersionInfo) -> String {
     }
 }
 
+/// The runs that completed valid, as (run, directory as journalled); none is an error
+/// that counts the runs by state.
+fn standing_or_refuse<'a>(
+    audited: &'a crate::audit::Report,
+    dir: &Path,
+    req: &Request<'_>,
+) -> Result<Vec<(&'a str, &'a str)>, ReportError> {
+    let standing: Vec<(&str, &str)> = audited
+        .runs
+        .iter()
+        .filter_map(|r| match &r.state {
+            RunState::CompletedValid { dir, .. } => Some((r.run.as_str(), dir.as_str())),
+            _ => None,
+        })
+        .collect();
+    if !standing.is_empty() {
+        return Ok(standing);
+    }
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for r in &audited.runs {
+        *counts.entry(r.label()).or_default() += 1;
+    }
+    let states = counts
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(ReportError::NoResults {
+        dir: dir.to_path_buf(),
+        plan: req.plan.display().to_string(),
+        states,
+    })
+}
+
+/// The runs that do not stand: `(excluded, gaps)`, a gap being a run never run and not
+/// superseded.
+fn left_behind(audited: &crate::audit::Report) -> (Vec<Left>, Vec<Left>) {
+    let mut excluded = Vec::new();
+    let mut gaps = Vec::new();
+    for r in &audited.runs {
+        let evidence = match &r.state {
+            RunState::Invalid { evidence, .. } => evidence.iter().map(|e| e.to_string()).collect(),
+            _ => Vec::new(),
+        };
+        let left = Left {
+            run: r.run.clone(),
+            state: r.label().to_string(),
+            reason: state_detail(r),
+            evidence,
+        };
+        match &r.state {
+            RunState::CompletedValid { .. } => {}
+            RunState::NotRun if r.superseded.is_empty() => gaps.push(left),
+            _ => excluded.push(left),
+        }
+    }
+    (excluded, gaps)
+}
+
+/// Each standing run's figures and directory; a run whose directory lies outside the study
+/// directory, or that cannot be analysed, joins `excluded` with the reason.
+fn analyse(
+    dir: &Path,
+    standing: &[(&str, &str)],
+    excluded: &mut Vec<Left>,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> (Vec<run::RunFigures>, Vec<PathBuf>) {
+    // A directory the journal names out of the study directory is never read.
+    let mut items: Vec<(String, PathBuf)> = Vec::new();
+    for (run, rel) in standing {
+        match crate::confine::inside(dir, rel) {
+            Ok(path) => items.push((run.to_string(), path)),
+            Err(why) => excluded.push(Left {
+                run: run.to_string(),
+                state: "not analysable".into(),
+                reason: why.to_string(),
+                evidence: Vec::new(),
+            }),
+        }
+    }
+    let mut runs = Vec::new();
+    let mut run_dirs = Vec::new();
+    for ((run, path), analysed) in items.iter().zip(run::analyse_all(&items, progress)) {
+        match analysed {
+            Ok(f) => {
+                runs.push(f);
+                run_dirs.push(path.clone());
+            }
+            Err(reason) => excluded.push(Left {
+                run: run.clone(),
+                state: "not analysable".into(),
+                reason: format!(
+                    "`{}`: {reason}",
+                    path.strip_prefix(dir).unwrap_or(path).display()
+                ),
+                evidence: Vec::new(),
+            }),
+        }
+    }
+    (runs, run_dirs)
+}
+
 /// Builds the report; `progress(done, total, run)` is called as each run is read.
 pub fn build(
     req: &Request<'_>,
@@ -192,83 +294,9 @@ pub fn build(
             plan_hash,
         });
     }
-    let standing: Vec<(&str, &str)> = audited
-        .runs
-        .iter()
-        .filter_map(|r| match &r.state {
-            RunState::CompletedValid { dir, .. } => Some((r.run.as_str(), dir.as_str())),
-            _ => None,
-        })
-        .collect();
-    if standing.is_empty() {
-        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
-        for r in &audited.runs {
-            *counts.entry(r.label()).or_default() += 1;
-        }
-        let states = counts
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(ReportError::NoResults {
-            dir,
-            plan: req.plan.display().to_string(),
-            states,
-        });
-    }
-
-    let mut excluded = Vec::new();
-    let mut gaps = Vec::new();
-    for r in &audited.runs {
-        let evidence = match &r.state {
-            RunState::Invalid { evidence, .. } => evidence.iter().map(|e| e.to_string()).collect(),
-            _ => Vec::new(),
-        };
-        let left = Left {
-            run: r.run.clone(),
-            state: r.label().to_string(),
-            reason: state_detail(r),
-            evidence,
-        };
-        match &r.state {
-            RunState::CompletedValid { .. } => {}
-            RunState::NotRun if r.superseded.is_empty() => gaps.push(left),
-            _ => excluded.push(left),
-        }
-    }
-
-    // A directory the journal names out of the study directory is never read.
-    let mut items: Vec<(String, PathBuf)> = Vec::new();
-    for (run, rel) in &standing {
-        match crate::confine::inside(&dir, rel) {
-            Ok(path) => items.push((run.to_string(), path)),
-            Err(why) => excluded.push(Left {
-                run: run.to_string(),
-                state: "not analysable".into(),
-                reason: why.to_string(),
-                evidence: Vec::new(),
-            }),
-        }
-    }
-    let mut runs = Vec::new();
-    let mut run_dirs = Vec::new();
-    for ((run, path), analysed) in items.iter().zip(run::analyse_all(&items, progress)) {
-        match analysed {
-            Ok(f) => {
-                runs.push(f);
-                run_dirs.push(path.clone());
-            }
-            Err(reason) => excluded.push(Left {
-                run: run.clone(),
-                state: "not analysable".into(),
-                reason: format!(
-                    "`{}`: {reason}",
-                    path.strip_prefix(&dir).unwrap_or(path).display()
-                ),
-                evidence: Vec::new(),
-            }),
-        }
-    }
+    let standing = standing_or_refuse(&audited, &dir, req)?;
+    let (mut excluded, gaps) = left_behind(&audited);
+    let (runs, run_dirs) = analyse(&dir, &standing, &mut excluded, progress);
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
     let mut standing = verdicts::Standing {

@@ -84,149 +84,109 @@ pub struct Step {
     pub action: Action,
 }
 
-/// The timed actions of one fault, in time order.
+/// The timed actions of one fault, in time order: what applies it at its `at`, then what
+/// clears it at the end of its `duration`.
 pub fn schedule(name: &str, fault: &Fault) -> Vec<Step> {
     let at = Duration::from_millis(fault.at.millis);
     let end = at + Duration::from_millis(fault.duration.millis);
-    let step = |at, edge, action| Step { at, edge, action };
     let toxic_name = format!("feedbench-{name}");
-    match &fault.inject {
-        Injection::KillReplica { replica } => vec![
-            step(
-                at,
-                Edge::Apply,
-                Action::Signal {
-                    role: Role::Replica(*replica),
-                    signal: "SIGKILL",
-                },
-            ),
-            step(
-                end,
-                Edge::Clear,
-                Action::Start {
-                    role: Role::Replica(*replica),
-                },
-            ),
-        ],
+    let mut steps: Vec<Step> = applying(&fault.inject, &toxic_name)
+        .into_iter()
+        .map(|action| Step {
+            at,
+            edge: Edge::Apply,
+            action,
+        })
+        .collect();
+    steps.push(Step {
+        at: end,
+        edge: Edge::Clear,
+        action: clearing(&fault.inject, toxic_name),
+    });
+    steps
+}
+
+/// The actions that apply an injection, in order.
+fn applying(inject: &Injection, toxic_name: &str) -> Vec<Action> {
+    match inject {
+        Injection::KillReplica { replica } => vec![Action::Signal {
+            role: Role::Replica(*replica),
+            signal: "SIGKILL",
+        }],
         Injection::StopReplica { replica, grace } => vec![
-            step(
-                at,
-                Edge::Apply,
-                Action::Signal {
-                    role: Role::Replica(*replica),
-                    signal: "SIGTERM",
-                },
-            ),
-            step(
-                at,
-                Edge::Apply,
-                Action::AwaitExit {
-                    role: Role::Replica(*replica),
-                    grace: Duration::from_millis(grace.millis),
-                },
-            ),
-            step(
-                end,
-                Edge::Clear,
-                Action::Start {
-                    role: Role::Replica(*replica),
-                },
-            ),
+            Action::Signal {
+                role: Role::Replica(*replica),
+                signal: "SIGTERM",
+            },
+            Action::AwaitExit {
+                role: Role::Replica(*replica),
+                grace: Duration::from_millis(grace.millis),
+            },
         ],
-        Injection::CpuSteal { .. } => vec![
-            step(
-                at,
-                Edge::Apply,
-                Action::Start {
-                    role: Role::CoTenant,
-                },
-            ),
-            step(
-                end,
-                Edge::Clear,
-                Action::Stop {
-                    role: Role::CoTenant,
-                },
-            ),
-        ],
+        Injection::CpuSteal { .. } => vec![Action::Start {
+            role: Role::CoTenant,
+        }],
         Injection::LinkLatency {
             link,
             latency,
             jitter,
-        } => vec![
-            step(
-                at,
-                Edge::Apply,
-                Action::AddToxic {
-                    proxy: link.to_string(),
-                    name: toxic_name.clone(),
-                    kind: "latency".into(),
-                    stream: "downstream".into(),
-                    toxicity: 1.0,
-                    attributes: json!({"latency": latency.millis, "jitter": jitter.millis}),
-                },
-            ),
-            step(
-                end,
-                Edge::Clear,
-                Action::RemoveToxic {
-                    proxy: link.to_string(),
-                    name: toxic_name,
-                },
-            ),
-        ],
-        Injection::LinkDown { link } => vec![
-            step(
-                at,
-                Edge::Apply,
-                Action::Link {
-                    proxy: link.to_string(),
-                    enabled: false,
-                },
-            ),
-            step(
-                end,
-                Edge::Clear,
-                Action::Link {
-                    proxy: link.to_string(),
-                    enabled: true,
-                },
-            ),
-        ],
+        } => vec![Action::AddToxic {
+            proxy: link.to_string(),
+            name: toxic_name.to_string(),
+            kind: "latency".into(),
+            stream: "downstream".into(),
+            toxicity: 1.0,
+            attributes: json!({"latency": latency.millis, "jitter": jitter.millis}),
+        }],
+        Injection::LinkDown { link } => vec![Action::Link {
+            proxy: link.to_string(),
+            enabled: false,
+        }],
         Injection::Toxic {
             link,
             toxic_type,
             stream,
             toxicity,
             attributes,
-        } => vec![
-            step(
-                at,
-                Edge::Apply,
-                Action::AddToxic {
-                    proxy: link.to_string(),
-                    name: toxic_name.clone(),
-                    kind: serde_json::to_value(toxic_type)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
-                    stream: match stream {
-                        Stream::Upstream => "upstream".into(),
-                        Stream::Downstream => "downstream".into(),
-                    },
-                    toxicity: *toxicity,
-                    attributes: json!(attributes),
-                },
-            ),
-            step(
-                end,
-                Edge::Clear,
-                Action::RemoveToxic {
-                    proxy: link.to_string(),
-                    name: toxic_name,
-                },
-            ),
-        ],
+        } => vec![Action::AddToxic {
+            proxy: link.to_string(),
+            name: toxic_name.to_string(),
+            kind: serde_json::to_value(toxic_type)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            stream: match stream {
+                Stream::Upstream => "upstream".into(),
+                Stream::Downstream => "downstream".into(),
+            },
+            toxicity: *toxicity,
+            attributes: json!(attributes),
+        }],
+    }
+}
+
+/// The action that clears an injection: a replica started again, the co-tenant stopped,
+/// the toxic removed, the link enabled.
+fn clearing(inject: &Injection, toxic_name: String) -> Action {
+    match inject {
+        Injection::KillReplica { replica } | Injection::StopReplica { replica, .. } => {
+            Action::Start {
+                role: Role::Replica(*replica),
+            }
+        }
+        Injection::CpuSteal { .. } => Action::Stop {
+            role: Role::CoTenant,
+        },
+        Injection::LinkLatency { link, .. } | Injection::Toxic { link, .. } => {
+            Action::RemoveToxic {
+                proxy: link.to_string(),
+                name: toxic_name,
+            }
+        }
+        Injection::LinkDown { link } => Action::Link {
+            proxy: link.to_string(),
+            enabled: true,
+        },
     }
 }
 
@@ -324,6 +284,67 @@ mod tests {
                     role: Role::Replica(2)
                 }
             }
+        );
+    }
+
+    #[test]
+    fn a_stop_signals_then_awaits_the_exit_and_starts_the_replica_again() {
+        let s = schedule(
+            "stop",
+            &fault(Injection::StopReplica {
+                replica: 1,
+                grace: PlanDuration::from_secs(10),
+            }),
+        );
+        let role = Role::Replica(1);
+        assert_eq!(
+            s,
+            [
+                Step {
+                    at: Duration::from_secs(120),
+                    edge: Edge::Apply,
+                    action: Action::Signal {
+                        role,
+                        signal: "SIGTERM"
+                    },
+                },
+                Step {
+                    at: Duration::from_secs(120),
+                    edge: Edge::Apply,
+                    action: Action::AwaitExit {
+                        role,
+                        grace: Duration::from_secs(10)
+                    },
+                },
+                Step {
+                    at: Duration::from_secs(135),
+                    edge: Edge::Clear,
+                    action: Action::Start { role },
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_co_tenant_starts_and_stops_with_its_window() {
+        let s = schedule("steal", &fault(Injection::CpuSteal { cores: 0.5 }));
+        let kinds: Vec<(Edge, &Action)> = s.iter().map(|x| (x.edge, &x.action)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (
+                    Edge::Apply,
+                    &Action::Start {
+                        role: Role::CoTenant
+                    }
+                ),
+                (
+                    Edge::Clear,
+                    &Action::Stop {
+                        role: Role::CoTenant
+                    }
+                ),
+            ]
         );
     }
 

@@ -34,32 +34,7 @@ pub(super) fn check(
         {
             continue;
         }
-        // Input files whose content changed; only when both versions' inputs were read.
-        let files = match (&a.inputs_digest, &b.inputs_digest) {
-            (Some(x), Some(y)) if x != y => crate::inputs::changed(&a.inputs, &b.inputs),
-            _ => Vec::new(),
-        };
-        let fields = match (&a.document, &b.document) {
-            (Some(x), Some(y)) => diff(x, y),
-            _ => Vec::new(),
-        };
-        // An amendment from any earlier version to this or any later one covers the change
-        // (one amendment may declare several commits at once).
-        // A version is known by its plan hash and, where the amendment recorded it, by its
-        // inputs' digest.
-        let has = |range: &[PlanVersion], h: &str, inputs: &Option<String>| {
-            range.iter().any(|v| {
-                v.plan_hash.as_deref() == Some(h)
-                    && (inputs.is_none() || v.inputs_digest == *inputs)
-            })
-        };
-        let amendment = amendments
-            .iter()
-            .find(|m| {
-                has(&vs[..i], &m.old_plan_hash, &m.old_inputs_digest)
-                    && has(&vs[i..], &m.new_plan_hash, &m.new_inputs_digest)
-            })
-            .cloned();
+        let amendment = covering(&amendments, vs, i);
         // The runs an amendment superseded carry its reason.
         let gone: Vec<Superseded> = amendment
             .as_ref()
@@ -71,116 +46,166 @@ pub(super) fn check(
                     .collect()
             })
             .unwrap_or_default();
-        let mut paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
-        paths.extend(files.iter().map(|f| f.path.as_str()));
-        if paths.is_empty() {
-            paths.push(history.plan_file.as_str());
-        }
-        let mut evidence = vec![format!(
-            "{}{}: plan hash {} → {}",
-            b.rev.label(),
-            match &b.rev {
-                Rev::Commit(c) => format!(" ({}, \"{}\")", c.date, c.subject),
-                Rev::WorkingTree => " (not committed)".into(),
-            },
-            hash_or_none(&a.plan_hash),
-            hash_or_none(&b.plan_hash)
-        )];
-        evidence.extend(fields.iter().map(ToString::to_string));
-        if !files.is_empty() {
-            evidence.push(format!(
-                "inputs digest {} → {}",
-                hash_or_none(&a.inputs_digest),
-                hash_or_none(&b.inputs_digest)
-            ));
-            evidence.extend(files.iter().map(|f| format!("input {f}")));
-        }
-        let predictions = hypotheses_changed(a.document.as_ref(), b.document.as_ref());
-        evidence.extend(predictions.iter().map(|(_, line)| line.clone()));
-        if let Some(err) = &b.error {
-            evidence.push(format!(
-                "the plan at {} does not load: {err}",
-                b.rev.label()
-            ));
-        }
-        let (standing, reason) = match &amendment {
-            Some(m) => {
-                evidence.extend(amendment_evidence(m, &gone));
-                (Standing::Declared, m.reason.clone())
-            }
-            None => match b
-                .plan_hash
-                .as_deref()
-                .and_then(|h| declared_uncommitted.get(h))
-            {
-                // Only a working tree can be run uncommitted: a commit's change needs an
-                // amendment.
-                Some(line) if !b.rev.committed() => {
-                    evidence.push(format!(
-                        "journal line {line}: uncommitted-plan with plan hash {}",
-                        hash_or_none(&b.plan_hash)
-                    ));
-                    (
-                        Standing::Declared,
-                        "the plan was run uncommitted, with --allow-uncommitted".to_string(),
-                    )
-                }
-                _ if a.plan_hash == b.plan_hash => (
-                    Standing::Undeclared,
-                    format!(
-                        "none recorded: no plan-amended event in the journal takes the plan's \
-                     inputs from digest {} to {}; declare the change as an amendment with its \
-                     reason (feedbench run --amend) or revert it",
-                        hash_or_none(&a.inputs_digest),
-                        hash_or_none(&b.inputs_digest)
-                    ),
-                ),
-                _ => (
-                    Standing::Undeclared,
-                    format!(
-                        "none recorded: no plan-amended event in the journal takes the plan from \
-                     hash {} to {}; declare the change as an amendment with its reason \
-                     (feedbench run --amend) or revert it",
-                        hash_or_none(&a.plan_hash),
-                        hash_or_none(&b.plan_hash)
-                    ),
-                ),
-            },
-        };
-        let what = match (b.rev.committed(), fields.is_empty() && !files.is_empty()) {
-            (true, false) => "The plan was changed after registration",
-            (false, false) => "The plan file has uncommitted changes",
-            (true, true) => "An input of the plan was changed after registration",
-            (false, true) => "An input of the plan has uncommitted changes",
-        };
-        edits.push(PlanEdit {
-            draft: Draft {
-                kind: Kind::PlanEdit,
-                standing,
-                title: if predictions.is_empty() {
-                    format!("{what}: {}", quoted(&paths))
-                } else {
-                    let named: Vec<&str> = predictions.iter().map(|(n, _)| n.as_str()).collect();
-                    format!("{what}: {} ({})", quoted(&paths), named.join("; "))
-                },
-                subject: paths.join(", "),
-                reason,
-                evidence,
-            },
-            change: Change {
-                deviation: String::new(),
-                from: a.rev.clone(),
-                to: b.rev.clone(),
-                old_plan_hash: a.plan_hash.clone(),
-                new_plan_hash: b.plan_hash.clone(),
-                fields,
-                declared: amendment.is_some(),
-                amendment,
-                superseded: gone,
-            },
-        });
+        edits.push(edit(history, (a, b), amendment, gone, declared_uncommitted));
     }
     edits
+}
+
+/// The amendment that declares the change into version `i`: one from any earlier version to
+/// this or any later one (one amendment may declare several commits at once). A version is
+/// known by its plan hash and, where the amendment recorded it, by its inputs' digest.
+fn covering(amendments: &[Amendment], vs: &[PlanVersion], i: usize) -> Option<Amendment> {
+    let has = |range: &[PlanVersion], h: &str, inputs: &Option<String>| {
+        range.iter().any(|v| {
+            v.plan_hash.as_deref() == Some(h) && (inputs.is_none() || v.inputs_digest == *inputs)
+        })
+    };
+    amendments
+        .iter()
+        .find(|m| {
+            has(&vs[..i], &m.old_plan_hash, &m.old_inputs_digest)
+                && has(&vs[i..], &m.new_plan_hash, &m.new_inputs_digest)
+        })
+        .cloned()
+}
+
+/// The change from version `a` to `b`: its fields and input files, its evidence and how it
+/// stands.
+fn edit(
+    history: &History,
+    (a, b): (&PlanVersion, &PlanVersion),
+    amendment: Option<Amendment>,
+    gone: Vec<Superseded>,
+    declared_uncommitted: &BTreeMap<&str, usize>,
+) -> PlanEdit {
+    // Input files whose content changed; only when both versions' inputs were read.
+    let files = match (&a.inputs_digest, &b.inputs_digest) {
+        (Some(x), Some(y)) if x != y => crate::inputs::changed(&a.inputs, &b.inputs),
+        _ => Vec::new(),
+    };
+    let fields = match (&a.document, &b.document) {
+        (Some(x), Some(y)) => diff(x, y),
+        _ => Vec::new(),
+    };
+    let mut paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
+    paths.extend(files.iter().map(|f| f.path.as_str()));
+    if paths.is_empty() {
+        paths.push(history.plan_file.as_str());
+    }
+    let mut evidence = vec![format!(
+        "{}{}: plan hash {} → {}",
+        b.rev.label(),
+        match &b.rev {
+            Rev::Commit(c) => format!(" ({}, \"{}\")", c.date, c.subject),
+            Rev::WorkingTree => " (not committed)".into(),
+        },
+        hash_or_none(&a.plan_hash),
+        hash_or_none(&b.plan_hash)
+    )];
+    evidence.extend(fields.iter().map(ToString::to_string));
+    if !files.is_empty() {
+        evidence.push(format!(
+            "inputs digest {} → {}",
+            hash_or_none(&a.inputs_digest),
+            hash_or_none(&b.inputs_digest)
+        ));
+        evidence.extend(files.iter().map(|f| format!("input {f}")));
+    }
+    let predictions = hypotheses_changed(a.document.as_ref(), b.document.as_ref());
+    evidence.extend(predictions.iter().map(|(_, line)| line.clone()));
+    if let Some(err) = &b.error {
+        evidence.push(format!(
+            "the plan at {} does not load: {err}",
+            b.rev.label()
+        ));
+    }
+    let (standing, reason) = match &amendment {
+        Some(m) => {
+            evidence.extend(amendment_evidence(m, &gone));
+            (Standing::Declared, m.reason.clone())
+        }
+        None => undeclared(a, b, declared_uncommitted, &mut evidence),
+    };
+    let what = match (b.rev.committed(), fields.is_empty() && !files.is_empty()) {
+        (true, false) => "The plan was changed after registration",
+        (false, false) => "The plan file has uncommitted changes",
+        (true, true) => "An input of the plan was changed after registration",
+        (false, true) => "An input of the plan has uncommitted changes",
+    };
+    let title = if predictions.is_empty() {
+        format!("{what}: {}", quoted(&paths))
+    } else {
+        let named: Vec<&str> = predictions.iter().map(|(n, _)| n.as_str()).collect();
+        format!("{what}: {} ({})", quoted(&paths), named.join("; "))
+    };
+    PlanEdit {
+        draft: Draft {
+            kind: Kind::PlanEdit,
+            standing,
+            title,
+            subject: paths.join(", "),
+            reason,
+            evidence,
+        },
+        change: Change {
+            deviation: String::new(),
+            from: a.rev.clone(),
+            to: b.rev.clone(),
+            old_plan_hash: a.plan_hash.clone(),
+            new_plan_hash: b.plan_hash.clone(),
+            fields,
+            declared: amendment.is_some(),
+            amendment,
+            superseded: gone,
+        },
+    }
+}
+
+/// How a change no amendment declares stands: declared when a working tree was run with
+/// `--allow-uncommitted` at its plan hash (only a working tree can be run uncommitted: a
+/// commit's change needs an amendment), else undeclared, saying what would declare it.
+fn undeclared(
+    a: &PlanVersion,
+    b: &PlanVersion,
+    declared_uncommitted: &BTreeMap<&str, usize>,
+    evidence: &mut Vec<String>,
+) -> (Standing, String) {
+    let uncommitted = b
+        .plan_hash
+        .as_deref()
+        .and_then(|h| declared_uncommitted.get(h));
+    match uncommitted {
+        Some(line) if !b.rev.committed() => {
+            evidence.push(format!(
+                "journal line {line}: uncommitted-plan with plan hash {}",
+                hash_or_none(&b.plan_hash)
+            ));
+            (
+                Standing::Declared,
+                "the plan was run uncommitted, with --allow-uncommitted".to_string(),
+            )
+        }
+        _ if a.plan_hash == b.plan_hash => (
+            Standing::Undeclared,
+            format!(
+                "none recorded: no plan-amended event in the journal takes the plan's \
+             inputs from digest {} to {}; declare the change as an amendment with its \
+             reason (feedbench run --amend) or revert it",
+                hash_or_none(&a.inputs_digest),
+                hash_or_none(&b.inputs_digest)
+            ),
+        ),
+        _ => (
+            Standing::Undeclared,
+            format!(
+                "none recorded: no plan-amended event in the journal takes the plan from \
+             hash {} to {}; declare the change as an amendment with its reason \
+             (feedbench run --amend) or revert it",
+                hash_or_none(&a.plan_hash),
+                hash_or_none(&b.plan_hash)
+            ),
+        ),
+    }
 }
 
 /// The predictions a change touched, by hypothesis id (not by position, which an insertion
