@@ -18,9 +18,7 @@ const BOUND: usize = 120;
 const OVER: &[(&str, usize)] = &[
     ("src/run/execute.rs::measure", 402),
     ("src/report/plots.rs::fault", 204),
-    ("crates/core/src/spec/topology.rs::topology", 196),
     ("src/study/decide.rs::decide", 193),
-    ("crates/core/src/plan/check/types.rs::Checker::call", 192),
     ("src/cli/engines.rs::reach", 188),
     ("src/report/plots.rs::fault::{closure}", 182),
     ("src/run/execute.rs::execute", 171),

@@ -228,7 +228,9 @@ pub fn of_loaded(loaded: &LoadedPlan, run: &RunSpec) -> Result<RunTopology, Topo
     topology(&loaded.plan, run, &read)
 }
 
-/// The topology of one run of a validated plan.
+/// The topology of one run of a validated plan: the contender's services (stage 0), the
+/// fault proxy (0), its replicas (1), the balancer (2), the load generator (3) and, for a
+/// CPU-steal run, the co-tenant (4, created, not started).
 pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopology, TopologyError> {
     let contender = resolve_contenders(plan)
         .into_iter()
@@ -239,12 +241,85 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
     let mut labels = BTreeMap::new();
     labels.insert(LABEL_STUDY.to_string(), study.clone());
     labels.insert(LABEL_RUN.to_string(), run.id.clone());
-    let container = |role: Role, image: &str, cap: Cap, stage: u8, readiness: Readiness| {
+    let maker = Maker {
+        prefix: &prefix,
+        labels: &labels,
+    };
+    let t = &plan.topology;
+    let mut containers = services(&contender, &maker, read)?;
+    containers.push(maker.container(
+        Role::FaultProxy,
+        t.fault_proxy.image.as_str(),
+        contender.caps.fault_proxy,
+        0,
+        Readiness::Http {
+            port: FAULT_PROXY_API_PORT,
+            path: "/version".into(),
+        },
+    ));
+    let (replicas, servers) = replicas(plan, &contender, &maker)?;
+    containers.extend(replicas);
+    let haproxy_cfg = haproxy_config(plan, &contender, &run.id)?;
+    let mut balancer = maker.container(
+        Role::Balancer,
+        t.balancer.image.as_str(),
+        contender.caps.balancer,
+        2,
+        Readiness::AllServersUp {
+            port: STATS_PORT,
+            servers,
+        },
+    );
+    balancer.files.push(FileSpec {
+        path: HAPROXY_CFG.into(),
+        sha256: sha256(haproxy_cfg.as_bytes()),
+        contents: haproxy_cfg.clone().into_bytes(),
+    });
+    containers.push(balancer);
+    let mut load = maker.container(
+        Role::LoadGenerator,
+        t.load_generator.image.as_str(),
+        contender.caps.load_generator,
+        3,
+        Readiness::NotStarted,
+    );
+    load.cmd = Some(crate::spec::commands::args(t.load_generator.kind));
+    load.env = crate::spec::commands::env(t.load_generator.kind);
+    containers.push(load);
+    containers.extend(co_tenant(plan, run, &maker));
+    Ok(RunTopology {
+        study,
+        run_id: run.id.clone(),
+        network: prefix.clone(),
+        labels: labels.clone(),
+        containers,
+        proxies: proxies(plan, &contender),
+        total_cpus: total_cpus(&contender),
+        haproxy_cfg,
+    })
+}
+
+/// Makes a run's containers: named `<prefix>-<role>`, labelled with the run's labels and
+/// their role, capped.
+struct Maker<'a> {
+    prefix: &'a str,
+    labels: &'a BTreeMap<String, String>,
+}
+
+impl Maker<'_> {
+    fn container(
+        &self,
+        role: Role,
+        image: &str,
+        cap: Cap,
+        stage: u8,
+        readiness: Readiness,
+    ) -> ContainerSpec {
         let (nano_cpus, memory_bytes) = caps(cap);
-        let mut l = labels.clone();
+        let mut l = self.labels.clone();
         l.insert(LABEL_ROLE.to_string(), role.label().to_string());
         ContainerSpec {
-            name: format!("{prefix}-{}", role.key()),
+            name: format!("{}-{}", self.prefix, role.key()),
             role,
             image: image.to_string(),
             env: Vec::new(),
@@ -258,8 +333,16 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
             readiness,
             attach: Attach::Run,
         }
-    };
+    }
+}
 
+/// The contender's services (a database, an object store), each with its readiness and
+/// its init scripts as files, numbered in the plan's order.
+fn services(
+    contender: &ResolvedContender,
+    maker: &Maker<'_>,
+    read: ReadFile,
+) -> Result<Vec<ContainerSpec>, TopologyError> {
     let mut containers = Vec::new();
     for (name, svc) in &contender.services {
         let cap = contender
@@ -286,7 +369,7 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
                     .map_or(Readiness::Tcp(svc.port), Readiness::Command),
             ),
         };
-        let mut c = container(role, svc.image.as_str(), cap, 0, ready);
+        let mut c = maker.container(role, svc.image.as_str(), cap, 0, ready);
         c.cmd = svc.command.clone();
         c.env = svc
             .env
@@ -309,19 +392,13 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         }
         containers.push(c);
     }
+    Ok(containers)
+}
 
-    let t = &plan.topology;
-    containers.push(container(
-        Role::FaultProxy,
-        t.fault_proxy.image.as_str(),
-        contender.caps.fault_proxy,
-        0,
-        Readiness::Http {
-            port: FAULT_PROXY_API_PORT,
-            path: "/version".into(),
-        },
-    ));
-    let proxies = t
+/// One fault-proxy proxy per link, listening on the link's port and forwarding to its
+/// service.
+fn proxies(plan: &Plan, contender: &ResolvedContender) -> Vec<ProxySpec> {
+    plan.topology
         .links
         .iter()
         .map(|(name, link)| {
@@ -337,12 +414,20 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
                 enabled: true,
             }
         })
-        .collect();
+        .collect()
+}
 
-    let env = replica_env(plan, &contender)?;
+/// The contender's replicas, and their keys as the balancer's servers.
+fn replicas(
+    plan: &Plan,
+    contender: &ResolvedContender,
+    maker: &Maker<'_>,
+) -> Result<(Vec<ContainerSpec>, Vec<String>), TopologyError> {
+    let env = replica_env(plan, contender)?;
+    let mut containers = Vec::new();
     let mut servers = Vec::new();
     for i in 1..=contender.replicas {
-        let mut c = container(
+        let mut c = maker.container(
             Role::Replica(i),
             contender.image.as_str(),
             contender.caps.replica,
@@ -357,73 +442,33 @@ pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopolog
         servers.push(Role::Replica(i).key());
         containers.push(c);
     }
+    Ok((containers, servers))
+}
 
-    let haproxy_cfg = haproxy_config(plan, &contender, &run.id)?;
-    let mut balancer = container(
-        Role::Balancer,
-        t.balancer.image.as_str(),
-        contender.caps.balancer,
-        2,
-        Readiness::AllServersUp {
-            port: STATS_PORT,
-            servers,
-        },
-    );
-    balancer.files.push(FileSpec {
-        path: HAPROXY_CFG.into(),
-        sha256: sha256(haproxy_cfg.as_bytes()),
-        contents: haproxy_cfg.clone().into_bytes(),
-    });
-    containers.push(balancer);
-
-    let mut load = container(
-        Role::LoadGenerator,
-        t.load_generator.image.as_str(),
-        contender.caps.load_generator,
-        3,
+/// A CPU-steal run carries its co-tenant from the start (created, not started), so the
+/// monitors sample it like every other container.
+fn co_tenant(plan: &Plan, run: &RunSpec, maker: &Maker<'_>) -> Option<ContainerSpec> {
+    let name = run.fault.as_ref()?;
+    let (_, f) = plan.faults.iter().find(|(n, _)| n.as_str() == name)?;
+    let crate::plan::model::Injection::CpuSteal { cores } = f.inject else {
+        return None;
+    };
+    let cap = Cap {
+        cpus: cores,
+        memory: crate::plan::units::ByteSize { bytes: 64 << 20 },
+    };
+    let mut co = maker.container(
+        Role::CoTenant,
+        plan.topology.co_tenant.image.as_str(),
+        cap,
+        4,
         Readiness::NotStarted,
     );
-    load.cmd = Some(crate::spec::commands::args(t.load_generator.kind));
-    load.env = crate::spec::commands::env(t.load_generator.kind);
-    containers.push(load);
-
-    // A CPU-steal run carries its co-tenant from the start (created, not started), so the
-    // monitors sample it like every other container.
-    let fault = run
-        .fault
-        .as_ref()
-        .and_then(|f| plan.faults.iter().find(|(n, _)| n.as_str() == f));
-    if let Some((_, f)) = fault {
-        if let crate::plan::model::Injection::CpuSteal { cores } = f.inject {
-            let cap = Cap {
-                cpus: cores,
-                memory: crate::plan::units::ByteSize { bytes: 64 << 20 },
-            };
-            let mut co = container(
-                Role::CoTenant,
-                t.co_tenant.image.as_str(),
-                cap,
-                4,
-                Readiness::NotStarted,
-            );
-            co.cmd = Some(crate::spec::commands::co_tenant_args(
-                cores,
-                std::time::Duration::from_millis(f.duration.millis),
-            ));
-            containers.push(co);
-        }
-    }
-
-    Ok(RunTopology {
-        study,
-        run_id: run.id.clone(),
-        network: prefix,
-        labels,
-        containers,
-        proxies,
-        total_cpus: total_cpus(&contender),
-        haproxy_cfg,
-    })
+    co.cmd = Some(crate::spec::commands::co_tenant_args(
+        cores,
+        std::time::Duration::from_millis(f.duration.millis),
+    ));
+    Some(co)
 }
 
 /// The gated deployment: `env` (the gate's `contender-env`) merged over every replica's

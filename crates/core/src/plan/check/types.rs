@@ -229,26 +229,7 @@ impl Checker<'_> {
             arg_known(f, &a.name)?;
         }
         let arg = |k: Arg| call.args.iter().find(|a| a.name.text == k.key());
-        let subject = match &call.subject {
-            Some(ArgValue::Name(w)) => w,
-            Some(v) => {
-                return Err(CheckError::new(
-                    v.span(),
-                    format!("the first argument of `{}` is a name, not a number", f.name),
-                ))
-            }
-            None => {
-                let example = match f.subject {
-                    Subject::Contender => format!("{}(svc)", f.name),
-                    Subject::Role => format!("{}(replicas, of: svc)", f.name),
-                };
-                return Err(CheckError::new(
-                    call.span,
-                    format!("`{}` needs {} as its first argument", f.name, subject_of(f)),
-                )
-                .hint(format!("e.g. `{example}`")));
-            }
-        };
+        let subject = subject_word(f, call)?;
         let contender_word = match f.subject {
             Subject::Contender => subject,
             Subject::Role => match arg(Arg::Of) {
@@ -267,24 +248,7 @@ impl Checker<'_> {
             Subject::Role => Some(self.role(ci, subject)?),
             Subject::Contender => None,
         };
-        // The replicas' sum row has CPU seconds, not a share of a cap (docs/analysis.md):
-        // a CPU share is per replica.
-        if role.as_deref() == Some(functions::REPLICAS)
-            && matches!(f.reads, Reads::PerContainer { metric } if metric.starts_with("cpu_"))
-        {
-            let c = &self.contenders[ci];
-            let each: Vec<String> = (1..=c.replicas.min(3))
-                .map(|i| format!("{}(replica-{i}, of: {}) …", f.name, c.name))
-                .collect();
-            return Err(CheckError::new(
-                subject.span,
-                format!(
-                    "can never be evaluated: `{}` of `replicas` has no row, as the replicas' sum row holds CPU seconds, not a share of a cap",
-                    f.name
-                ),
-            )
-            .hint(format!("name each replica: `{}`", each.join(" and "))));
-        }
+        self.cpu_share_of_one(f, ci, role.as_deref(), subject)?;
         let pick = |k: Arg, known: &[&str], what: &str| -> Result<Option<String>, CheckError> {
             let Some(a) = arg(k) else { return Ok(None) };
             let w = name_value(a, what)?;
@@ -301,7 +265,6 @@ impl Checker<'_> {
         let faults: Vec<&str> = self.plan.faults.keys().map(|n| n.as_str()).collect();
         let fault = pick(Arg::Fault, &faults, "fault")?;
         let profiles: Vec<&str> = self.plan.profiles.keys().map(|n| n.as_str()).collect();
-        let profile_arg = arg(Arg::Profile);
         let profile = pick(Arg::Profile, &profiles, "profile")?;
         let at = match arg(Arg::At) {
             None => At::Measured,
@@ -319,74 +282,29 @@ impl Checker<'_> {
             }));
         }
         let needs_ramp = f.needs_ramp || at != At::Measured;
-        let span_of_profile = profile_arg.map_or(call.span, |a| a.value.span());
+        let span_of = |k: Arg| arg(k).map_or(call.span, |a| a.value.span());
         let profile = self.profile(
             ci,
             profile,
             fault.as_deref(),
             needs_ramp,
-            span_of_profile,
+            span_of(Arg::Profile),
             call.span,
         )?;
         if let At::Step(rate) = at {
-            self.step(
-                &profile,
-                rate,
-                arg(Arg::At).map_or(call.span, |a| a.value.span()),
-            )?;
+            self.step(&profile, rate, span_of(Arg::At))?;
         }
         if origin.as_deref() == Some("restart") {
             if let Some(fname) = &fault {
-                let inject = &self.plan.faults[fname.as_str()].inject;
-                if !matches!(
-                    inject,
-                    Injection::KillReplica { .. } | Injection::StopReplica { .. }
-                ) {
-                    let span = arg(Arg::Origin).map_or(call.span, |a| a.value.span());
-                    return Err(CheckError::new(
-                        span,
-                        format!(
-                            "can never be evaluated: `origin: restart` needs a fault that kills or stops a replica, but `{fname}` is {}",
-                            inject.kind()
-                        ),
-                    )
-                    .hint("time recovery from the fault's clearing with `origin: clear`"));
-                }
+                self.restarts(fname, span_of(Arg::Origin))?;
             }
         }
-        let c = &self.contenders[ci];
-        let span_definition = match at {
-            At::Measured => "measured",
-            At::FirstBreach => "first-breach",
-            At::Step(_) => "step",
-        };
-        let (metric, definition) = match f.reads {
-            Reads::Measured { metric } => (metric.to_string(), String::new()),
-            Reads::Saturation => (
-                "saturation".to_string(),
-                definition.unwrap_or_else(|| DEFINITIONS[0].to_string()),
-            ),
-            Reads::PerContainer { metric } => (metric.to_string(), span_definition.to_string()),
-            Reads::Efficiency => (
-                "requests_per_core_second".to_string(),
-                span_definition.to_string(),
-            ),
-            Reads::Recovery => (
-                "time_to_recover".to_string(),
-                origin.unwrap_or_else(|| ORIGINS[0].to_string()),
-            ),
-            Reads::Detect => (
-                format!(
-                    "detect_{}",
-                    detect.as_deref().unwrap_or(DETECTIONS[0]).replace('-', "_")
-                ),
-                String::new(),
-            ),
-        };
+        let (metric, definition) = metric_and_definition(f, &at, definition, origin, detect);
         let role = match f.reads {
             Reads::Efficiency => Some(functions::REPLICAS.to_string()),
             _ => role,
         };
+        let c = &self.contenders[ci];
         self.queries.push(Query {
             function: f.name,
             contender: c.name.clone(),
@@ -407,6 +325,52 @@ impl Checker<'_> {
             span: call.span,
         });
         Ok(f.dim)
+    }
+
+    /// The replicas' sum row has CPU seconds, not a share of a cap (docs/analysis.md): a CPU
+    /// share is per replica, and one asked of `replicas` can never be evaluated.
+    fn cpu_share_of_one(
+        &self,
+        f: &Function,
+        ci: usize,
+        role: Option<&str>,
+        subject: &Word,
+    ) -> Result<(), CheckError> {
+        let cpu = matches!(f.reads, Reads::PerContainer { metric } if metric.starts_with("cpu_"));
+        if role != Some(functions::REPLICAS) || !cpu {
+            return Ok(());
+        }
+        let c = &self.contenders[ci];
+        let each: Vec<String> = (1..=c.replicas.min(3))
+            .map(|i| format!("{}(replica-{i}, of: {}) …", f.name, c.name))
+            .collect();
+        Err(CheckError::new(
+            subject.span,
+            format!(
+                "can never be evaluated: `{}` of `replicas` has no row, as the replicas' sum row holds CPU seconds, not a share of a cap",
+                f.name
+            ),
+        )
+        .hint(format!("name each replica: `{}`", each.join(" and "))))
+    }
+
+    /// `origin: restart` needs a fault that kills or stops a replica.
+    fn restarts(&self, fault: &str, span: Span) -> Result<(), CheckError> {
+        let inject = &self.plan.faults[fault].inject;
+        if matches!(
+            inject,
+            Injection::KillReplica { .. } | Injection::StopReplica { .. }
+        ) {
+            return Ok(());
+        }
+        Err(CheckError::new(
+            span,
+            format!(
+                "can never be evaluated: `origin: restart` needs a fault that kills or stops a replica, but `{fault}` is {}",
+                inject.kind()
+            ),
+        )
+        .hint("time recovery from the fault's clearing with `origin: clear`"))
     }
 
     /// The index of the contender a name picks: a contender without variants, or a variant.
@@ -695,6 +659,67 @@ fn list(names: &[&str]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A call's first argument, which names its subject (a contender, or a role with `of:`).
+fn subject_word<'c>(f: &Function, call: &'c Call) -> Result<&'c Word, CheckError> {
+    match &call.subject {
+        Some(ArgValue::Name(w)) => Ok(w),
+        Some(v) => Err(CheckError::new(
+            v.span(),
+            format!("the first argument of `{}` is a name, not a number", f.name),
+        )),
+        None => {
+            let example = match f.subject {
+                Subject::Contender => format!("{}(svc)", f.name),
+                Subject::Role => format!("{}(replicas, of: svc)", f.name),
+            };
+            Err(CheckError::new(
+                call.span,
+                format!("`{}` needs {} as its first argument", f.name, subject_of(f)),
+            )
+            .hint(format!("e.g. `{example}`")))
+        }
+    }
+}
+
+/// The metric a function reads and the definition that picks its row: a saturation's
+/// definition, a recovery's origin, a per-container figure's span, a detection's kind.
+fn metric_and_definition(
+    f: &Function,
+    at: &At,
+    definition: Option<String>,
+    origin: Option<String>,
+    detect: Option<String>,
+) -> (String, String) {
+    let span_definition = match at {
+        At::Measured => "measured",
+        At::FirstBreach => "first-breach",
+        At::Step(_) => "step",
+    };
+    match f.reads {
+        Reads::Measured { metric } => (metric.to_string(), String::new()),
+        Reads::Saturation => (
+            "saturation".to_string(),
+            definition.unwrap_or_else(|| DEFINITIONS[0].to_string()),
+        ),
+        Reads::PerContainer { metric } => (metric.to_string(), span_definition.to_string()),
+        Reads::Efficiency => (
+            "requests_per_core_second".to_string(),
+            span_definition.to_string(),
+        ),
+        Reads::Recovery => (
+            "time_to_recover".to_string(),
+            origin.unwrap_or_else(|| ORIGINS[0].to_string()),
+        ),
+        Reads::Detect => (
+            format!(
+                "detect_{}",
+                detect.as_deref().unwrap_or(DETECTIONS[0]).replace('-', "_")
+            ),
+            String::new(),
+        ),
+    }
 }
 
 #[cfg(test)]
