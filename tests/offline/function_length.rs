@@ -18,7 +18,6 @@ const BOUND: usize = 120;
 const OVER: &[(&str, usize)] = &[
     ("src/run/execute.rs::measure", 402),
     ("src/report/plots.rs::fault", 204),
-    ("src/study/decide.rs::decide", 193),
     ("src/cli/engines.rs::reach", 188),
     ("src/report/plots.rs::fault::{closure}", 182),
     ("src/run/execute.rs::execute", 171),
