@@ -21,7 +21,6 @@ const OVER: &[(&str, usize)] = &[
     ("src/cli/engines.rs::reach", 188),
     ("src/report/plots.rs::fault::{closure}", 182),
     ("src/run/execute.rs::execute", 171),
-    ("src/cli/status.rs::StatusArgs::exec", 163),
     ("src/report/plots.rs::ramp", 134),
 ];
 

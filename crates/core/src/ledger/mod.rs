@@ -8,5 +8,6 @@ pub use crate::rundir::layout;
 pub mod manifest;
 pub mod pilot;
 pub mod state;
+pub mod status;
 
 pub use journal::{Decider, Event, Evidence};
