@@ -130,7 +130,11 @@ impl StudyStatus {
                 detail(s)
             ));
         }
-        let summary: Vec<String> = self.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let summary: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
         text.push_str(&format!("{}\n", summary.join(", ")));
         if self.time.total_s > 0.0 {
             text.push_str(&time_line(&self.time));
@@ -270,7 +274,10 @@ mod tests {
             pilots: 0,
         });
         let text = status.text();
-        assert!(text.starts_with("study `s`: 0 planned run(s), plan "), "{text}");
+        assert!(
+            text.starts_with("study `s`: 0 planned run(s), plan "),
+            "{text}"
+        );
         assert!(text.contains("nothing has run"), "{text}");
         let v = serde_json::to_value(&status).unwrap();
         assert_eq!(v["format_version"], 1);
