@@ -64,6 +64,39 @@ pub fn check_placement(loaded: &LoadedPlan, engines: &Engines) -> Result<(), Cli
     )))
 }
 
+/// Every engine a group uses, reached and identified once, by its index in the engines
+/// file, before anything changes.
+struct Reached {
+    engines: Vec<Option<(Runtime, (String, String))>>,
+}
+
+impl Reached {
+    /// The engine's client; every engine a group names was reached.
+    fn rt(&self, i: usize) -> Runtime {
+        self.engines[i]
+            .as_ref()
+            .map(|(rt, _)| rt.clone())
+            .expect("a group's engine was reached")
+    }
+
+    /// The engine's identity (its ID and data root).
+    fn id(&self, i: usize) -> (String, String) {
+        self.engines[i]
+            .as_ref()
+            .map(|(_, id)| id.clone())
+            .expect("a group's engine was reached")
+    }
+}
+
+/// The engines a group uses: its system engine, and its load generator's when apart.
+fn used_by(group: &engines::Group, apart: bool) -> Vec<usize> {
+    let mut used = vec![group.system];
+    if apart {
+        used.push(group.load_generator);
+    }
+    used
+}
+
 /// Reaches the engines of every group and checks them: the local engine (as `DOCKER_HOST`
 /// names it) when no engines file was given (`local`). One placement per group, the group
 /// whose system engine is the one feedbench builds on first (contenders' gates run there);
@@ -84,56 +117,59 @@ pub async fn reach(
     }
     let built_on = Runtime::connect().await.map_err(anyhow::Error::from)?;
     let here = identity(&built_on).await?;
-    let study = loaded.plan.study.name.to_string();
-    let lg_image = loaded
-        .plan
-        .topology
-        .load_generator
-        .image
-        .as_str()
-        .to_string();
-    // Every engine a group uses, reached and identified once, before anything changes.
-    let mut reached: Vec<Option<(Runtime, (String, String))>> = vec![None; engines.engines.len()];
+    let mut reached = Reached {
+        engines: vec![None; engines.engines.len()],
+    };
     for group in &engines.groups {
-        let mut used = vec![group.system];
-        if apart {
-            used.push(group.load_generator);
-        }
-        for i in used {
-            if reached[i].is_none() {
+        for i in used_by(group, apart) {
+            if reached.engines[i].is_none() {
                 let rt = if local {
                     built_on.clone()
                 } else {
                     connect(engines, i).await?
                 };
                 let id = identity(&rt).await?;
-                reached[i] = Some((rt, id));
+                reached.engines[i] = Some((rt, id));
             }
         }
     }
-    // Every engine a group names was reached just above.
-    let rt_of = |i: usize| {
-        reached[i]
-            .as_ref()
-            .map(|(rt, _)| rt.clone())
-            .expect("a group's engine was reached")
-    };
-    let id_of = |i: usize| {
-        reached[i]
-            .as_ref()
-            .map(|(_, id)| id.clone())
-            .expect("a group's engine was reached")
-    };
-    // Groups run at the same time: no engine may serve two, under any name (a failed run's
-    // group is reaped while the others run).
+    no_engine_shared(engines, &reached, apart)?;
+    let mut order: Vec<usize> = (0..engines.groups.len()).collect();
+    order.sort_by_key(|g| reached.id(engines.groups[*g].system) != here);
+    if reached.id(engines.groups[order[0]].system) != here {
+        let g = engines.groups[order[0]];
+        return Err(invalid_at(
+            engines,
+            g.system,
+            "no group's `system` engine is the engine feedbench builds images on: contenders' gates run there, beside the coordinator".to_string(),
+            Some("name the local engine as one group's `system`".into()),
+        ));
+    }
+    let (mut facts, needs) = facts_and_needs(loaded, engines, &reached, &order, &here).await?;
+    // Refused before anything is changed on an engine: no image copied to an engine that
+    // cannot be used.
+    refuse(loaded, &facts::check(engines, &facts, &needs))?;
+    let placements = place(loaded, engines, &reached, &order, (&built_on, &here), local).await?;
+    // Two engines of one host share its cores (and its clock): known by boot id, which a
+    // throwaway container of the load generator's image (now on every engine) reads.
+    if facts.len() > 1 {
+        one_host_or_two(loaded, engines, &reached, &mut facts).await?;
+    }
+    let checked = facts::check(engines, &facts, &needs);
+    for w in &checked.warnings {
+        eprintln!("warning: {w}");
+    }
+    refuse(loaded, &checked)?;
+    Ok(placements)
+}
+
+/// Groups run at the same time: no engine may serve two, under any name (a failed run's
+/// group is reaped while the others run).
+fn no_engine_shared(engines: &Engines, reached: &Reached, apart: bool) -> Result<(), CliError> {
     let mut seen: Vec<((String, String), usize, usize)> = Vec::new();
     for (g, group) in engines.groups.iter().enumerate() {
-        let mut used = vec![group.system];
-        if apart {
-            used.push(group.load_generator);
-        }
-        for i in used {
-            let id = id_of(i);
+        for i in used_by(group, apart) {
+            let id = reached.id(i);
             if let Some((_, h, j)) = seen.iter().find(|(other, h, _)| *other == id && *h != g) {
                 let (a, b) = (&engines.engines[*j].name, &engines.engines[i].name);
                 return Err(invalid_at(
@@ -146,20 +182,24 @@ pub async fn reach(
             seen.push((id, g, i));
         }
     }
-    let mut order: Vec<usize> = (0..engines.groups.len()).collect();
-    order.sort_by_key(|g| id_of(engines.groups[*g].system) != here);
-    if id_of(engines.groups[order[0]].system) != here {
-        let g = engines.groups[order[0]];
-        return Err(invalid_at(
-            engines,
-            g.system,
-            "no group's `system` engine is the engine feedbench builds images on: contenders' gates run there, beside the coordinator".to_string(),
-            Some("name the local engine as one group's `system`".into()),
-        ));
-    }
+    Ok(())
+}
+
+/// Each engine's facts (once), and what the plan needs of each: a group's system engine
+/// must be reachable at a non-loopback address when the load generator runs apart or the
+/// engine is another's; a load generator apart runs on an engine of its own, with cores
+/// for its cap.
+async fn facts_and_needs(
+    loaded: &LoadedPlan,
+    engines: &Engines,
+    reached: &Reached,
+    order: &[usize],
+    here: &(String, String),
+) -> Result<(Vec<(usize, Facts)>, Vec<Need>), CliError> {
+    let apart = loaded.plan.placement.load_generator == Apartness::Apart;
     let mut facts = Vec::new();
     let mut needs = Vec::new();
-    for &g in &order {
+    for &g in order {
         let group = engines.groups[g];
         if !apart && group.load_generator != group.system {
             let (s, l) = engines.names(&group);
@@ -168,7 +208,7 @@ pub async fn reach(
             );
         }
         let system_engine = &engines.engines[group.system];
-        let remote = id_of(group.system) != here;
+        let remote = reached.id(group.system) != *here;
         if (apart || remote) && system_engine.address.is_loopback() {
             let why = if remote {
                 "the coordinator reaches the system under test on another engine at the ports it publishes there"
@@ -178,44 +218,57 @@ pub async fn reach(
             return Err(loopback(system_engine, why));
         }
         if !facts.iter().any(|(i, _)| *i == group.system) {
-            facts.push((group.system, facts_of(&rt_of(group.system)).await?));
+            facts.push((group.system, facts_of(&reached.rt(group.system)).await?));
         }
-        if apart {
-            let l = group.load_generator;
-            if id_of(l) == id_of(group.system) {
-                let (s, lg) = engines.names(&group);
-                return Err(invalid_at(
-                    engines,
-                    l,
-                    format!("engines `{s}` and `{lg}` are one engine (the same ID and data root): the load generator would not run apart"),
-                    Some("name another engine as the group's `load-generator`".into()),
-                ));
-            }
-            if !facts.iter().any(|(i, _)| *i == l) {
-                facts.push((l, facts_of(&rt_of(l)).await?));
-            }
-            let cores = resolve_contenders(&loaded.plan)
-                .iter()
-                .map(|c| c.caps.load_generator.cpus)
-                .fold(0.0, f64::max);
-            needs.push(Need {
-                engine: l,
-                cores,
-                what: "the load generator's cap".into(),
-            });
+        if !apart {
+            continue;
         }
+        let l = group.load_generator;
+        if reached.id(l) == reached.id(group.system) {
+            let (s, lg) = engines.names(&group);
+            return Err(invalid_at(
+                engines,
+                l,
+                format!("engines `{s}` and `{lg}` are one engine (the same ID and data root): the load generator would not run apart"),
+                Some("name another engine as the group's `load-generator`".into()),
+            ));
+        }
+        if !facts.iter().any(|(i, _)| *i == l) {
+            facts.push((l, facts_of(&reached.rt(l)).await?));
+        }
+        let cores = resolve_contenders(&loaded.plan)
+            .iter()
+            .map(|c| c.caps.load_generator.cpus)
+            .fold(0.0, f64::max);
+        needs.push(Need {
+            engine: l,
+            cores,
+            what: "the load generator's cap".into(),
+        });
     }
-    // Refused before anything is changed on an engine: no image copied to an engine that
-    // cannot be used.
-    refuse(loaded, &facts::check(engines, &facts, &needs))?;
+    Ok((facts, needs))
+}
+
+/// One placement per group, in `order`: the study's images copied to a system engine that
+/// is another's (reached at its address), the load generator's image to its engine apart.
+async fn place(
+    loaded: &LoadedPlan,
+    engines: &Engines,
+    reached: &Reached,
+    order: &[usize],
+    (built_on, here): (&Runtime, &(String, String)),
+    local: bool,
+) -> Result<Vec<Placement>, CliError> {
+    let apart = loaded.plan.placement.load_generator == Apartness::Apart;
+    let lg_image = loaded.plan.topology.load_generator.image.as_str();
     let mut placements = Vec::new();
-    for &g in &order {
+    for &g in order {
         let group = engines.groups[g];
-        let system = rt_of(group.system);
-        let remote = id_of(group.system) != here;
+        let system = reached.rt(group.system);
+        let remote = reached.id(group.system) != *here;
         if remote {
             for image in study_images(loaded)? {
-                copy_image(&built_on, &system, &image, engines, group.system).await?;
+                copy_image(built_on, &system, &image, engines, group.system).await?;
             }
         }
         let mut placement = Placement::one(system);
@@ -227,8 +280,8 @@ pub async fn reach(
         }
         if apart {
             let l = group.load_generator;
-            let rt = rt_of(l);
-            copy_image(&built_on, &rt, &lg_image, engines, l).await?;
+            let rt = reached.rt(l);
+            copy_image(built_on, &rt, lg_image, engines, l).await?;
             placement.apart = Some(Apart {
                 rt,
                 name: engines.engines[l].name.clone(),
@@ -237,26 +290,30 @@ pub async fn reach(
         }
         placements.push(placement);
     }
-    // Two engines of one host share its cores (and its clock): known by boot id, which a
-    // throwaway container of the load generator's image (now on every engine) reads.
-    if facts.len() > 1 {
-        for (i, f) in facts.iter_mut() {
-            f.boot_id = Some(boot_id(&rt_of(*i), &lg_image, &study).await?);
-        }
-        let first = facts[0].1.boot_id.clone();
-        if let Some((i, _)) = facts.iter().find(|(_, f)| f.boot_id != first) {
-            eprintln!(
-                "warning: engine `{}` is on another host than `{}`, with its own clock: a load generator's requests are matched to the system's samples by wall time, so keep the hosts' clocks synchronised (NTP)",
-                engines.engines[*i].name, engines.engines[facts[0].0].name
-            );
-        }
-    }
-    let checked = facts::check(engines, &facts, &needs);
-    for w in &checked.warnings {
-        eprintln!("warning: {w}");
-    }
-    refuse(loaded, &checked)?;
     Ok(placements)
+}
+
+/// Each engine's boot id, read by a throwaway container of the load generator's image (now
+/// on every engine), into its facts; a warning when they differ: two hosts, two clocks.
+async fn one_host_or_two(
+    loaded: &LoadedPlan,
+    engines: &Engines,
+    reached: &Reached,
+    facts: &mut [(usize, Facts)],
+) -> Result<(), CliError> {
+    let lg_image = loaded.plan.topology.load_generator.image.as_str();
+    let study = loaded.plan.study.name.to_string();
+    for (i, f) in facts.iter_mut() {
+        f.boot_id = Some(boot_id(&reached.rt(*i), lg_image, &study).await?);
+    }
+    let first = facts[0].1.boot_id.clone();
+    if let Some((i, _)) = facts.iter().find(|(_, f)| f.boot_id != first) {
+        eprintln!(
+            "warning: engine `{}` is on another host than `{}`, with its own clock: a load generator's requests are matched to the system's samples by wall time, so keep the hosts' clocks synchronised (NTP)",
+            engines.engines[*i].name, engines.engines[facts[0].0].name
+        );
+    }
+    Ok(())
 }
 
 /// Bad input at a system engine's `address`: a loopback address cannot be reached from

@@ -186,7 +186,26 @@ pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
     .iter()
     .map(|k| t[k].as_f64().unwrap())
     .sum();
-    assert!((parts - t["total_s"].as_f64().unwrap()).abs() < 1e-6, "{t}");
+    // On failure, the journal and each run directory's phases say which window overlaps.
+    let explain = || {
+        let journal = std::fs::read_to_string(study.join("journal.jsonl")).unwrap_or_default();
+        let mut phases = String::new();
+        for area in ["runs", "_interrupted"] {
+            for e in std::fs::read_dir(study.join(area)).into_iter().flatten().flatten() {
+                phases.push_str(&format!(
+                    "{area}/{}: {:?}\n",
+                    e.file_name().to_string_lossy(),
+                    feedbench_core::ledger::hours::phases_in(&e.path())
+                ));
+            }
+        }
+        format!("{t}\njournal:\n{journal}\nphases:\n{phases}")
+    };
+    assert!(
+        (parts - t["total_s"].as_f64().unwrap()).abs() < 1e-6,
+        "{}",
+        explain()
+    );
     for run in s["runs"].as_array().unwrap() {
         assert_sealed(&study.join(run["dir"].as_str().unwrap()));
     }
