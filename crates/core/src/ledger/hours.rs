@@ -69,11 +69,17 @@ fn span(from: i128, to: i128) -> f64 {
     secs(to.saturating_sub(from))
 }
 
-fn settled_dir(e: &Event) -> Option<(&str, &str)> {
+/// The run a settling entry names, and the directory that holds that attempt (`None` when it
+/// had none). An attempt that did not finish is moved aside (`_aborted/`, `_interrupted/`):
+/// one still named under `runs/` had no directory when it was found (killed before it made
+/// one), and that name may by now hold the next attempt's, whose phases are not its.
+fn settled_dir(e: &Event) -> Option<(&str, Option<&str>)> {
+    let in_runs = |dir: &str| dir.starts_with(&format!("{}/", crate::rundir::layout::RUNS));
     match e {
-        Event::RunFinished { run, dir, .. }
-        | Event::RunAborted { run, dir, .. }
-        | Event::RunInterrupted { run, dir, .. } => Some((run, dir)),
+        Event::RunFinished { run, dir, .. } => Some((run, Some(dir))),
+        Event::RunAborted { run, dir, .. } | Event::RunInterrupted { run, dir, .. } => {
+            Some((run, (!in_runs(dir)).then_some(dir.as_str())))
+        }
         _ => None,
     }
 }
@@ -107,7 +113,9 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
                 }) else {
                     continue;
                 };
-                let Some(p) = phases_of(dir) else { continue };
+                let Some(p) = dir.and_then(|d| phases_of(d)) else {
+                    continue;
+                };
                 let start = *t;
                 let warmup = p.warmup.or(p.measure).or(p.teardown);
                 if let Some(w) = warmup {
@@ -285,6 +293,39 @@ mod tests {
         let s = split(&entries, &mut phases);
         assert_eq!((s.deploy_s, s.warmup_s, s.settling_s), (10.0, 0.0, 0.0));
         assert_eq!(s.waiting_s, 1090.0);
+    }
+
+    #[test]
+    fn an_attempt_killed_before_it_had_a_directory_is_not_given_the_next_attempts_phases() {
+        let interrupted = Event::RunInterrupted {
+            run: "a".into(),
+            run_hash: "h".into(),
+            attempt: 1,
+            dir: "runs/a".into(),
+            found: "no directory".into(),
+        };
+        let entries = vec![
+            entry(0, started("a")),
+            entry(10, interrupted),
+            entry(20, started("a")),
+            entry(100, finished("a")),
+        ];
+        // Only the second attempt made `runs/a`.
+        let mut phases = |dir: &str| {
+            (dir == "runs/a").then_some(Phases {
+                deploy: Some(21 * S),
+                warmup: Some(30 * S),
+                measure: Some(40 * S),
+                teardown: Some(90 * S),
+                end: Some(95 * S),
+            })
+        };
+        let s = split(&entries, &mut phases);
+        assert_eq!((s.deploy_s, s.warmup_s, s.measuring_s), (10.0, 10.0, 50.0));
+        assert_eq!((s.teardown_s, s.settling_s), (5.0, 5.0));
+        assert_eq!(s.waiting_s, 20.0);
+        let sum: f64 = s.parts().iter().map(|p| p.1).sum();
+        assert_eq!(sum, s.total_s);
     }
 
     #[test]
