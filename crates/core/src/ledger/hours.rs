@@ -113,7 +113,7 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
                 }) else {
                     continue;
                 };
-                let Some(p) = dir.and_then(|d| phases_of(d)) else {
+                let Some(p) = dir.and_then(&mut *phases_of) else {
                     continue;
                 };
                 let start = *t;
