@@ -1,6 +1,6 @@
 //! The load generators' own cost: k6 1.1.0 against `feedbench-load` (the native generator,
 //! images/load) running the same open-model load, rendered for each from one profile by
-//! `feedbench::run::load::render`, in one bench run so that their ratios are comparable on
+//! `feedbench::spec::load::render`, in one bench run so that their ratios are comparable on
 //! a noisy machine. The parts (FEEDBENCH_BENCH_PARTS, comma-separated, all by default):
 //!
 //! - `uncapped`: each generator at 100, 1000 and 5000 arrivals/s for 15 s against HAProxy
@@ -48,9 +48,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use feedbench::plan::model::{LoadGeneratorKind, Objective, Profile, Workload};
 use feedbench::plan::units::Name;
-use feedbench::run::load::{self, LoadScript, LoadSpec};
-use feedbench::run::requests::{self, LoadSummary, Seen};
+use feedbench::rundir::requests::{self, LoadSummary, Seen};
 use feedbench::spec::commands;
+use feedbench::spec::load::{self, LoadScript, LoadSpec};
 use indexmap::IndexMap;
 use serde_json::json;
 

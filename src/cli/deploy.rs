@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::CliError;
 use crate::engine::deploy::{check_caps, deploy_with, teardown, Seeding};
 use crate::engine::runtime::Runtime;
-use crate::engine::topology::{Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
+use crate::spec::topology::{Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
 
 #[derive(Debug, clap::Args)]
 pub struct DeployArgs {

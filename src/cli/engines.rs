@@ -341,7 +341,7 @@ fn loopback(e: &feedbench_core::engines::Engine, why: &str) -> CliError {
 fn study_images(loaded: &LoadedPlan) -> Result<Vec<String>, CliError> {
     let mut out = std::collections::BTreeSet::new();
     for run in crate::plan::expand(&loaded.plan) {
-        let topo = crate::engine::topology::of_loaded(loaded, &run)
+        let topo = crate::spec::topology::of_loaded(loaded, &run)
             .map_err(|e| CliError::invalid(format!("`{}`: run `{}`: {e}", loaded.file, run.id)))?;
         out.extend(topo.containers.into_iter().map(|c| c.image));
     }

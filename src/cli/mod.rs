@@ -188,13 +188,7 @@ impl From<std::io::Error> for CliError {
 pub fn run_topology(
     plan: &std::path::Path,
     run_id: &str,
-) -> Result<
-    (
-        crate::plan::LoadedPlan,
-        crate::engine::topology::RunTopology,
-    ),
-    CliError,
-> {
+) -> Result<(crate::plan::LoadedPlan, crate::spec::topology::RunTopology), CliError> {
     let loaded = crate::plan::load_file(plan, None)?;
     let (_, runs) = planned(&loaded)?;
     let Some(run) = runs.iter().find(|r| r.id == run_id) else {
@@ -205,8 +199,8 @@ pub fn run_topology(
             Vec::new(),
         ));
     };
-    let topo = crate::engine::topology::of_loaded(&loaded, run)
-        .map_err(|e| CliError::Failure(e.into()))?;
+    let topo =
+        crate::spec::topology::of_loaded(&loaded, run).map_err(|e| CliError::Failure(e.into()))?;
     Ok((loaded, topo))
 }
 
@@ -289,7 +283,7 @@ mod tests {
     #[test]
     fn a_cause_is_said_once() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
-        let e = crate::ledger::files::fail("move", std::path::Path::new("runs/x"))(io);
+        let e = feedbench_core::files::fail("move", std::path::Path::new("runs/x"))(io);
         let r = CliError::Failure(e.into()).render();
         assert_eq!(r, "error: cannot move `runs/x`: no such file");
         let r = CliError::Failure(anyhow::anyhow!("outer").context("context")).render();

@@ -61,15 +61,15 @@ pub fn describe(e: &Event) -> String {
         Event::StudyStarted { plan_hash, resume, runs_planned, runs_to_do, git_commit, git_clean, .. } => format!(
             "study {} under plan {} ({} planned, {} to do; git {} {})",
             if *resume { "resumed" } else { "started" },
-            crate::ledger::files::short(plan_hash),
+            feedbench_core::files::short(plan_hash),
             runs_planned,
             runs_to_do.len(),
-            git_commit.as_deref().map_or("-", crate::ledger::files::short),
+            git_commit.as_deref().map_or("-", feedbench_core::files::short),
             match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" }
         ),
         Event::UncommittedPlan { plan_file, files, .. } if files.is_empty() => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
         Event::UncommittedPlan { plan_file, files, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes to {} (--allow-uncommitted)", files.join(", ")),
-        Event::InputsRead { digest, files } => format!("inputs read: {} file(s), digest {}", files.len(), crate::ledger::files::short(digest)),
+        Event::InputsRead { digest, files } => format!("inputs read: {} file(s), digest {}", files.len(), feedbench_core::files::short(digest)),
         Event::RunStarted { run, attempt, .. } => format!("{run} started (attempt {attempt})"),
         Event::RunFinished { run, dir, objective, .. } => format!(
             "{run} completed valid{} → {dir}",

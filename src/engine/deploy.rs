@@ -14,7 +14,9 @@ use super::fault_proxy::FaultProxy;
 use super::http::request;
 use super::placement::Placement;
 use super::runtime::{Runtime, RuntimeError};
-use super::topology::{Attach, ContainerSpec, Readiness, Role, RunTopology, FAULT_PROXY_API_PORT};
+use crate::spec::topology::{
+    Attach, ContainerSpec, Readiness, Role, RunTopology, FAULT_PROXY_API_PORT,
+};
 use feedbench_core::spec::placement::extra_networks;
 use feedbench_core::spec::seed;
 

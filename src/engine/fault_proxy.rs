@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::http::request;
-use super::topology::ProxySpec;
+use crate::spec::topology::ProxySpec;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 

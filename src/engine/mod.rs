@@ -7,4 +7,3 @@ pub mod http;
 pub mod placement;
 pub mod runtime;
 pub mod seed;
-pub use feedbench_core::spec::topology;

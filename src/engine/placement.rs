@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use super::runtime::Runtime;
-use super::topology::{Role, RunTopology};
+use crate::spec::topology::{Role, RunTopology};
 
 /// The engines of one run, by the names the engines file gives them.
 #[derive(Clone)]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use feedbench_core::spec::seed::{self, Snapshot, LABEL_SEED};
 
 use super::runtime::{Runtime, RuntimeError};
-use super::topology::{ContainerSpec, Mount, Readiness, RunTopology};
+use crate::spec::topology::{ContainerSpec, Mount, Readiness, RunTopology};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeedError {

@@ -7,13 +7,9 @@ use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 
-use super::events::{csv_row, Clock, RunEvent, Stamp, CSV_HEADER};
-use super::faults::{schedule, Action, Edge};
 use super::follow::Follower;
 use super::guards::{self, HostProbe, Trip};
-use super::load::{self, LoadScript, LoadSpec};
 use super::monitor::{self, MonitorOptions, Sampled, Target};
-use super::requests::{self, LoadSummary};
 use crate::analysis::live::LiveRamp;
 use crate::analysis::saturation::{self, Saturation};
 use crate::engine::deploy::{
@@ -22,15 +18,19 @@ use crate::engine::deploy::{
 use crate::engine::fault_proxy::FaultProxy;
 use crate::engine::placement::Placement;
 use crate::engine::runtime::{Runtime, RuntimeError};
-use crate::engine::topology::{
-    ContainerSpec, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
-};
 use crate::plan::model::Plan;
 use crate::plan::units::{Name, Rate};
 use crate::plan::{LoadedPlan, RunSpec};
+use crate::rundir::events::{csv_row, Clock, RunEvent, Stamp, CSV_HEADER};
 use crate::rundir::frame::{Frame, FrameInputs, RampStop};
 use crate::rundir::record::{Derived, Ending, Measured, OomKill, RunRecord, FORMAT_VERSION};
+use crate::rundir::requests::{self, LoadSummary};
 use crate::rundir::{self, health};
+use crate::spec::faults::{schedule, Action, Edge};
+use crate::spec::load::{self, LoadScript, LoadSpec};
+use crate::spec::topology::{
+    ContainerSpec, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
+};
 use crate::validity::{self, Window};
 
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ pub enum ExecuteError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    File(#[from] crate::ledger::files::FileError),
+    File(#[from] feedbench_core::files::FileError),
     #[error(transparent)]
     Script(#[from] load::ScriptError),
     #[error(transparent)]
@@ -156,9 +156,9 @@ fn rate_share(rate: &Rate) -> String {
     }
 }
 
-/// Writes a whole file of the run atomically (`ledger::files::write_atomic`).
+/// Writes a whole file of the run atomically (`files::write_atomic`).
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ExecuteError> {
-    Ok(crate::ledger::files::write_atomic(&dir.join(name), bytes)?)
+    Ok(feedbench_core::files::write_atomic(&dir.join(name), bytes)?)
 }
 
 /// Executes one run, deployed as `topo` (its topology, built once by the caller) placed on

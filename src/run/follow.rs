@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::{Receiver, Sender};
 
-use super::requests::{self, Seen};
 use crate::analysis::live::{LiveRamp, Stop};
 use crate::analysis::saturation::{Request, StepVerdict};
 use crate::engine::runtime::Runtime;
 use crate::plan::model::LoadGeneratorKind;
+use crate::rundir::requests::{self, Seen};
 use crate::spec::commands;
 
 /// What the follower shares with the executor's loop.

@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::events::{Clock, RunEvent, Stamp};
 use crate::engine::deploy::{check_caps, deploy, teardown};
 use crate::engine::runtime::Runtime;
-use crate::engine::topology::{gate_container, gated, of_loaded, RunTopology, TopologyError};
 use crate::plan::expand::resolve_contenders;
 use crate::plan::model::Gate;
 use crate::plan::{LoadedPlan, RunSpec};
+use crate::rundir::events::{Clock, RunEvent, Stamp};
+use crate::spec::topology::{gate_container, gated, of_loaded, RunTopology, TopologyError};
 
 /// How much of the gate's output (stdout and stderr, interleaved) is kept: the end of it,
 /// where the gate's verdict and its failed expectations are.

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::runtime::{Runtime, RuntimeError};
-use crate::engine::topology::Role;
 use crate::plan::model::Guards;
+use crate::spec::topology::Role;
 
 /// What the host offers right now.
 #[derive(Debug, Clone, PartialEq, Eq)]

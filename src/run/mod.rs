@@ -7,6 +7,3 @@ pub mod guards;
 pub mod lock;
 pub mod monitor;
 pub mod settle;
-
-pub use feedbench_core::rundir::{events, requests};
-pub use feedbench_core::spec::{faults, load};

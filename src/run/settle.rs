@@ -6,13 +6,14 @@
 use std::path::Path;
 
 use crate::ledger::journal::{Event, Writer};
-use crate::ledger::layout::{self, ABORTED, INTERRUPTED};
 use crate::ledger::manifest::{
     self, EngineHost, Execution as Axis, Git, Host, Image, Manifest, Outcome, Validity,
 };
-use crate::ledger::{files, Decider};
+use crate::ledger::Decider;
 use crate::plan::RunSpec;
+use crate::rundir::layout::{self, ABORTED, INTERRUPTED};
 use crate::rundir::record::{Ending, RunRecord};
+use feedbench_core::files;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettleError {
@@ -205,7 +206,7 @@ pub fn find_moved(
         };
         for e in entries.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
-            if !crate::ledger::layout::is_copy_of(&n, &slug) {
+            if !crate::rundir::layout::is_copy_of(&n, &slug) {
                 continue;
             }
             if let Ok(Some(m)) = Manifest::read(&e.path()) {

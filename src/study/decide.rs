@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 
 use super::StudyError;
 use crate::ledger::journal::{self, Event, Writer};
-use crate::ledger::layout;
 use crate::ledger::state::{Ledger, RunState};
-use crate::ledger::{files, Decider};
+use crate::ledger::Decider;
 use crate::plan::{LoadedPlan, RunSpec};
+use crate::rundir::layout;
+use feedbench_core::files;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {

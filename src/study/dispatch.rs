@@ -34,16 +34,16 @@ use super::runner::{objective, report_run_event, settled, Left, StudyRequest};
 use super::session::Session;
 use super::testbed::Testbed;
 use super::StudyError;
-use crate::engine::topology::{of_loaded, RunTopology};
 use crate::ledger::journal::Event;
-use crate::ledger::layout;
 use crate::ledger::manifest::{Image, Manifest};
 use crate::ledger::Decider;
 use crate::plan::RunSpec;
-use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::Saturations;
 use crate::run::settle::{self, StudyContext};
+use crate::rundir::events::{RunEvent, Stamp};
+use crate::rundir::layout;
 use crate::rundir::record::RunRecord;
+use crate::spec::topology::{of_loaded, RunTopology};
 
 /// A run started on a group, until its journal line settles it.
 struct Flying<'a> {

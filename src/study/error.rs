@@ -1,11 +1,11 @@
 //! What can stop a study, split by whose it is: a request the study refuses (bad input or
 //! usage, nothing recorded) or a failure while it ran.
 
-use crate::ledger::files::FileError;
 use crate::ledger::pilot::PilotError;
 use crate::run::lock::LockError;
 use crate::run::settle::SettleError;
 use crate::rundir::record::RecordError;
+use feedbench_core::files::FileError;
 
 use super::testbed::TestbedError;
 

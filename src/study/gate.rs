@@ -9,12 +9,12 @@ use super::runner::StudyRequest;
 use super::session::Session;
 use super::testbed::Testbed;
 use super::StudyError;
-use crate::ledger::files;
 use crate::ledger::journal::Event;
-use crate::ledger::layout;
 use crate::ledger::state::Ledger;
 use crate::plan::{LoadedPlan, RunSpec};
-use crate::run::events::{RunEvent, Stamp};
+use crate::rundir::events::{RunEvent, Stamp};
+use crate::rundir::layout;
+use feedbench_core::files;
 
 /// Runs a contender's gate before any run: its output is kept under `gates/`, and a
 /// failure excludes the contender's runs with a deviation that carries the output. A gate

@@ -7,12 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::ledger::journal::unix_ns;
-use crate::ledger::layout::pilot_study;
 use crate::ledger::manifest::Git;
 use crate::ledger::pilot::{self, PilotRecord, PilotRun};
 use crate::plan::scale::Scale;
 use crate::plan::units::Name;
 use crate::plan::{LoadedPlan, RunSpec};
+use crate::rundir::layout::pilot_study;
 
 use super::StudyError;
 

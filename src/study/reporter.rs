@@ -3,7 +3,7 @@
 //! lines on stdout), and tests collect the events.
 
 use crate::ledger::journal::Event;
-use crate::run::events::{RunEvent, Stamp};
+use crate::rundir::events::{RunEvent, Stamp};
 use crate::rundir::record::RunRecord;
 
 /// One step of a study, as it happens.

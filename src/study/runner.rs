@@ -16,16 +16,16 @@ use super::session::Session;
 use super::testbed::Testbed;
 use super::StudyError;
 use crate::engine::deploy::check_caps;
-use crate::engine::topology::{of_loaded, RunTopology};
 use crate::ledger::journal::Event;
 use crate::ledger::manifest::Git;
 use crate::ledger::state::Ledger;
 use crate::plan::model::Profile;
 use crate::plan::{LoadedPlan, RunSpec};
-use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::Saturations;
 use crate::run::settle::{self, StudyContext};
+use crate::rundir::events::{RunEvent, Stamp};
 use crate::rundir::record::RunRecord;
+use crate::spec::topology::{of_loaded, RunTopology};
 use feedbench_core::inputs::{self, Inputs};
 
 /// What a person asked `feedbench run` to do.

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use super::reporter::{Reporter, StudyEvent};
 use super::runner::StudyRequest;
 use super::StudyError;
-use crate::ledger::files::{self, short};
 use crate::ledger::journal::{self, Event, Writer};
-use crate::ledger::layout::{self, SUPERSEDED};
 use crate::ledger::state::{Ledger, PlanChange};
 use crate::run::lock::{lock_study, StudyLock};
 use crate::run::settle;
+use crate::rundir::layout::{self, SUPERSEDED};
+use feedbench_core::files::{self, short};
 
 /// An open study.
 pub struct Session<'r> {

@@ -8,13 +8,13 @@ use std::path::Path;
 use crate::engine::placement::Placement;
 use crate::engine::runtime::Runtime;
 use crate::engine::runtime::RuntimeError;
-use crate::engine::topology::RunTopology;
 use crate::ledger::manifest::{EngineHost, Host, Image};
 use crate::plan::{LoadedPlan, RunSpec};
-use crate::run::events::{RunEvent, Stamp};
 use crate::run::execute::{execute, ExecuteError, Saturations};
 use crate::run::gate::{run_gate, GateError, GateOutcome};
+use crate::rundir::events::{RunEvent, Stamp};
 use crate::rundir::record::RunRecord;
+use crate::spec::topology::RunTopology;
 
 /// Receives a run's (or a gate's) events as they happen: the run's id, when, what.
 pub type Observer<'a> = &'a mut dyn FnMut(&str, Stamp, &RunEvent);

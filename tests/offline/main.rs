@@ -12,6 +12,7 @@ mod hostile;
 mod audit_cli;
 mod core_is_pure;
 mod function_length;
+mod honest_paths;
 mod hostile_fuzz;
 mod hostile_study;
 mod inputs_cli;

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use common::audit::{audit, Repo};
 use feedbench::audit::fixture::Fixture;
-use feedbench::ledger::layout::PILOTS;
 use feedbench::plan::load_file;
+use feedbench::rundir::layout::PILOTS;
 
 const PLAN: &str = "experiments/tiny.yaml";
 

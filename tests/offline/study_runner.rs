@@ -10,16 +10,16 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use feedbench::analysis::saturation::Saturation;
-use feedbench::engine::topology::RunTopology;
 use feedbench::ledger::journal::{self, Decider, Event, Writer};
 use feedbench::ledger::manifest::{verify, Git, Host, Image, Manifest};
 use feedbench::ledger::Evidence;
 use feedbench::plan::{load_file, LoadedPlan, RunSpec};
-use feedbench::run::events::{Clock, RunEvent};
 use feedbench::run::execute::Saturations;
 use feedbench::run::gate::GateOutcome;
+use feedbench::rundir::events::{Clock, RunEvent};
 use feedbench::rundir::record::{Ending, Measured, RunRecord, FORMAT_VERSION};
 use feedbench::rundir::REQUESTS_CSV;
+use feedbench::spec::topology::RunTopology;
 use feedbench::study::{
     run_study, Interrupt, Observer, Reporter, Session, StudyError, StudyEvent, StudyRequest,
     Testbed, TestbedError,
@@ -785,9 +785,9 @@ async fn an_amendment_supersedes_exactly_what_it_touched_on(groups: usize) {
 
 #[tokio::test]
 async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_alone() {
-    use feedbench::ledger::layout::{pilot_dir, PILOT_RECORD};
     use feedbench::plan::scale::{scale_loaded, Scale};
     use feedbench::plan::select::with_dependencies;
+    use feedbench::rundir::layout::{pilot_dir, PILOT_RECORD};
     use feedbench::study::{open_area, PilotRequest};
 
     let study = Study::new(&repo().join(PLAN));

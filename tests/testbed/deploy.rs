@@ -12,10 +12,10 @@ use feedbench::engine::balancer;
 use feedbench::engine::deploy::{deploy, teardown};
 use feedbench::engine::fault_proxy::FaultProxy;
 use feedbench::engine::http::request;
-use feedbench::engine::topology::{
+use feedbench::plan::{expand, load_file};
+use feedbench::spec::topology::{
     topology, Role, RunTopology, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT,
 };
-use feedbench::plan::{expand, load_file};
 
 const PLAN: &str = "tests/plans/docker/probe.yaml";
 const STUDY: &str = "test-probe";
@@ -238,7 +238,7 @@ pub async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held()
     rt.clean(Some(HELD)).await.unwrap();
     let hold = || async {
         let labels = [(
-            feedbench::engine::topology::LABEL_STUDY.to_string(),
+            feedbench::spec::topology::LABEL_STUDY.to_string(),
             HELD.to_string(),
         )]
         .into();

@@ -346,7 +346,7 @@ fn run_with_engines(plan: &str, engines_file: &Path, results: &Path) -> (Option<
 fn no_journal(results: &Path) -> bool {
     walk(results)
         .iter()
-        .all(|p| p.file_name().and_then(|n| n.to_str()) != Some(feedbench::ledger::layout::JOURNAL))
+        .all(|p| p.file_name().and_then(|n| n.to_str()) != Some(feedbench::rundir::layout::JOURNAL))
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

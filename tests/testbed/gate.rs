@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use feedbench::engine::runtime::Runtime;
 use feedbench::plan::{LoadedPlan, RunSpec};
-use feedbench::run::events::{RunEvent, Stamp};
 use feedbench::run::gate::{run_gate, GateOutcome};
+use feedbench::rundir::events::{RunEvent, Stamp};
 
 const PLAN: &str = "tests/plans/docker/gate.yaml";
 

@@ -191,7 +191,11 @@ pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
         let journal = std::fs::read_to_string(study.join("journal.jsonl")).unwrap_or_default();
         let mut phases = String::new();
         for area in ["runs", "_interrupted"] {
-            for e in std::fs::read_dir(study.join(area)).into_iter().flatten().flatten() {
+            for e in std::fs::read_dir(study.join(area))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 phases.push_str(&format!(
                     "{area}/{}: {:?}\n",
                     e.file_name().to_string_lossy(),

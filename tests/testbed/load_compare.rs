@@ -19,12 +19,12 @@ use std::time::Duration;
 use feedbench::analysis::saturation::{self, Objective, Step};
 use feedbench::engine::deploy::{deploy, teardown};
 use feedbench::engine::runtime::Runtime;
-use feedbench::engine::topology::{of_loaded, Role, RunTopology};
 use feedbench::plan::model::{LoadGenerator, LoadGeneratorKind, Profile};
 use feedbench::plan::{expand, load_file, LoadedPlan};
-use feedbench::run::load::{self, LoadScript, LoadSpec};
-use feedbench::run::requests::{self, LoadSummary, Request};
+use feedbench::rundir::requests::{self, LoadSummary, Request};
 use feedbench::spec::commands;
+use feedbench::spec::load::{self, LoadScript, LoadSpec};
+use feedbench::spec::topology::{of_loaded, Role, RunTopology};
 
 const PLAN: &str = "tests/plans/docker/compare-load.yaml";
 const STUDY: &str = "test-compare-load";

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use feedbench::plan::model::{LoadGeneratorKind, Objective, Profile, Workload};
 use feedbench::plan::units::Name;
-use feedbench::run::load::{self, LoadScript, LoadSpec};
-use feedbench::run::requests::{self, LoadSummary, Request};
+use feedbench::rundir::requests::{self, LoadSummary, Request};
 use feedbench::spec::commands::{self, K6_OUTPUT};
+use feedbench::spec::load::{self, LoadScript, LoadSpec};
 use indexmap::IndexMap;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

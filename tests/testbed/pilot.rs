@@ -9,8 +9,8 @@ use std::process::Command;
 
 use common::audit::{audit, Repo};
 use feedbench::ledger::journal::{self, Event};
-use feedbench::ledger::layout::{pilot_dir, PILOT_PLAN, PILOT_RECORD};
 use feedbench::ledger::manifest::Manifest;
+use feedbench::rundir::layout::{pilot_dir, PILOT_PLAN, PILOT_RECORD};
 
 const PLAN: &str = "tests/plans/docker/probe.yaml";
 

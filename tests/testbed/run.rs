@@ -272,9 +272,9 @@ pub fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
     const PLAN: &str = "tests/plans/docker/oom.yaml";
     let loaded = feedbench::plan::load_file(&common::repo().join(PLAN), None).unwrap();
     let run = feedbench::plan::expand(&loaded.plan).remove(0);
-    let topo = feedbench::engine::topology::of_loaded(&loaded, &run).unwrap();
+    let topo = feedbench::spec::topology::of_loaded(&loaded, &run).unwrap();
     let database = topo
-        .container(feedbench::engine::topology::Role::Database)
+        .container(feedbench::spec::topology::Role::Database)
         .unwrap()
         .name
         .clone();

@@ -9,8 +9,8 @@ use std::time::Duration;
 use feedbench::engine::deploy::{deploy_with, teardown, Seeding};
 use feedbench::engine::runtime::Runtime;
 use feedbench::engine::seed;
-use feedbench::engine::topology::{of_loaded, Role, RunTopology};
 use feedbench::plan::{expand, load_file};
+use feedbench::spec::topology::{of_loaded, Role, RunTopology};
 
 const PLAN: &str = "tests/plans/docker/seed.yaml";
 /// Every row of the seeded tables, as one digest each, with their counts.

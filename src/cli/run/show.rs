@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use crate::ledger::journal::Event;
-use crate::run::events::{RunEvent, Stamp};
+use crate::rundir::events::{RunEvent, Stamp};
 use crate::rundir::record::{Ending, RunRecord};
 use crate::study::{Reporter, StudyEvent};
 

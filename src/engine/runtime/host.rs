@@ -7,7 +7,7 @@ use bollard::container::{Config, CreateContainerOptions};
 use bollard::models::HostConfig;
 
 use super::{Runtime, RuntimeError};
-use crate::engine::topology::LABEL_STUDY;
+use crate::spec::topology::LABEL_STUDY;
 
 /// The one file a container reads its host's boot id from.
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";

@@ -28,7 +28,7 @@ use bollard::volume::{ListVolumesOptions, RemoveVolumeOptions};
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use super::topology::{Attach, ContainerSpec, FileSpec, LABEL_STUDY};
+use crate::spec::topology::{Attach, ContainerSpec, FileSpec, LABEL_STUDY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -876,7 +876,7 @@ impl Runtime {
 }
 
 /// The engine's `volume:target[:ro]` binds of named volumes; `None` for none.
-fn binds(mounts: &[super::topology::Mount]) -> Option<Vec<String>> {
+fn binds(mounts: &[crate::spec::topology::Mount]) -> Option<Vec<String>> {
     (!mounts.is_empty()).then(|| {
         mounts
             .iter()

@@ -88,7 +88,7 @@ impl Runtime {
         name: &str,
         image: &str,
         argv: &[String],
-        mounts: Vec<crate::engine::topology::Mount>,
+        mounts: Vec<crate::spec::topology::Mount>,
         labels: &std::collections::BTreeMap<String, String>,
         timeout: Duration,
     ) -> Result<(i64, String), RuntimeError> {

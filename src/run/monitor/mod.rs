@@ -37,7 +37,7 @@ pub use error::MonitorError;
 pub use sampler::Rows;
 
 use crate::engine::runtime::Runtime;
-use crate::engine::topology::ContainerSpec;
+use crate::spec::topology::ContainerSpec;
 use cgroup::CgroupFiles;
 use csv::CsvFile;
 use grid::TickGrid;

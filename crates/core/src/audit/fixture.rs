@@ -5,15 +5,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::files::{move_dir, FileError};
 use crate::git::GitError;
-use crate::ledger::files::{move_dir, FileError};
 use crate::ledger::journal::{self, Decider, Event, Evidence, RunChange, Writer};
-use crate::ledger::layout::{self, SUPERSEDED};
 use crate::ledger::manifest::{
     self, Execution, Git, Host, Manifest, ManifestError, Outcome, Validity,
 };
 use crate::plan::{load_file, LoadError, RunSpec};
 use crate::rundir;
+use crate::rundir::layout::{self, SUPERSEDED};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FixtureError {
@@ -85,7 +85,7 @@ impl Fixture {
         git: Git,
         runs: &[RunSpec],
     ) -> Result<Fixture, FixtureError> {
-        std::fs::create_dir_all(dir).map_err(crate::ledger::files::fail("create", dir))?;
+        std::fs::create_dir_all(dir).map_err(crate::files::fail("create", dir))?;
         let journal = Writer::open(&dir.join(journal::FILE))?;
         let mut f = Fixture {
             dir: dir.to_path_buf(),
@@ -213,7 +213,7 @@ impl Fixture {
             attempt,
             dir: dir.clone(),
         })?;
-        let io = |p: &Path| crate::ledger::files::fail("write", p);
+        let io = |p: &Path| crate::files::fail("write", p);
         std::fs::create_dir_all(path.join(rundir::LOGS_DIR)).map_err(io(&path))?;
         for (name, bytes) in files {
             let p = path.join(name);

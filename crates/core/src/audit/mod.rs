@@ -21,8 +21,8 @@ pub use history::{History, PlanVersion, Rev};
 pub use report::{Item, Kind, Report, Standing};
 pub use study::StudyFiles;
 
+use crate::files::FileError;
 use crate::git::GitError;
-use crate::ledger::files::FileError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {

@@ -13,10 +13,10 @@ use serde::Serialize;
 
 use super::history::{short, History};
 use crate::ledger::journal::{self, Event, Journal};
-use crate::ledger::layout::{pilot_number, PILOTS, PILOT_RECORD};
 use crate::ledger::pilot::{self, PilotRecord};
 use crate::ledger::state::{Ledger, RunState};
 use crate::plan::RunSpec;
+use crate::rundir::layout::{pilot_number, PILOTS, PILOT_RECORD};
 
 /// A pilot area as read from disk.
 #[derive(Debug, Clone)]

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::pilots::PilotAreas;
-use crate::ledger::files::{fail, FileError};
+use crate::files::{fail, FileError};
 use crate::ledger::journal::{self, Event, Journal};
-use crate::ledger::layout::RUNS;
 use crate::ledger::manifest::{self, Manifest, Mismatch};
+use crate::rundir::layout::RUNS;
 
 /// A run directory as found on disk.
 #[derive(Debug, Clone)]

@@ -189,8 +189,8 @@ impl std::fmt::Display for Mismatch {
             } => write!(
                 f,
                 "`{file}` changed: sha256 {} recorded, {} now",
-                super::files::short(recorded),
-                super::files::short(now)
+                crate::files::short(recorded),
+                crate::files::short(now)
             ),
             Mismatch::Missing { file } => write!(f, "`{file}` is recorded but missing"),
             Mismatch::Extra { file } => write!(f, "`{file}` is not in the manifest"),
@@ -221,7 +221,7 @@ pub fn verify(dir: &Path, manifest: &Manifest) -> Result<Vec<Mismatch>, FileErro
             out.push(Mismatch::Extra { file: file.clone() });
         }
     }
-    for file in super::files::links_under(dir)? {
+    for file in crate::files::links_under(dir)? {
         out.push(Mismatch::Link { file });
     }
     Ok(out)

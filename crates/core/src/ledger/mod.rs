@@ -1,10 +1,8 @@
 //! The study ledger under `results/<study>/`: the journal, run manifests, the layout of run
 //! directories, and the pure schedule that says what each planned run's state is.
 
-pub use crate::files;
 pub mod hours;
 pub mod journal;
-pub use crate::rundir::layout;
 pub mod manifest;
 pub mod pilot;
 pub mod state;

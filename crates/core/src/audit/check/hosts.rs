@@ -55,7 +55,7 @@ pub(super) fn check(study: &StudyFiles) -> Vec<Draft> {
         let kept = m.outcome.execution == Execution::Completed
             && m.outcome.validity == Validity::Valid
             && d.dir
-                .starts_with(&format!("{}/", crate::ledger::layout::RUNS));
+                .starts_with(&format!("{}/", crate::rundir::layout::RUNS));
         if let (true, Some(c)) = (kept, comparison(&m.run_id)) {
             groups.entry(c).or_default().push(m);
         }
