@@ -188,26 +188,19 @@ fn detections_and_recoveries(
         ("detect_failed_request", "failed request", C_BROWN),
         ("detect_objective_window", "objective window", C_PINK),
     ] {
-        let row = value("", metric);
-        match (row.and_then(|r| r.value), applied) {
-            (Some(v), Some(a)) => {
-                keys.push(key(
-                    format!("detected, {what}: +{} s", num(v)),
-                    color,
-                    Swatch::Dashed,
-                ));
-                marks.push(Mark {
-                    px: px(a + v),
-                    short: format!("detected: {what}"),
-                    color,
-                });
-            }
-            _ => keys.push(key(
-                format!("detected, {what}: {}", why_empty(row)),
-                color,
-                Swatch::Dashed,
-            )),
-        }
+        let figure = Figure {
+            row: value("", metric),
+            origin: applied,
+            color,
+        };
+        figure.mark(
+            &mut keys,
+            &mut marks,
+            |v| format!("detected, {what}: +{} s", num(v)),
+            format!("detected: {what}"),
+            |why| format!("detected, {what}: {why}"),
+            px,
+        );
     }
     let restart = instants.and_then(|i| i.restart).map(at);
     if let Some(r) = restart {
@@ -222,26 +215,57 @@ fn detections_and_recoveries(
         ("clear", instants.and_then(|i| i.cleared).map(at), C_GREEN),
         ("restart", restart, C_CYAN),
     ] {
-        let row = value(definition, "time_to_recover");
-        match (row.and_then(|r| r.value), origin) {
+        let figure = Figure {
+            row: value(definition, "time_to_recover"),
+            origin,
+            color,
+        };
+        figure.mark(
+            &mut keys,
+            &mut marks,
+            |v| format!("recovered: {definition} + {} s", num(v)),
+            format!("recovered ({definition})"),
+            |why| format!("recovered ({definition}): {why}"),
+            px,
+        );
+    }
+    (keys, marks)
+}
+
+/// A figure timed from an instant (a detection from the fault's application, a recovery
+/// from its clearing or the restart): its row, that instant, its colour.
+struct Figure<'a> {
+    row: Option<&'a Row>,
+    origin: Option<f64>,
+    color: RGBColor,
+}
+
+impl Figure<'_> {
+    /// With a value and its instant: a key `found(value)` and a mark `short` at the instant
+    /// plus the value; otherwise a key `missing(why)` saying why there is none.
+    fn mark(
+        &self,
+        keys: &mut Vec<Key>,
+        marks: &mut Vec<Mark>,
+        found: impl Fn(f64) -> String,
+        short: String,
+        missing: impl Fn(String) -> String,
+        px: &dyn Fn(f64) -> i32,
+    ) {
+        match (self.row.and_then(|r| r.value), self.origin) {
             (Some(v), Some(o)) => {
-                keys.push(key(
-                    format!("recovered: {definition} + {} s", num(v)),
-                    color,
-                    Swatch::Dashed,
-                ));
+                keys.push(key(found(v), self.color, Swatch::Dashed));
                 marks.push(Mark {
                     px: px(o + v),
-                    short: format!("recovered ({definition})"),
-                    color,
+                    short,
+                    color: self.color,
                 });
             }
             _ => keys.push(key(
-                format!("recovered ({definition}): {}", why_empty(row)),
-                color,
+                missing(why_empty(self.row)),
+                self.color,
                 Swatch::Dashed,
             )),
         }
     }
-    (keys, marks)
 }
