@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
+use crate::function_length::rust_files;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -70,17 +72,6 @@ impl<'ast> Visit<'ast> for Uses<'_> {
         for p in all.iter().filter(|p| is_module(p, self.root)) {
             self.found
                 .push(format!("{}: pub use {}", self.file, p.join("::")));
-        }
-    }
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
         }
     }
 }
