@@ -117,6 +117,7 @@ impl Runtime {
         Ok(Runtime {
             docker,
             _tunnel: tunnel,
+            inflight: Default::default(),
         })
     }
 }

@@ -51,14 +51,11 @@ impl Runtime {
             ..Default::default()
         };
         self.remove_container(&name).await?;
-        self.docker
-            .create_container(
-                Some(CreateContainerOptions {
-                    name: name.clone(),
-                    platform: None,
-                }),
-                config,
-            )
+        let options = CreateContainerOptions {
+            name: name.clone(),
+            platform: None,
+        };
+        self.create_container(options, config)
             .await
             .map_err(|source| RuntimeError::CreateContainer {
                 name: name.clone(),

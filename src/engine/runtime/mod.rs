@@ -4,6 +4,7 @@
 
 mod connect;
 mod host;
+mod inflight;
 mod publish;
 mod state;
 mod stats;
@@ -160,6 +161,8 @@ pub struct Runtime {
     /// The ssh tunnel an `ssh://` engine is reached through, kept open while any clone of
     /// the runtime is.
     _tunnel: Option<std::sync::Arc<connect::Tunnel>>,
+    /// Making requests not yet answered, which `clean` waits for.
+    inflight: inflight::InFlight,
 }
 
 impl Runtime {
@@ -184,6 +187,7 @@ impl Runtime {
         Ok(Runtime {
             docker,
             _tunnel: None,
+            inflight: Default::default(),
         })
     }
 
@@ -259,7 +263,9 @@ impl Runtime {
             labels: labels.clone(),
             ..Default::default()
         };
-        match self.docker.create_network(options).await {
+        let docker = self.docker.clone();
+        let request = async move { docker.create_network(options).await };
+        match self.inflight.answered(request).await {
             Ok(_) => Ok(()),
             // Created concurrently by another call for the same run: fine.
             Err(e) if status(&e) == Some(409) => Ok(()),
@@ -341,8 +347,8 @@ impl Runtime {
             name: spec.name.clone(),
             platform: None,
         };
-        match self.docker.create_container(Some(options), config).await {
-            Ok(_) => {}
+        match self.create_container(options, config).await {
+            Ok(()) => {}
             Err(e) if status(&e) == Some(404) => {
                 return Err(RuntimeError::MissingImage {
                     name: spec.name.clone(),
@@ -364,6 +370,17 @@ impl Runtime {
             self.upload(&spec.name, &spec.files).await?;
         }
         Ok(())
+    }
+
+    /// Creates a container, carried to the engine's answer even if the caller is dropped.
+    async fn create_container(
+        &self,
+        options: CreateContainerOptions<String>,
+        config: Config<String>,
+    ) -> Result<(), DockerError> {
+        let docker = self.docker.clone();
+        let request = async move { docker.create_container(Some(options), config).await };
+        self.inflight.answered(request).await.map(|_| ())
     }
 
     /// Copies files into a container (created or running) as one tar at `/`.
@@ -774,6 +791,8 @@ impl Runtime {
     /// finds nothing and no volume is held (for at most about ten seconds); a volume still
     /// held after the last pass is the error.
     pub async fn clean(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
+        // What this feedbench asked for and was dropped before the answer is made first.
+        self.inflight.settled().await;
         let mut all = Removed::default();
         let mut held = Vec::new();
         for _ in 0..CLEAN_PASSES {

@@ -22,8 +22,10 @@ impl Runtime {
             labels: labels.clone(),
             ..Default::default()
         };
-        self.docker
-            .create_volume(options)
+        let docker = self.docker.clone();
+        let request = async move { docker.create_volume(options).await };
+        self.inflight
+            .answered(request)
             .await
             .map(|_| ())
             .map_err(|source| RuntimeError::CreateVolume {
@@ -110,8 +112,7 @@ impl Runtime {
             name: name.to_string(),
             platform: None,
         };
-        self.docker
-            .create_container(Some(options), config)
+        self.create_container(options, config)
             .await
             .map_err(|source| RuntimeError::CreateContainer {
                 name: name.into(),
