@@ -96,7 +96,7 @@ impl ReportArgs {
                 .name
                 .to_string(),
         };
-        Some(self.results.join(name).join(REPORT_DIR))
+        Some(crate::rundir::layout::study_dir(&self.results, &name).join(REPORT_DIR))
     }
 
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {

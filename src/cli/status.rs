@@ -25,7 +25,8 @@ impl StatusArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let (inputs, runs) = super::planned(&loaded)?;
-        let study_dir = self.results.join(loaded.plan.study.name.as_str());
+        let study_dir =
+            crate::rundir::layout::study_dir(&self.results, loaded.plan.study.name.as_str());
         let j = journal::read(&study_dir.join(journal::FILE)).map_err(|e| {
             if crate::confine::is_bad_input(&e.source) {
                 CliError::invalid(e.to_string())

@@ -38,7 +38,7 @@ pub fn decide(
     reason: &str,
 ) -> Result<Vec<Event>, StudyError> {
     let study = loaded.plan.study.name.to_string();
-    let study_dir = results.join(&study);
+    let study_dir = crate::rundir::layout::study_dir(results, &study);
     let no_journal = || {
         StudyError::Refused(format!(
             "`{}` holds no journal of study `{study}`: nothing has run there (is --results right?)",

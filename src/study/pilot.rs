@@ -46,7 +46,7 @@ pub struct PilotRequest<'a> {
 /// its copy of the plan file, and names the plan's study after the pilot.
 pub fn open_area(request: &PilotRequest<'_>) -> Result<Pilot, StudyError> {
     let study = request.scaled.plan.study.name.to_string();
-    let study_dir = request.results.join(&study);
+    let study_dir = crate::rundir::layout::study_dir(request.results, &study);
     let (number, dir) = pilot::claim(&study_dir)?;
     let name = pilot_study(&study, number);
     let record = PilotRecord {

@@ -71,7 +71,7 @@ impl<'r> Session<'r> {
         let study = loaded.plan.study.name.to_string();
         let dir = match request.dir {
             Some(d) => d.to_path_buf(),
-            None => request.results.join(&study),
+            None => crate::rundir::layout::study_dir(request.results, &study),
         };
         let lock = lock_study(&dir, &study)?;
         let journal_path = dir.join(journal::FILE);

@@ -35,7 +35,7 @@ struct Lengths<'a> {
     found: Vec<Length>,
 }
 
-fn is_test_code(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("test")
             || (a.path().is_ident("cfg")

@@ -58,7 +58,7 @@ impl Fixture {
         let inputs = crate::inputs::Inputs::of_working_tree(&loaded)?;
         let runs = crate::inputs::expand(&loaded.plan, &inputs);
         let git = crate::git::registration(plan)?;
-        let dir = results.join(loaded.plan.study.name.as_str());
+        let dir = crate::rundir::layout::study_dir(results, loaded.plan.study.name.as_str());
         let f = Fixture::start_with(
             &dir,
             loaded.plan.study.name.as_str(),

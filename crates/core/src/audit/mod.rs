@@ -110,7 +110,7 @@ pub fn run_with_history(
             .clone()
             .unwrap_or_else(|| "it does not load".into()),
     })?;
-    let dir = results.join(study);
+    let dir = crate::rundir::layout::study_dir(results, study);
     if !dir.is_dir() {
         return Err(AuditError::NoStudyDir {
             dir,

@@ -28,6 +28,12 @@ pub const PILOT_RECORD: &str = "pilot.json";
 /// A pilot area's copy of the plan file as it was when the pilot ran.
 pub const PILOT_PLAN: &str = "plan.yaml";
 
+/// A study's directory, `results/<study>/`, under the results directory: the one place the
+/// two are put together (tests/offline/honest_paths.rs holds every other to it).
+pub fn study_dir(results: &Path, study: &str) -> PathBuf {
+    results.join(study)
+}
+
 /// The area of pilot `n` of the study in `study`: `pilots/003/`.
 pub fn pilot_dir(study: &Path, n: u32) -> PathBuf {
     study.join(PILOTS).join(format!("{n:03}"))
