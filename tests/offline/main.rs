@@ -9,6 +9,7 @@
 mod common;
 mod hostile;
 
+mod architecture_paths;
 mod audit_cli;
 mod core_is_pure;
 mod function_length;
