@@ -23,20 +23,10 @@ pub const API_VERSION: ClientVersion = ClientVersion {
     minor_version: 41,
 };
 
-/// Connect to the local engine (`DOCKER_HOST` if it names a `unix://` or `tcp://` address,
-/// else `/var/run/docker.sock`) with API 1.41, negotiated down if the engine is older.
+/// Connect to the local engine for building (`engine::runtime::local_client`, with a timeout
+/// long enough for a build).
 pub async fn connect() -> Result<Docker, ImageError> {
-    let host = std::env::var("DOCKER_HOST").unwrap_or_default();
-    let docker = if let Some(rest) = host.strip_prefix("tcp://") {
-        Docker::connect_with_http(&format!("http://{rest}"), TIMEOUT_SECS, &API_VERSION)
-    } else if host.starts_with("unix://") {
-        Docker::connect_with_unix(&host, TIMEOUT_SECS, &API_VERSION)
-    } else {
-        Docker::connect_with_unix("unix:///var/run/docker.sock", TIMEOUT_SECS, &API_VERSION)
-    }
-    .map_err(|source| ImageError::Connect { source })?;
-    docker
-        .negotiate_version()
+    crate::engine::runtime::local_client(TIMEOUT_SECS)
         .await
         .map_err(|source| ImageError::Connect { source })
 }

@@ -17,7 +17,7 @@ use super::{Runtime, RuntimeError};
 use crate::images::API_VERSION;
 
 /// Seconds a request to an engine may take.
-const TIMEOUT_S: u64 = 120;
+pub(super) const TIMEOUT_S: u64 = 120;
 
 /// How long ssh may take to log in and bind the forwarded socket.
 const TUNNEL_DEADLINE: Duration = Duration::from_secs(20);
@@ -42,6 +42,22 @@ impl Drop for Tunnel {
             let _ = std::fs::remove_dir(dir);
         }
     }
+}
+
+/// The local engine's client, as `DOCKER_HOST` names it (a `unix://` or `tcp://` address),
+/// else `/var/run/docker.sock`, with API 1.41 negotiated down for older engines; a request
+/// is given up after `timeout_s`. The one place `DOCKER_HOST` is read: the runtime's client
+/// and the image builder's (`images::connect`, whose builds take longer) are both made here.
+pub async fn local_client(timeout_s: u64) -> Result<Docker, bollard::errors::Error> {
+    let host = std::env::var("DOCKER_HOST").unwrap_or_default();
+    let docker = if let Some(rest) = host.strip_prefix("tcp://") {
+        Docker::connect_with_http(&format!("http://{rest}"), timeout_s, &API_VERSION)
+    } else if host.starts_with("unix://") {
+        Docker::connect_with_unix(&host, timeout_s, &API_VERSION)
+    } else {
+        Docker::connect_with_unix("unix:///var/run/docker.sock", timeout_s, &API_VERSION)
+    }?;
+    docker.negotiate_version().await
 }
 
 impl Runtime {

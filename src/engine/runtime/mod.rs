@@ -10,6 +10,7 @@ mod state;
 mod stats;
 mod volumes;
 
+pub use connect::local_client;
 pub use state::EngineState;
 pub use stats::ApiReading;
 
@@ -169,18 +170,7 @@ impl Runtime {
     /// Connects to the engine named by `DOCKER_HOST`, or the local socket, with API 1.41
     /// negotiated down for older engines.
     pub async fn connect() -> Result<Self, RuntimeError> {
-        let version = crate::images::API_VERSION;
-        let host = std::env::var("DOCKER_HOST").unwrap_or_default();
-        let docker = if let Some(rest) = host.strip_prefix("tcp://") {
-            Docker::connect_with_http(&format!("http://{rest}"), 120, &version)
-        } else if host.starts_with("unix://") {
-            Docker::connect_with_unix(&host, 120, &version)
-        } else {
-            Docker::connect_with_unix("unix:///var/run/docker.sock", 120, &version)
-        }
-        .map_err(RuntimeError::Connect)?;
-        let docker = docker
-            .negotiate_version()
+        let docker = connect::local_client(connect::TIMEOUT_S)
             .await
             .map_err(RuntimeError::Connect)?;
         docker.ping().await.map_err(RuntimeError::Connect)?;

@@ -275,7 +275,7 @@ pub fn build(
             plan: req.plan.display().to_string(),
             error: current.error.clone().unwrap_or_default(),
         })?;
-    let dir = crate::rundir::layout::study_dir(&req.results, &audited.study);
+    let dir = crate::rundir::layout::study_dir(req.results, &audited.study);
     let plan_hash = audited.runs_for.plan_hash.clone().unwrap_or_default();
     let journal = journal::read(&dir.join(journal::FILE)).map_err(|e| ReportError::Journal {
         dir: dir.clone(),
