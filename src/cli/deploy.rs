@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::CliError;
-use crate::engine::deploy::{check_caps, deploy_with, teardown, Seeding};
+use crate::engine::deploy::{deploy_with, teardown, Seeding};
 use crate::engine::runtime::Runtime;
 use crate::spec::topology::{Role, BALANCER_PORT, FAULT_PROXY_API_PORT, STATS_PORT};
 
@@ -42,8 +42,9 @@ impl DeployArgs {
         super::block_on(async move {
             let rt = Runtime::connect().await.map_err(anyhow::Error::from)?;
             let facts = rt.facts().await.map_err(anyhow::Error::from)?;
-            if let Some(warning) =
-                check_caps(&topo, facts.cores, allowed).map_err(anyhow::Error::from)?
+            if let Some(warning) = topo
+                .fits(facts.cores, allowed)
+                .map_err(anyhow::Error::from)?
             {
                 eprintln!("warning: {warning}");
             }

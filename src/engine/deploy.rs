@@ -26,8 +26,8 @@ pub enum DeployError {
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Seed(#[from] super::seed::SeedError),
-    #[error("the caps of run `{run}` sum to {total} cores but the engine's host has {cores}; lower the caps or set `caps.allow-oversubscription: true`")]
-    Oversubscribed { run: String, total: f64, cores: f64 },
+    #[error(transparent)]
+    Oversubscribed(#[from] crate::spec::topology::Oversubscribed),
     #[error("the {role} (`{container}`) was not ready: {reason}{}", .logs.as_ref().map(|p| format!("; container logs are in {}", p.display())).unwrap_or_default())]
     NotReady {
         role: String,
@@ -35,30 +35,6 @@ pub enum DeployError {
         reason: String,
         logs: Option<PathBuf>,
     },
-}
-
-/// Whether a run's caps fit the host. `Ok(Some(warning))` when they do not but the plan
-/// allows oversubscription: the warning belongs in the run's record.
-pub fn check_caps(
-    topology: &RunTopology,
-    cores: f64,
-    allowed: bool,
-) -> Result<Option<String>, DeployError> {
-    if topology.total_cpus <= cores {
-        return Ok(None);
-    }
-    if allowed {
-        Ok(Some(format!(
-            "oversubscribed: the caps sum to {} cores on a host with {cores}; runs compete for CPU",
-            topology.total_cpus
-        )))
-    } else {
-        Err(DeployError::Oversubscribed {
-            run: topology.run_id.clone(),
-            total: topology.total_cpus,
-            cores,
-        })
-    }
 }
 
 /// A deployed run: where each container is.
@@ -420,36 +396,4 @@ pub async fn teardown_placed(
     )
     .await;
     results.into_iter().chain(networks).chain(volumes).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    fn topo(total: f64) -> RunTopology {
-        RunTopology {
-            study: "s".into(),
-            run_id: "c/p/r1".into(),
-            network: "n".into(),
-            labels: BTreeMap::new(),
-            containers: vec![],
-            proxies: vec![],
-            total_cpus: total,
-            haproxy_cfg: String::new(),
-        }
-    }
-
-    #[test]
-    fn caps_beyond_the_host_are_refused_unless_allowed() {
-        assert!(check_caps(&topo(1.9), 2.0, false).unwrap().is_none());
-        assert!(matches!(
-            check_caps(&topo(2.5), 2.0, false),
-            Err(DeployError::Oversubscribed { .. })
-        ));
-        assert!(check_caps(&topo(2.5), 2.0, true)
-            .unwrap()
-            .unwrap()
-            .contains("oversubscribed"));
-    }
 }

@@ -14,7 +14,7 @@ use super::monitor::{self, MonitorHandle, MonitorOptions, Sampled, Target};
 use super::output;
 use super::supervise::{Load, Supervisor};
 use crate::engine::deploy::{
-    check_caps, deploy_placed, save_logs_placed, teardown_placed, DeployError, Deployed, Seeding,
+    deploy_placed, save_logs_placed, teardown_placed, DeployError, Deployed, Seeding,
 };
 use crate::engine::placement::Placement;
 use crate::engine::runtime::RuntimeError;
@@ -260,7 +260,12 @@ async fn preflight(
 ) -> Result<Option<HostProbe>, ExecuteError> {
     let rt = &r.placement.system;
     let facts = rt.facts().await?;
-    if let Some(w) = check_caps(r.topo, facts.cores, r.plan.caps.allow_oversubscription)? {
+    let allowed = r.plan.caps.allow_oversubscription;
+    if let Some(w) = r
+        .topo
+        .fits(facts.cores, allowed)
+        .map_err(DeployError::from)?
+    {
         events.emit(RunEvent::Note { text: w.clone() });
         record.warnings.push(w);
     }

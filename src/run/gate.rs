@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::engine::deploy::{check_caps, deploy, teardown};
+use crate::engine::deploy::{deploy, teardown};
 use crate::engine::runtime::Runtime;
 use crate::plan::expand::resolve_contenders;
 use crate::plan::model::Gate;
@@ -161,7 +161,7 @@ pub async fn run_gate(
 /// The run's caps against the host, then the deployment; any failure in words.
 async fn deploy_checked(rt: &Runtime, topo: &RunTopology, allowed: bool) -> Result<(), String> {
     let facts = rt.facts().await.map_err(|e| e.to_string())?;
-    check_caps(topo, facts.cores, allowed).map_err(|e| e.to_string())?;
+    topo.fits(facts.cores, allowed).map_err(|e| e.to_string())?;
     deploy(rt, topo, DEPLOY_DEADLINE, None)
         .await
         .map(|_| ())

@@ -15,7 +15,6 @@ use super::reporter::StudyEvent;
 use super::session::Session;
 use super::testbed::Testbed;
 use super::StudyError;
-use crate::engine::deploy::check_caps;
 use crate::ledger::journal::Event;
 use crate::ledger::manifest::Git;
 use crate::ledger::state::Ledger;
@@ -221,7 +220,7 @@ fn preflight(
         }
         let topo = of_loaded(loaded, r)
             .map_err(|e| StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
-        check_caps(&topo, cores, loaded.plan.caps.allow_oversubscription).map_err(|e| {
+        topo.fits(cores, loaded.plan.caps.allow_oversubscription).map_err(|e| {
             StudyError::Refused(format!(
                 "`{}`: {e}. Lower the caps, or set `caps.allow-oversubscription: true` to run anyway (runs then compete for CPU)",
                 loaded.file

@@ -203,6 +203,37 @@ impl RunTopology {
     pub fn container(&self, role: Role) -> Option<&ContainerSpec> {
         self.containers.iter().find(|c| c.role == role)
     }
+
+    /// Whether the run's caps fit a host of `cores`. `Ok(Some(warning))` when they do not
+    /// but the plan allows oversubscription (`allowed`): the warning belongs in the run's
+    /// record.
+    pub fn fits(&self, cores: f64, allowed: bool) -> Result<Option<String>, Oversubscribed> {
+        if self.total_cpus <= cores {
+            return Ok(None);
+        }
+        if allowed {
+            Ok(Some(format!(
+                "oversubscribed: the caps sum to {} cores on a host with {cores}; runs compete for CPU",
+                self.total_cpus
+            )))
+        } else {
+            Err(Oversubscribed {
+                run: self.run_id.clone(),
+                total: self.total_cpus,
+                cores,
+            })
+        }
+    }
+}
+
+/// A run whose caps sum to more cores than the engine's host has, where the plan does not
+/// allow it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the caps of run `{run}` sum to {total} cores but the engine's host has {cores}; lower the caps or set `caps.allow-oversubscription: true`")]
+pub struct Oversubscribed {
+    pub run: String,
+    pub total: f64,
+    pub cores: f64,
 }
 
 /// The prefix every container and the network of a run share.
@@ -607,6 +638,35 @@ pub fn haproxy_config(
 mod tests {
     use super::*;
     use crate::plan::validate::Context;
+
+    #[test]
+    fn caps_beyond_the_host_are_refused_unless_allowed() {
+        let topo = |total| RunTopology {
+            study: "s".into(),
+            run_id: "c/p/r1".into(),
+            network: "n".into(),
+            labels: BTreeMap::new(),
+            containers: vec![],
+            proxies: vec![],
+            total_cpus: total,
+            haproxy_cfg: String::new(),
+        };
+        assert_eq!(topo(1.9).fits(2.0, false), Ok(None));
+        assert_eq!(topo(2.0).fits(2.0, false), Ok(None));
+        assert_eq!(
+            topo(2.5).fits(2.0, false),
+            Err(Oversubscribed {
+                run: "c/p/r1".into(),
+                total: 2.5,
+                cores: 2.0
+            })
+        );
+        assert!(topo(2.5)
+            .fits(2.0, true)
+            .unwrap()
+            .unwrap()
+            .contains("oversubscribed: the caps sum to 2.5 cores on a host with 2"));
+    }
 
     fn smoke() -> (Plan, Vec<RunSpec>) {
         let text = include_str!("../../../../experiments/smoke.yaml");
