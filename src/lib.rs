@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod engine;
 pub mod images;
+pub mod lock;
 pub mod report;
 pub mod run;
 pub mod study;

@@ -34,7 +34,7 @@ pub enum SeedError {
     },
 }
 
-/// An exclusive `flock` (the study lock's, `run::lock`) on the digest's lock file in the
+/// An exclusive `flock` (the study lock's, `lock`) on the digest's lock file in the
 /// temporary directory, waited for; released when dropped, or when the process ends.
 async fn lock_seeding(digest: &str, engine: &str) -> Result<std::fs::File, SeedError> {
     // Per engine too: two engines of one host (two groups running at once) seed their own
@@ -47,7 +47,7 @@ async fn lock_seeding(digest: &str, engine: &str) -> Result<std::fs::File, SeedE
     let path =
         std::env::temp_dir().join(format!("{}-{engine}.lock", seed::template_volume(digest)));
     let shown = path.display().to_string();
-    tokio::task::spawn_blocking(move || crate::run::lock::flock(&path, true))
+    tokio::task::spawn_blocking(move || crate::lock::flock(&path, true))
         .await
         .map_err(|e| e.to_string())
         .and_then(|r| r.map_err(|e| e.to_string()))

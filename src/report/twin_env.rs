@@ -57,7 +57,7 @@ pub fn ready(twin: &Path, progress: &mut dyn Write) -> Result<String, TwinEnvErr
         return Ok(python.display().to_string());
     }
     // one maker at a time; whoever waited finds it made
-    let _lock = crate::run::lock::flock(&twin.join(".venv.lock"), true).map_err(|e| {
+    let _lock = crate::lock::flock(&twin.join(".venv.lock"), true).map_err(|e| {
         make_error(
             &twin.join(".venv.lock").display().to_string(),
             &e.to_string(),

@@ -6,7 +6,6 @@ pub mod gate;
 pub mod guards;
 mod inject;
 mod judge;
-pub mod lock;
 pub mod monitor;
 mod output;
 pub mod settle;

@@ -48,7 +48,7 @@ pub fn decide(
     if !study_dir.join(journal::FILE).exists() {
         return Err(no_journal());
     }
-    let _lock = crate::run::lock::lock_study(&study_dir, &study)?;
+    let _lock = crate::lock::lock_study(&study_dir, &study)?;
     let path = study_dir.join(journal::FILE);
     let j = journal::read(&path)?;
     if j.entries.is_empty() {

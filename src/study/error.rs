@@ -2,7 +2,7 @@
 //! usage, nothing recorded) or a failure while it ran.
 
 use crate::ledger::pilot::PilotError;
-use crate::run::lock::LockError;
+use crate::lock::LockError;
 use crate::run::settle::SettleError;
 use crate::rundir::record::RecordError;
 use feedbench_core::files::FileError;

@@ -11,7 +11,7 @@ use super::runner::StudyRequest;
 use super::StudyError;
 use crate::ledger::journal::{self, Event, Writer};
 use crate::ledger::state::{Ledger, PlanChange};
-use crate::run::lock::{lock_study, StudyLock};
+use crate::lock::{lock_study, StudyLock};
 use crate::run::settle;
 use crate::rundir::layout::{self, SUPERSEDED};
 use feedbench_core::files::{self, short};

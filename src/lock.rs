@@ -1,7 +1,8 @@
-//! One `feedbench run` per study at a time: runs of the same study share container and
-//! network names, so a second process would tear down the first one's containers. The lock
-//! is an advisory `flock` on `results/<study>/.lock`, released when the process ends, also
-//! when it is killed.
+//! Advisory `flock`s, released when the process ends, also when it is killed. The study's
+//! lock: one `feedbench run` per study at a time (runs of the same study share container and
+//! network names, so a second process would tear down the first one's containers), a `flock`
+//! on `results/<study>/.lock`. The same `flock` guards a database's seeded template
+//! (`engine::seed`) and the twin's environment (`report::twin_env`) while they are made.
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
