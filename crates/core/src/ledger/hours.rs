@@ -70,18 +70,49 @@ fn span(from: i128, to: i128) -> f64 {
 }
 
 /// The run a settling entry names, and the directory that holds that attempt (`None` when it
-/// had none). An attempt that did not finish is moved aside (`_aborted/`, `_interrupted/`):
-/// one still named under `runs/` had no directory when it was found (killed before it made
-/// one), and that name may by now hold the next attempt's, whose phases are not its.
+/// had none). A run the validity checks set aside is settled by its `run-invalidated` line
+/// (its directory in `_invalid_<reason>/`): its time is its own, not waiting. An attempt that
+/// did not finish is moved aside (`_aborted/`, `_interrupted/`): one still named under
+/// `runs/` had no directory when it was found (killed before it made one), and that name may
+/// by now hold the next attempt's, whose phases are not its.
 fn settled_dir(e: &Event) -> Option<(&str, Option<&str>)> {
     let in_runs = |dir: &str| dir.starts_with(&format!("{}/", crate::rundir::layout::RUNS));
     match e {
-        Event::RunFinished { run, dir, .. } => Some((run, Some(dir))),
+        Event::RunFinished { run, dir, .. } | Event::RunInvalidated { run, dir, .. } => {
+            Some((run, Some(dir)))
+        }
         Event::RunAborted { run, dir, .. } | Event::RunInterrupted { run, dir, .. } => {
             Some((run, (!in_runs(dir)).then_some(dir.as_str())))
         }
         _ => None,
     }
+}
+
+/// Where the directory of `run`'s attempt `attempt` is now, if a later line moved it (a
+/// person's invalidation, an amendment's or a dependency's superseding): its phases are read
+/// there, the directory the settling line named being empty by then.
+fn moved_to<'a>(later: &[(i128, &'a Event)], run: &str, attempt: u32) -> Option<&'a str> {
+    later.iter().rev().find_map(|(_, e)| match e {
+        Event::RunInvalidated {
+            run: r,
+            attempt: a,
+            dir,
+            ..
+        }
+        | Event::RunSupersededByDependency {
+            run: r,
+            attempt: a,
+            dir,
+            ..
+        } if r == run && *a == attempt => Some(dir.as_str()),
+        Event::RunSuperseded {
+            run: r,
+            attempt: a,
+            dir: Some(dir),
+            ..
+        } if r == run && *a == attempt => Some(dir.as_str()),
+        _ => None,
+    })
 }
 
 /// The split, from the journal's entries (any order; entries whose `wall_ns` does not parse
@@ -106,13 +137,22 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
             Event::ContenderExcluded { .. } => {
                 s.gates_s += span(timed[i.saturating_sub(1)].0, *t);
             }
-            Event::RunStarted { run, .. } => {
+            Event::RunStarted { run, attempt, .. } => {
                 // The attempt's settling entry: the next one that names the run.
-                let Some((settled_at, dir)) = timed[i + 1..].iter().find_map(|(t2, e2)| {
-                    settled_dir(e2).filter(|d| d.0 == run).map(|d| (*t2, d.1))
-                }) else {
+                let Some((j, settled_at, dir)) =
+                    timed
+                        .iter()
+                        .enumerate()
+                        .skip(i + 1)
+                        .find_map(|(j, (t2, e2))| {
+                            settled_dir(e2)
+                                .filter(|d| d.0 == run)
+                                .map(|d| (j, *t2, d.1))
+                        })
+                else {
                     continue;
                 };
+                let dir = dir.map(|d| moved_to(&timed[j + 1..], run, *attempt).unwrap_or(d));
                 let Some(p) = dir.and_then(&mut *phases_of) else {
                     continue;
                 };
@@ -262,6 +302,67 @@ mod tests {
         let sum: f64 = s.parts().iter().map(|p| p.1).sum();
         assert_eq!(sum, s.total_s);
         assert!((s.overhead() - (1.0 - 90.0 / 140.0)).abs() < 1e-12);
+    }
+
+    fn invalidated(run: &str, dir: &str, by: crate::ledger::journal::Decider) -> Event {
+        Event::RunInvalidated {
+            run: run.into(),
+            run_hash: "h".into(),
+            attempt: 1,
+            dir: dir.into(),
+            reason: "fault-proxy-cpu".into(),
+            by,
+            evidence: Vec::new(),
+        }
+    }
+
+    fn phases_from(start_s: i128) -> Phases {
+        Phases {
+            deploy: Some(start_s * S),
+            warmup: Some((start_s + 10) * S),
+            measure: Some((start_s + 15) * S),
+            teardown: Some((start_s + 55) * S),
+            end: Some((start_s + 59) * S),
+        }
+    }
+
+    /// A ramp the validity checks set aside as it was settled, and a run a person invalidated
+    /// after it finished: each one's time is its own, read where its directory is now.
+    #[test]
+    fn a_run_set_aside_is_timed_where_its_directory_went() {
+        use crate::ledger::journal::Decider;
+        let entries = vec![
+            entry(0, started("a")),
+            entry(
+                60,
+                invalidated("a", "_invalid_fault-proxy-cpu/a", Decider::Feedbench),
+            ),
+            entry(100, started("b")),
+            entry(160, finished("b")),
+            entry(
+                200,
+                invalidated("b", "_invalid_fault-proxy-cpu/b", Decider::Person),
+            ),
+        ];
+        let mut read = Vec::new();
+        let mut phases = |dir: &str| {
+            read.push(dir.to_string());
+            match dir {
+                "_invalid_fault-proxy-cpu/a" => Some(phases_from(0)),
+                "_invalid_fault-proxy-cpu/b" => Some(phases_from(100)),
+                _ => None,
+            }
+        };
+        let s = split(&entries, &mut phases);
+        assert_eq!(
+            read,
+            ["_invalid_fault-proxy-cpu/a", "_invalid_fault-proxy-cpu/b"]
+        );
+        assert_eq!((s.deploy_s, s.warmup_s, s.measuring_s), (20.0, 10.0, 80.0));
+        assert_eq!((s.teardown_s, s.settling_s), (8.0, 2.0));
+        // 200 s: the 80 s above and the 20 s of runs, the gap between them, and the
+        // person's decision 40 s after b settled.
+        assert_eq!(s.waiting_s, 200.0 - 120.0);
     }
 
     #[test]
