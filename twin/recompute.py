@@ -509,17 +509,19 @@ class Containers:
         for name in pd.unique(names):
             sub = df[names == name]
             unix = sub["unix_ns"].to_numpy()
+            # Rates over the monitors' monotonic clock; the wall clock places the interval.
+            offset = sub["offset_s"].to_numpy()
             ok = (sub["status"].to_numpy() == "ok")
             cpu = sub["cpu_usage_s"].to_numpy()
             have = ok & ~np.isnan(cpu)
             pair = have[1:] & have[:-1]
             dcpu = cpu[1:] - cpu[:-1]
-            dt = unix[1:] - unix[:-1]
+            dt = offset[1:] - offset[:-1]
             # A decrease is a counter reset (a restart), not a negative rate; a pair
             # without elapsed time has no rate.
             pair &= (dcpu >= 0) & (dt > 0)
             idx = np.flatnonzero(pair)
-            rate = dcpu[idx] / (dt[idx] / 1e9)
+            rate = dcpu[idx] / dt[idx]
             self.by_name[name] = {
                 "iv_end": unix[1:][idx], "iv_dcpu": dcpu[idx], "iv_rate": rate,
                 "unix": unix, "ok": ok, "tick": sub["tick"].to_numpy(),
@@ -569,8 +571,8 @@ class Containers:
 
 def read_containers(path: Path, caps: dict) -> Containers:
     df = read_table(path, {
-        "unix_ns": ("int", True), "tick": ("int", True), "container": ("str", True),
-        "status": ("str", True), "cpu_usage_s": ("float", False),
+        "unix_ns": ("int", True), "offset_s": ("float", True), "tick": ("int", True),
+        "container": ("str", True), "status": ("str", True), "cpu_usage_s": ("float", False),
         "memory_bytes": ("float", False), "memory_rss_bytes": ("float", False),
     }, optional_columns=("memory_rss_bytes",))
     return Containers(df, caps)

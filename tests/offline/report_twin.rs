@@ -55,6 +55,20 @@ fn both_implementations_agree_and_find_the_known_answers() {
         &d[..d.len().min(10)]
     );
     assert!(ours.len() > 500, "{} rows", ours.len());
+    // Every rate's time base is the monitors' clock: in the generated baseline replica-1's
+    // wall clock runs 1 % fast, and its CPU is 50 % of its cap (49.5 % over the wall clock)
+    // in both implementations.
+    let cpu = ours
+        .iter()
+        .find(|r| {
+            r.key.run == "feed-rs.indexed/baseline/r1"
+                && r.metric == "cpu_mean_pct_of_cap"
+                && r.definition == "measured"
+                && r.container == "feedbench-replica-1"
+                && r.step_rate.is_none()
+        })
+        .and_then(|r| r.value);
+    assert!(cpu.is_some_and(|v| (v - 50.0).abs() < 1e-9), "{cpu:?}");
 
     let ramp = "feed-rs.indexed/ramp/r1";
     for (definition, saturation) in [

@@ -106,11 +106,14 @@ def requests_frame(start, dur_ms, status=None, blocked_ns=None):
     return df.sort_values("end_ns", kind="stable").reset_index(drop=True)
 
 
-def container_rows(name, role, ticks, unix, cpu, mem, rss, status=None):
+def container_rows(name, role, ticks, unix, cpu, mem, rss, status=None, monotonic=None):
+    """`monotonic`: the reads' times on the monitors' clock (unix ns), when the wall clock
+    (`unix`) does not keep it; `offset_s` is taken from it."""
     n = len(ticks)
+    on_clock = unix if monotonic is None else monotonic
     return pd.DataFrame({
         "unix_ns": np.asarray(unix, dtype=np.int64),
-        "offset_s": [(u - T0) / 1e9 for u in unix],
+        "offset_s": [(u - T0) / 1e9 for u in on_clock],
         "tick": ticks, "container": name, "role": role, "source": "cgroup",
         "status": status if status is not None else ["ok"] * n,
         "cpu_usage_s": cpu, "memory_bytes": mem, "memory_rss_bytes": rss,
@@ -174,10 +177,14 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
     ticks = np.arange(0, 24)
     unix = ms - 2 * NS + ticks * NS + 10 * MS
     parts = []
-    # replica-1: 0.125 cores steadily = 50 % of its 0.25 cap
-    parts.append(container_rows("feedbench-replica-1", "replica-1", ticks, unix,
+    # replica-1: 0.125 cores steadily = 50 % of its 0.25 cap, on the monitors' clock; the
+    # wall clock of its rows runs 1 % fast (a rate over `unix_ns` would read 49.5 %), and
+    # no row crosses the measured phase's edges for it
+    fast = ms - 2 * NS + (ticks * NS * 101) // 100 + 10 * MS
+    parts.append(container_rows("feedbench-replica-1", "replica-1", ticks, fast,
                                 1.0 + 0.125 * ticks, [200_000_000] * 24,
-                                [100_000_000 + 1_000_000 * t for t in ticks]))
+                                [100_000_000 + 1_000_000 * t for t in ticks],
+                                monotonic=unix))
     # replica-2: 0.05 cores (20 % of its cap); down at tick 10 (breaks the chain); a
     # counter reset without a down row at tick 15 (restarted between two reads)
     cpu2 = [2.0 + 0.05 * t for t in ticks]

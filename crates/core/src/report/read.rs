@@ -59,6 +59,8 @@ impl Req {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub unix_ns: i128,
+    /// The monitors' monotonic clock at the read, in seconds: every rate's time base.
+    pub offset_s: f64,
     pub tick: u64,
     pub container: String,
     pub role: String,
@@ -267,8 +269,9 @@ pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
 /// containers.csv, in file order.
 pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
     let mut t = Table::open(dir, CONTAINERS_CSV)?;
-    let (u, tick, name, role, status) = (
+    let (u, offset, tick, name, role, status) = (
         t.column("unix_ns")?,
+        t.column("offset_s")?,
         t.column("tick")?,
         t.column("container")?,
         t.column("role")?,
@@ -284,6 +287,7 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
         let tick_text = c.text(rec, tick);
         out.push(Sample {
             unix_ns: c.int(rec, u, "unix_ns")?,
+            offset_s: c.num(rec, offset, "offset_s")?,
             tick: tick_text
                 .parse()
                 .map_err(|_| c.bad("tick", tick_text, "a whole number"))?,

@@ -37,7 +37,8 @@ pub fn is_replica(role: &str) -> bool {
 pub fn prepare(samples: &[Sample], caps: &BTreeMap<String, Cap>) -> BTreeMap<String, Usage> {
     let mut out: BTreeMap<String, Usage> =
         caps.keys().map(|k| (k.clone(), Usage::default())).collect();
-    let mut last: BTreeMap<&str, (i128, f64)> = BTreeMap::new();
+    // Each container's previous `ok` row with CPU: its monotonic offset and its counter.
+    let mut last: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
     for s in samples {
         let Some(u) = out.get_mut(&s.container) else {
             continue;
@@ -45,8 +46,11 @@ pub fn prepare(samples: &[Sample], caps: &BTreeMap<String, Cap>) -> BTreeMap<Str
         let cpus = caps[&s.container].cpus;
         match (s.ok, s.cpu_usage_s) {
             (true, Some(cpu)) => {
-                if let Some((t, c)) = last.insert(&s.container, (s.unix_ns, cpu)) {
-                    let dt = (s.unix_ns - t) as f64 / 1e9;
+                // The rate's time base is the monitors' monotonic clock (`offset_s`), as
+                // the validity checks' is: the wall clock may be stepped during a run. The
+                // interval is placed on the wall clock by its end row's `unix_ns`.
+                if let Some((t, c)) = last.insert(&s.container, (s.offset_s, cpu)) {
+                    let dt = s.offset_s - t;
                     let used = cpu - c;
                     // A counter that went back (a reset) or a clock that did not advance
                     // makes no interval; the chain goes on from this row.
@@ -185,6 +189,7 @@ mod tests {
     fn sample(name: &str, role: &str, t_s: i128, cpu: Option<f64>, rss: f64) -> Sample {
         Sample {
             unix_ns: t_s * 1_000_000_000,
+            offset_s: t_s as f64,
             tick: t_s as u64,
             container: name.into(),
             role: role.into(),
@@ -193,6 +198,30 @@ mod tests {
             memory_bytes: Some(rss * 2.0),
             memory_rss_bytes: Some(rss),
         }
+    }
+
+    /// The monitors' monotonic clock is the rate's time base, the wall clock only places
+    /// the interval: a wall clock running 1 % fast does not lower the rate.
+    #[test]
+    fn a_rate_is_taken_over_the_monotonic_offsets_not_the_wall_clock() {
+        let caps: BTreeMap<String, Cap> = [(
+            "r1".to_string(),
+            Cap {
+                role: "replica-1".into(),
+                cpus: 1.0,
+            },
+        )]
+        .into();
+        let mut a = sample("r1", "replica-1", 0, Some(0.0), 1.0);
+        let mut b = sample("r1", "replica-1", 1, Some(0.5), 1.0);
+        a.unix_ns = 0;
+        b.unix_ns = 1_010_000_000;
+        (a.offset_s, b.offset_s) = (0.0, 1.0);
+        let usage = prepare(&[a, b], &caps);
+        assert_eq!(
+            usage["r1"].cpu_share(0, 2_000_000_000),
+            (Some(50.0), Some(50.0))
+        );
     }
 
     #[test]
