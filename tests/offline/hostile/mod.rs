@@ -81,7 +81,7 @@ fn files_for(run: &RunSpec) -> Vec<(String, Vec<u8>)> {
 /// containers.csv for the smoke ramp's six containers, one row each per second.
 fn containers_csv() -> Vec<u8> {
     let mut s = String::from(
-        "unix_ns,tick,container,role,status,cpu_usage_s,memory_bytes,memory_rss_bytes\n",
+        "unix_ns,offset_s,tick,container,role,status,cpu_usage_s,memory_bytes,memory_rss_bytes\n",
     );
     let roles = [
         "balancer",
@@ -94,8 +94,9 @@ fn containers_csv() -> Vec<u8> {
     for tick in 0..47u64 {
         for role in roles {
             s.push_str(&format!(
-                "{},{tick},fb-smoke-feed-rs_ramp_r1-{role},{role},ok,{},100000000,90000000\n",
+                "{},{}.000500,{tick},fb-smoke-feed-rs_ramp_r1-{role},{role},ok,{},100000000,90000000\n",
                 1_796_153_200_477_000_000u64 + tick * 1_000_000_000,
+                tick,
                 tick as f64 * 0.1
             ));
         }
