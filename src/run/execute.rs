@@ -269,7 +269,7 @@ async fn preflight(
         events.emit(RunEvent::Note { text: w.clone() });
         record.warnings.push(w);
     }
-    let (probe, unguarded) = HostProbe::of(rt, r.dir).await?;
+    let (probe, unguarded) = HostProbe::of(facts.data_root.clone(), r.dir);
     if let Some(w) = unguarded {
         events.emit(RunEvent::Note { text: w.clone() });
         record.warnings.push(w);

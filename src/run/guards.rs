@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::runtime::{Runtime, RuntimeError};
 use crate::plan::model::Guards;
 use crate::spec::topology::Role;
 
@@ -30,12 +29,8 @@ impl HostProbe {
     /// The probe for a run writing into `results`, with the engine's data root as the engine
     /// reports it; and, when that root is not on this host (a remote engine) or the engine
     /// names none, the warning that its disk goes unguarded.
-    pub async fn of(
-        rt: &Runtime,
-        results: &Path,
-    ) -> Result<(HostProbe, Option<String>), RuntimeError> {
-        let root = rt.data_root().await?;
-        let (engine_root, warning) = match root {
+    pub fn of(data_root: Option<String>, results: &Path) -> (HostProbe, Option<String>) {
+        let (engine_root, warning) = match data_root {
             Some(r) if Path::new(&r).is_dir() => (Some(PathBuf::from(r)), None),
             Some(r) => (
                 None,
@@ -57,7 +52,7 @@ impl HostProbe {
             results: results.to_path_buf(),
             engine_root,
         };
-        Ok((probe, warning))
+        (probe, warning)
     }
 
     /// Reads the host: available memory, free space under the results directory and under
@@ -184,6 +179,29 @@ fn free_space(dir: &Path) -> std::io::Result<u64> {
 mod tests {
     use super::*;
     use crate::plan::units::ByteSize;
+
+    /// The engine's data root is watched when it is a directory here; one elsewhere (a
+    /// remote engine's), or none named, leaves the results directory watched alone, said.
+    #[test]
+    fn the_engines_data_root_is_watched_only_where_it_is_on_this_host() {
+        let here = tempfile::tempdir().unwrap();
+        let results = here.path().join("results");
+        let root = here.path().display().to_string();
+        let (p, warning) = HostProbe::of(Some(root), &results);
+        assert_eq!(
+            (p.engine_root.as_deref(), warning),
+            (Some(here.path()), None)
+        );
+        let (p, warning) = HostProbe::of(Some("/var/lib/elsewhere-9f2c".into()), &results);
+        assert_eq!(p.engine_root, None);
+        assert!(
+            warning.is_some_and(|w| w.contains("`/var/lib/elsewhere-9f2c` is not on this host"))
+        );
+        let (p, warning) = HostProbe::of(None, &results);
+        assert_eq!(p.engine_root, None);
+        assert!(warning.is_some_and(|w| w.contains("names no data root")));
+        assert_eq!(p.results, results);
+    }
 
     fn guards() -> Guards {
         Guards {

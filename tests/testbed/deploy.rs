@@ -311,9 +311,8 @@ pub async fn the_disk_guard_reads_the_engines_data_root_on_this_host() {
         "{root} is not a directory here"
     );
     let results = tempfile::tempdir().unwrap();
-    let (probe, warning) = feedbench::run::guards::HostProbe::of(&rt, results.path())
-        .await
-        .unwrap();
+    let facts = rt.facts().await.unwrap();
+    let (probe, warning) = feedbench::run::guards::HostProbe::of(facts.data_root, results.path());
     assert_eq!(warning, None);
     assert_eq!(
         probe.engine_root.as_deref(),

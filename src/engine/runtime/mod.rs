@@ -133,6 +133,9 @@ pub struct EngineFacts {
     pub engine_version: String,
     pub kernel: String,
     pub cgroup_version: String,
+    /// Where the engine keeps layers, container writes, logs and volumes
+    /// (`DockerRootDir`), as it names it; `None` when it names none.
+    pub data_root: Option<String>,
 }
 
 /// A container's caps as the engine reports them.
@@ -198,6 +201,7 @@ impl Runtime {
                 .cgroup_version
                 .map(|v| v.to_string())
                 .unwrap_or_default(),
+            data_root: info.docker_root_dir.filter(|r| !r.is_empty()),
         })
     }
 
