@@ -191,7 +191,8 @@ pub async fn execute(
     let plan = &loaded.plan;
     let topo = &placement.topology(topo);
     let mut events = EventLog::new(dir, &run.id, observer)?;
-    let mut record = begun(loaded, run, events.clock.start_wall_ns());
+    let started = events.clock.start_wall_ns();
+    let mut record = begun(&run.id, &run.run_hash, &loaded.plan_hash, started);
     let (saturations, derived) = match resolve_saturations(plan, run, measured) {
         Ok(x) => x,
         Err(reason) => {
@@ -554,12 +555,17 @@ fn abort(events: &mut EventLog<'_>, record: &mut RunRecord, t: &Trip) {
 }
 
 /// The record of a run just begun: completed until something says otherwise.
-fn begun(loaded: &LoadedPlan, run: &RunSpec, started_wall_ns: i128) -> RunRecord {
+pub(super) fn begun(
+    run_id: &str,
+    run_hash: &str,
+    plan_hash: &str,
+    started_wall_ns: i128,
+) -> RunRecord {
     RunRecord {
         format_version: FORMAT_VERSION,
-        run_id: run.id.clone(),
-        run_hash: run.run_hash.clone(),
-        plan_hash: loaded.plan_hash.clone(),
+        run_id: run_id.to_string(),
+        run_hash: run_hash.to_string(),
+        plan_hash: plan_hash.to_string(),
         execution: Ending::Completed,
         cleanup_ok: false,
         derived: Vec::new(),

@@ -470,27 +470,7 @@ mod tests {
     /// first; the same total again is not news, a higher one is.
     #[test]
     fn an_oom_kill_is_news_once_per_new_total_and_keeps_its_first_time() {
-        let mut record = RunRecord {
-            format_version: crate::rundir::record::FORMAT_VERSION,
-            run_id: "a/b/r1".into(),
-            run_hash: "h".into(),
-            plan_hash: "p".into(),
-            execution: crate::rundir::record::Ending::Completed,
-            cleanup_ok: false,
-            derived: Vec::new(),
-            warnings: Vec::new(),
-            load: None,
-            scheduled_arrivals: None,
-            monitors: None,
-            saturation: None,
-            measured: None,
-            validity: Vec::new(),
-            frame: None,
-            oom_kills: Vec::new(),
-            seed: None,
-            started_wall_ns: 0,
-            ended_wall_ns: 0,
-        };
+        let mut record = crate::run::execute::begun("a/b/r1", "h", "p", 0);
         let c = replica();
         assert!(note_oom_kill(&mut record, &c, 1, Duration::from_secs(12)));
         assert!(!note_oom_kill(&mut record, &c, 1, Duration::from_secs(13)));
