@@ -151,8 +151,8 @@ impl<'s> Supervisor<'s> {
     /// A fault still applied (the run ended inside its window) is cleared before teardown,
     /// so that its logs describe a system that was put back. Hands back where the knee
     /// stopped the load and how the live judge's windows are shown.
-    pub(super) async fn put_back(mut self) -> (Option<RampStop>, Vec<Shown>) {
-        for action in std::mem::take(&mut self.applied).iter().rev() {
+    pub(super) async fn put_back(self) -> (Option<RampStop>, Vec<Shown>) {
+        for action in self.applied.iter().rev() {
             if let Some(undo) = undo(action) {
                 let _ = self.perform(&undo).await;
             }

@@ -41,13 +41,23 @@ fn module_paths(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether `text` declares an item named `name`.
+/// Whether `text` declares an item named `name` (the whole name: `fn met` is not `fn meter`).
 fn declares(text: &str, name: &str) -> bool {
+    let word_ends = |rest: &str| {
+        !rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    };
     [
         "fn", "struct", "enum", "mod", "const", "trait", "type", "static",
     ]
     .iter()
-    .any(|k| text.contains(&format!("{k} {name}")))
+    .any(|k| {
+        let decl = format!("{k} {name}");
+        text.match_indices(&decl)
+            .any(|(i, _)| word_ends(&text[i + decl.len()..]))
+    })
 }
 
 /// Whether `path` is a module under `root`, or an item of one.
@@ -106,4 +116,6 @@ fn the_check_finds_paths_and_refuses_a_missing_module_or_item() {
     assert!(resolves("run::execute") && resolves("rundir::events"));
     assert!(resolves("analysis::objective::met"));
     assert!(!resolves("run::nowhere") && !resolves("analysis::objective::nothing"));
+    assert!(declares("pub fn meter() {}\npub fn met(", "met"));
+    assert!(!declares("pub fn meter() {}", "met"));
 }

@@ -301,17 +301,16 @@ pub async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held()
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 pub async fn the_disk_guard_reads_the_engines_data_root_on_this_host() {
     let rt = common::engine().await;
-    let root = rt
-        .data_root()
-        .await
-        .unwrap()
+    let facts = rt.facts().await.unwrap();
+    let root = facts
+        .data_root
+        .clone()
         .expect("the engine names a data root");
     assert!(
         std::path::Path::new(&root).is_dir(),
         "{root} is not a directory here"
     );
     let results = tempfile::tempdir().unwrap();
-    let facts = rt.facts().await.unwrap();
     let (probe, warning) = feedbench::run::guards::HostProbe::of(facts.data_root, results.path());
     assert_eq!(warning, None);
     assert_eq!(

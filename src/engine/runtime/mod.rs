@@ -205,13 +205,6 @@ impl Runtime {
         })
     }
 
-    /// The engine's data root (`DockerRootDir`: where layers, container writes, logs and
-    /// volumes land), as the engine names it; `None` when it names none.
-    pub async fn data_root(&self) -> Result<Option<String>, RuntimeError> {
-        let info = self.docker.info().await.map_err(RuntimeError::Info)?;
-        Ok(info.docker_root_dir.filter(|r| !r.is_empty()))
-    }
-
     /// Creates the run's private network, or reuses it if this study already made it. The
     /// network is internal: containers reach each other and nothing outside.
     pub async fn ensure_network(

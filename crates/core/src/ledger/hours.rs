@@ -171,10 +171,7 @@ pub fn split(entries: &[Entry], phases_of: &mut dyn FnMut(&str) -> Option<Phases
                     s.teardown_s += span(d, end);
                 }
                 // An interrupted run is found at the next resume: that wait is no settling.
-                if !matches!(
-                    timed.iter().find(|(t2, _)| *t2 == settled_at).map(|x| x.1),
-                    Some(Event::RunInterrupted { .. })
-                ) {
+                if !matches!(timed[j].1, Event::RunInterrupted { .. }) {
                     if let Some(end) = p.end {
                         s.settling_s += span(end, settled_at);
                     }
@@ -360,8 +357,8 @@ mod tests {
         );
         assert_eq!((s.deploy_s, s.warmup_s, s.measuring_s), (20.0, 10.0, 80.0));
         assert_eq!((s.teardown_s, s.settling_s), (8.0, 2.0));
-        // 200 s: the 80 s above and the 20 s of runs, the gap between them, and the
-        // person's decision 40 s after b settled.
+        // Of the 200 s, the two runs' parts are 120 s; the rest waits: the gap between the
+        // runs, and the 40 s before the person's decision.
         assert_eq!(s.waiting_s, 200.0 - 120.0);
     }
 
