@@ -25,7 +25,6 @@ mod ledger;
 mod load_compare;
 mod load_k6;
 mod monitor;
-mod native;
 mod pilot;
 mod run;
 mod seed;
@@ -85,7 +84,6 @@ fn main() -> std::process::ExitCode {
             a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step,
             a_clone_whose_images_exist_starts_without_building_within_10_s,
         ],
-        native: [the_smoke_study_runs_end_to_end_with_the_native_load_generator],
         ledger: [
             killed_at_five_moments_and_resumed_every_run_completes_exactly_once,
             a_starved_fault_proxy_invalidates_its_run_with_the_figure,
