@@ -89,7 +89,6 @@ fn main() -> std::process::ExitCode {
             a_starved_fault_proxy_invalidates_its_run_with_the_figure,
             an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun,
             a_contender_failing_its_gate_is_excluded_and_the_study_goes_on,
-            a_ramp_killed_mid_ramp_keeps_the_requests_it_measured_when_resume_finds_it,
         ],
         audit: [audits_of_a_real_study_name_each_departure],
         pilot: [a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it],

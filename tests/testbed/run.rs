@@ -1,7 +1,8 @@
 //! `feedbench run` on the real engine: the smoke study end to end and what its raw data must
 //! show, a replica kill seen by the balancer in time, a memory guard that aborts, a
 //! database killed for memory that is a result and not an abort, a ramp that stops at its
-//! knee, and a start that builds nothing in a clone whose images exist.
+//! knee and one killed in its middle, and a start that builds nothing in a clone whose
+//! images exist.
 
 use crate::common;
 
@@ -435,34 +436,70 @@ pub fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
     );
 }
 
+const KNEE: &str = "tests/plans/docker/knee.yaml";
+
+fn knee_study(results: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
+    c.current_dir(common::repo())
+        .args(["run", KNEE, "--no-build", "--format", "json", "--results"])
+        .arg(results)
+        .args(extra);
+    c
+}
+
+/// The knee study's stream, SIGKILLed once the every-step ramp's third step (15/s for 5 s)
+/// is judged: the ramp is then in its fourth step or later, of six.
+fn knee_study_killed_mid_ramp(results: &Path) -> Vec<serde_json::Value> {
+    use std::io::BufRead;
+    let mut child = knee_study(results, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut stream = Vec::new();
+    for line in out.lines() {
+        let Ok(line) = line else { break };
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let third = v["event"] == "window-judged"
+            && v["run"] == "feed-rs/every-step/r1"
+            && v["step_rate"] == 15.0;
+        stream.push(v);
+        if third {
+            child.kill().unwrap(); // SIGKILL: no handler, no cleanup
+            child.wait().unwrap();
+            return stream;
+        }
+    }
+    child.wait().unwrap();
+    panic!("the every-step ramp's third step was never judged: {stream:?}");
+}
+
+/// One study (tests/plans/docker/knee.yaml): a ramp that stops one step after its knee, then
+/// the same ramp told to run every step, SIGKILLed in its middle and resumed. The stopped
+/// ramp ran two steps and k6 stopped with it; the killed one kept every request of the
+/// steps it had judged, set aside, and the resumed study ran it whole. (Two tests once,
+/// each with a study of its own: the kill's, a copy of the ramp that runs every step.)
 pub fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
-    rt.block_on(common::plan_images("tests/plans/docker/knee.yaml"));
+    rt.block_on(common::plan_images(KNEE));
     let results = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
-        .current_dir(common::repo())
-        .args([
-            "run",
-            "tests/plans/docker/knee.yaml",
-            "--no-build",
-            "--format",
-            "json",
-            "--results",
-        ])
-        .arg(results.path())
-        .output()
-        .unwrap();
+    let mut stream = knee_study_killed_mid_ramp(results.path());
+    let out = knee_study(results.path(), &["--resume"]).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let runs = results.path().join("test-knee/runs");
-    let stream: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let study = results.path().join("test-knee");
+    let runs = study.join("runs");
+    stream.extend(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))),
+    );
     // The live display's rate and schedule are of the same seconds: within a step (the
     // steps are 5 s, so every window straddles a change of rate) and after the schedule's
     // end alike. Round 1 compared a window's requests with the rate of its last second.
@@ -556,10 +593,42 @@ pub fn a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step(
     let events = std::fs::read_to_string(dir.join("events.csv")).unwrap();
     assert!(!events.contains("load-stopped"), "{events}");
     assert_eq!(events.matches("window-judged").count(), 6, "{events}");
+    assert_killed_ramp_kept_its_requests(&study);
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-knee")),
         (vec![], vec![])
     );
+}
+
+/// The ramp killed mid-ramp: recorded interrupted once, set aside, and every request of the
+/// three steps judged before the kill (25, 50 and 75) followed into its requests.csv: the
+/// judge had read them, and the file is flushed each second.
+fn assert_killed_ramp_kept_its_requests(study: &Path) {
+    let journal = std::fs::read_to_string(study.join(feedbench::ledger::journal::FILE)).unwrap();
+    assert_eq!(
+        journal.matches("\"event\":\"run-interrupted\"").count(),
+        1,
+        "{journal}"
+    );
+    let interrupted: Vec<PathBuf> = std::fs::read_dir(study.join("_interrupted"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(interrupted.len(), 1, "{interrupted:?}");
+    let kept = std::fs::read_to_string(interrupted[0].join(feedbench::rundir::REQUESTS_CSV))
+        .unwrap_or_default();
+    let starts: Vec<u64> = kept
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        starts.len() >= 150,
+        "the interrupted ramp kept {} requests",
+        starts.len()
+    );
+    let span_s = (starts.iter().max().unwrap() - starts.iter().min().unwrap()) as f64 / 1e9;
+    assert!(span_s >= 15.0, "its requests span {span_s} s");
 }
 
 /// In a fresh clone (no target directory) whose images the engine already has, `feedbench run`
