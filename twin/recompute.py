@@ -354,6 +354,14 @@ def _text(path, obj, key, ctx, nullable=False):
     return v
 
 
+def _optional_text(path, obj, key, ctx):
+    """A string that may be absent or null: None then."""
+    v = obj.get(key) if isinstance(obj, dict) else None
+    if v is not None and not isinstance(v, str):
+        raise _json_error(path, f"{ctx}.{key} is not a string: {v!r}")
+    return v
+
+
 def read_run_json(path: Path):
     if not path.is_file():
         raise InputError(path, None, "missing file")
@@ -415,6 +423,9 @@ def read_run_json(path: Path):
             "name": _text(path, fw, "name", "frame.fault_window"),
             "injection": _text(path, fw, "injection", "frame.fault_window"),
             "observe": _ns(path, fw, "observe_ns", "frame.fault_window"),
+            # The balancer's server a fault on one replica is aimed at; absent for faults on
+            # a link or every replica, and in older run.json files: any server's rows count.
+            "server": _optional_text(path, fw, "server", "frame.fault_window"),
         }
         if not f["fault"]:
             f["fault"] = f["fault_window"]["name"]
@@ -793,7 +804,8 @@ FAULT_METRICS = (
 
 def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
     ev = read_table(run_dir / "events.csv", {"wall_ns": ("int", True), "event": ("str", True)})
-    health = read_table(run_dir / "health.csv", {"wall_ns": ("int", True), "state": ("str", True)})
+    health = read_table(run_dir / "health.csv", {"wall_ns": ("int", True), "server": ("str", True),
+                                                 "state": ("str", True)})
     ms, me = f["start"], f["end"]
     fw, rec = f["fault_window"], f["recovery"]
     wall = ev["wall_ns"].to_numpy()
@@ -816,19 +828,26 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
     obs_b = max(obs_a, min(clear_o + fw["observe"], me))
     # Only a fault that kills or stops a replica has a `restart` origin: a replica marked
     # DOWN while its database link was cut and UP after is no restart (`not applicable`).
+    # The health rows this fault reads: its target server's (the part after `backend/`), or
+    # every server's for a fault aimed at none. A bystander's UP is no restart.
+    hw = health["wall_ns"].to_numpy()
+    hstate = health["state"].to_numpy()
+    hserver = health["server"].to_numpy().astype(str)
+    if fw["server"] is not None:
+        ours = np.array([s.rsplit("/", 1)[-1] == fw["server"] for s in hserver], dtype=bool)
+    else:
+        ours = np.ones(len(hw), dtype=bool)
     restart = None
     if cleared is not None and fw["injection"] in RESTARTING_INJECTIONS:
-        hw0 = health["wall_ns"].to_numpy()
-        up = np.sort(hw0[(health["state"].to_numpy() == "UP") & (hw0 >= cleared) & (hw0 < obs_b)])
+        up = np.sort(hw[ours & (hstate == "UP") & (hw >= cleared) & (hw < obs_b)])
         restart = int(up[0]) if len(up) else None
 
     def secs(x):
         return (x - applied) / 1e9
 
-    # detection
-    hw = health["wall_ns"].to_numpy()
-    down = np.sort(hw[(health["state"].to_numpy() == "DOWN") & (hw >= applied)])
-    v = secs(int(down[0])) if len(down) and down[0] < obs_b else None
+    # detection: the first DOWN it reads
+    down = np.sort(hw[ours & (hstate == "DOWN") & (hw >= applied) & (hw < obs_b)])
+    v = secs(int(down[0])) if len(down) else None
     out.add("detect_balancer_down", v, "s", "" if v is not None else NOT_OBSERVED)
     fe = req.end[req.failed & (req.end >= applied)]
     first_fail = int(fe.min()) if len(fe) else None

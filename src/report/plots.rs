@@ -1030,6 +1030,7 @@ mod tests {
                 name: f.into(),
                 injection: "kill-replica".into(),
                 observe_ns: 20 * S,
+                server: Some("replica-1".into()),
             }),
             caps,
             recovery: RecoveryRule {

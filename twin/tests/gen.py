@@ -263,7 +263,8 @@ def ramp_run(root, repetition=1):
 
 
 def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restart=True,
-              fault="replica-kill", up_after_clear=None):
+              fault="replica-kill", up_after_clear=None, bystander=True,
+              target=True):
     """100/s with a kill at 60 s into the measured phase, cleared 5 s later.
 
     Request i (on a 10 ms grid from the warm-up's start) takes 1 + (i mod 100) ms, so every
@@ -277,6 +278,12 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
     `up_after_clear` (default: `restart`) writes that UP row without a restart: a replica
     marked DOWN while its database link is cut is UP again once it returns, yet a link fault
     has no `restart` origin (`not applicable`).
+
+    `bystander`: replica-2, which the fault is not aimed at, is marked DOWN at applied + 1 s
+    and UP at cleared + 1 s. A fault on replica-1 reads its own rows (detection 2.5 s, restart
+    at cleared + 2 s); a link fault reads any replica's first DOWN: replica-2's, at 1.0 s.
+    `target=False` leaves the target out of the frame, as run.json files written before it
+    was recorded do: then any server's rows count.
     """
     if up_after_clear is None:
         up_after_clear = restart
@@ -309,6 +316,8 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
     status = np.concatenate([status, np.full(100, 200)])
     req = requests_frame(starts, durs, status)
     fw = {"name": fault, "injection": injection, "observe_ns": observe_s * NS}
+    if target and injection in ("kill-replica", "stop-replica"):
+        fw["server"] = "replica-1"
     f = frame(fault=fault, repetition=repetition, start=ms, end=me, offered=12500,
               window_ns=10 * NS, fault_window=fw)
     events = [
@@ -325,6 +334,9 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
         (applied - 19 * NS, "feed/replica-2", "UP"),
         (applied + 2_500 * MS, "feed/replica-1", "DOWN"),
     ]
+    if bystander:
+        health.insert(2, (applied + 1 * NS, "feed/replica-2", "DOWN"))
+        health.append((cleared + 1 * NS, "feed/replica-2", "UP"))
     if up_after_clear:
         health.append((cleared + 2 * NS, "feed/replica-1", "UP"))
     cont = simple_containers(ms, me)

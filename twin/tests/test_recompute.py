@@ -288,6 +288,8 @@ class Scenarios(unittest.TestCase):
         }
         for metric, v in expect.items():
             self.assertEqual(self.val(run, metric), v, metric)
+        # 2.5: replica-1's own DOWN, not the bystander's a second before it
+        self.assertEqual(self.get(run, "detect_balancer_down")["note"], "")
         self.assertEqual(self.val(run, "time_to_recover", definition="clear"), "12")
         self.assertEqual(self.val(run, "time_to_recover", definition="restart"), "10")
         self.assertEqual(self.get(run, "time_to_recover", definition="clear")["unit"], "s")
@@ -298,7 +300,8 @@ class Scenarios(unittest.TestCase):
             lat = gen.fault_run(runs, injection="link-latency", restart=False, fault="db-latency")
             kill = gen.fault_run(runs, repetition=2, restart=False)
             short = gen.fault_run(runs, repetition=3, observe_s=21)
-            p = run_twin(Path(t) / "out", lat, kill, short)
+            older = gen.fault_run(runs, repetition=4, target=False)
+            p = run_twin(Path(t) / "out", lat, kill, short, older)
             self.assertEqual(p.returncode, 0, p.stderr)
             m = read_metrics(Path(t) / "out" / "metrics.csv")
 
@@ -308,8 +311,16 @@ class Scenarios(unittest.TestCase):
                                  "restart"), "not applicable")
             self.assertEqual(row("feed-rs.indexed/baseline+db-latency/r1", "time_to_recover",
                                  "clear")["value"], "12")
+            # a link fault reads any replica's first DOWN: the bystander's
+            down = row("feed-rs.indexed/baseline+db-latency/r1", "detect_balancer_down")
+            self.assertEqual((down["value"], down["note"]), ("1", ""))
+            # replica-1 never came back: the bystander's UP is no restart
             self.assertEmpty(row("feed-rs.indexed/baseline+replica-kill/r2", "time_to_recover",
                                  "restart"), "not observed")
+            # a frame without its target (an older run.json) reads any server's rows
+            older_id = "feed-rs.indexed/baseline+replica-kill/r4"
+            self.assertEqual(row(older_id, "detect_balancer_down")["value"], "1")
+            self.assertEqual(row(older_id, "time_to_recover", "restart")["value"], "11")
             # 12 s + a 10 s hold + a 10 s window end at 32 s: a 21 s observe window is short
             short_id = "feed-rs.indexed/baseline+replica-kill/r3"
             self.assertEmpty(row(short_id, "time_to_recover", "clear"), "not recovered")

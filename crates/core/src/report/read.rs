@@ -81,6 +81,8 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Health {
     pub wall_ns: i128,
+    /// As HAProxy logs it: `backend/server`.
+    pub server: String,
     pub state: String,
 }
 
@@ -321,11 +323,16 @@ pub fn events(dir: &Path) -> Result<Vec<Event>, ReadError> {
 /// health.csv, in file order.
 pub fn health(dir: &Path) -> Result<Vec<Health>, ReadError> {
     let mut t = Table::open(dir, HEALTH_CSV)?;
-    let (w, s) = (t.column("wall_ns")?, t.column("state")?);
+    let (w, v, s) = (
+        t.column("wall_ns")?,
+        t.column("server")?,
+        t.column("state")?,
+    );
     let mut out = Vec::new();
     t.each(|rec, c| {
         out.push(Health {
             wall_ns: c.int(rec, w, "wall_ns")?,
+            server: c.text(rec, v).to_string(),
             state: c.text(rec, s).to_string(),
         });
         Ok(())

@@ -13,7 +13,7 @@ use crate::plan::expand::RunSpec;
 use crate::plan::model::{Plan, Profile};
 use crate::plan::units::Name;
 use crate::spec::load::{self, LoadScript};
-use crate::spec::topology::RunTopology;
+use crate::spec::topology::{Role, RunTopology};
 
 /// A span of unix nanoseconds `[start_ns, end_ns)` and the arrivals the schedule offered in it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -67,12 +67,26 @@ pub struct FaultWindow {
     /// The injection's kind, as the plan spells it (`kill-replica`, `link-latency`, …).
     pub injection: String,
     pub observe_ns: i128,
+    /// The balancer's server the fault is aimed at, as the balancer names it (`replica-2`),
+    /// for a fault on one replica; `None` for faults on a link or on every replica (and in
+    /// run.json files written before it was recorded: then any server's rows are read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl FaultWindow {
     /// Faults after which a replica has to come back (the `restart` origin applies).
     pub fn restarts_a_replica(&self) -> bool {
         matches!(self.injection.as_str(), "kill-replica" | "stop-replica")
+    }
+
+    /// Whether a health.csv `server` (`backend/server`) is the one this fault reads: its
+    /// target's, or any server's for a fault aimed at none.
+    pub fn reads_server(&self, server: &str) -> bool {
+        match &self.server {
+            None => true,
+            Some(target) => server.rsplit('/').next() == Some(target.as_str()),
+        }
     }
 }
 
@@ -195,6 +209,7 @@ impl Frame {
                 name: f.clone(),
                 injection: fault.inject.kind().to_string(),
                 observe_ns: fault.observe.millis as i128 * 1_000_000,
+                server: fault.inject.replica().map(|n| Role::Replica(n).key()),
             })
         });
         let caps = i
