@@ -95,6 +95,12 @@ mod tests {
             .to_string()
             .contains("another feedbench process is running study `s`"));
         drop(first);
-        assert!(lock_study(dir.path(), "s").is_ok());
+        // Waited for, not tried once: a process another test forks in this moment holds a
+        // copy of the closed descriptor until its exec closes it (O_CLOEXEC), and the lock
+        // with it. Once free, it is this holder's alone.
+        let path = dir.path().join(crate::rundir::layout::LOCK);
+        let again = flock(&path, true).unwrap();
+        assert!(lock_study(dir.path(), "s").is_err());
+        drop(again);
     }
 }
