@@ -11,6 +11,8 @@ use std::process::Command;
 
 use feedbench::engine::runtime::Runtime;
 use feedbench_core::engines::{load_str, Context, Engine, Engines};
+use feedbench_core::plan::model::LoadGeneratorKind::{Native, K6};
+use feedbench_core::rundir;
 
 use common::repo;
 
@@ -631,7 +633,7 @@ pub fn the_smoke_study_runs_with_its_load_generator_on_the_second_engine() {
             ),
             "{name}: {events}"
         );
-        let script = std::fs::read_to_string(dir.join("load.json")).unwrap();
+        let script = std::fs::read_to_string(dir.join(rundir::load_input(Native))).unwrap();
         assert!(script.contains("http://10.99.0.1:"), "{name}");
         native_kept_its_schedule(name, &dir, &record);
         let csv = std::fs::read_to_string(dir.join("containers.csv")).unwrap();
@@ -699,11 +701,11 @@ fn native_kept_its_schedule(name: &str, dir: &Path, record: &serde_json::Value) 
     let worst = lags.iter().copied().fold(0.0, f64::max);
     eprintln!("{name}: {sent} requests of {scheduled:.0} scheduled, worst lag {worst:.1} ms");
     assert!(worst < 100.0, "{name}: a start lagged {worst} ms");
-    for f in ["load-stream.csv.gz", "requests.csv"] {
+    for f in [rundir::load_raw(Native), rundir::REQUESTS_CSV] {
         assert!(dir.join(f).is_file(), "{name} has no {f}");
     }
-    assert!(!dir.join("load.js").exists() && !dir.join("k6.csv.gz").exists());
-    let csv = std::fs::read_to_string(dir.join("requests.csv")).unwrap();
+    assert!(!dir.join(rundir::load_input(K6)).exists() && !dir.join(rundir::load_raw(K6)).exists());
+    let csv = std::fs::read_to_string(dir.join(rundir::REQUESTS_CSV)).unwrap();
     assert!(
         csv.starts_with("start_ns,end_ns,route,method,status,duration_ms,error,scheduled_ns\n"),
         "{name}"

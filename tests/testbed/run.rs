@@ -610,10 +610,11 @@ fn assert_killed_ramp_kept_its_requests(study: &Path) {
         1,
         "{journal}"
     );
-    let interrupted: Vec<PathBuf> = std::fs::read_dir(study.join("_interrupted"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let interrupted: Vec<PathBuf> =
+        std::fs::read_dir(study.join(feedbench::rundir::layout::INTERRUPTED))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
     assert_eq!(interrupted.len(), 1, "{interrupted:?}");
     let kept = std::fs::read_to_string(interrupted[0].join(feedbench::rundir::REQUESTS_CSV))
         .unwrap_or_default();

@@ -46,12 +46,7 @@ pub fn instants(frame: &Frame, events: &[Event], health: &[Health]) -> Option<In
     // The target's own UP: another replica's (a bystander marked DOWN meanwhile) is not
     // this one back in service.
     let restart = match (fault.restarts_a_replica(), cleared) {
-        (true, Some(c)) => health
-            .iter()
-            .filter(|h| h.state == "UP" && fault.reads_server(&h.server))
-            .map(|h| h.wall_ns)
-            .filter(|&t| t >= c && t < observe_end)
-            .min(),
+        (true, Some(c)) => first_seen(fault, health, "UP", c, observe_end),
         _ => None,
     };
     Some(Instants {
@@ -159,22 +154,22 @@ fn objective_detection(frame: &Frame, reqs: &[Req], ranks: &Ranks, i: &Instants)
     }
 }
 
-/// The balancer's first DOWN after the fault: the target's for a fault on one replica (a
-/// bystander's DOWN answers for nothing), any replica's otherwise. (Its server is not
-/// written in the row's note: a note on a value makes it a bound, docs/analysis.md.)
-fn balancer_down(out: &mut Out, fault: &FaultWindow, health: &[Health], i: &Instants) {
-    let first = health
+/// The earliest health.csv row in `[from, to)` with `state` among the rows the fault reads:
+/// its target's for a fault on one replica (a bystander's answers for nothing), every
+/// replica's otherwise.
+fn first_seen(
+    fault: &FaultWindow,
+    health: &[Health],
+    state: &str,
+    from: i128,
+    to: i128,
+) -> Option<i128> {
+    health
         .iter()
-        .filter(|h| h.state == "DOWN" && fault.reads_server(&h.server))
+        .filter(|h| h.state == state && fault.reads_server(&h.server))
         .map(|h| h.wall_ns)
-        .filter(|&t| t >= i.applied && t < i.observe_end)
-        .min();
-    out.or(
-        "detect_balancer_down",
-        first.map(|t| secs(t - i.applied)),
-        "s",
-        NOT_OBSERVED,
-    );
+        .filter(|&t| t >= from && t < to)
+        .min()
 }
 
 fn secs(ns: i128) -> f64 {
@@ -209,7 +204,14 @@ pub fn rows(
         return;
     };
     let ranks = Ranks::of(reqs);
-    balancer_down(out, fault, health, &i);
+    // (The server is not written in the row's note: a note on a value makes it a bound.)
+    let down = first_seen(fault, health, "DOWN", i.applied, i.observe_end);
+    out.or(
+        "detect_balancer_down",
+        down.map(|t| secs(t - i.applied)),
+        "s",
+        NOT_OBSERVED,
+    );
     let failed = reqs
         .iter()
         .filter(|r| r.failed() && r.end_ns >= i.applied && r.end_ns < i.observe_end)
