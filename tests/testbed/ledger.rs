@@ -1,8 +1,12 @@
 //! The study ledger on the real engine: feedbench SIGKILLed at five moments and resumed each
-//! time, a starved fault proxy that invalidates its run, a cap edited after runs completed
-//! (refused until declared with --amend, then exactly the touched runs rerun).
+//! time, then the study audited (clean, then with raw data edited, a plan edit undeclared
+//! and declared, a run directory deleted); a starved fault proxy that invalidates its run; a
+//! cap edited after runs completed (refused until declared with --amend, then exactly the
+//! touched runs rerun); a contender whose gate fails excluded while its sound arm's gate
+//! passes and the study goes on.
 
 use crate::common;
+use common::audit::{audit, Repo};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,6 +15,10 @@ use std::process::{Command, Stdio};
 use feedbench::ledger::journal::{self, Event};
 use feedbench::ledger::manifest::{verify, Manifest};
 use feedbench::ledger::state::Ledger;
+
+/// The ledger plan: the study of the five kills and of the audits after them, and the
+/// base of the derived plans.
+const LEDGER: &str = "tests/plans/docker/ledger.yaml";
 
 fn feedbench(plan: &Path, results: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
@@ -29,15 +37,22 @@ fn feedbench(plan: &Path, results: &Path, extra: &[&str]) -> Command {
     c
 }
 
-/// Runs feedbench and SIGKILLs it at the first stdout line `moment` accepts. Returns
+/// `feedbench run` of the ledger plan as registered in `repo` (committed there with the
+/// project's contenders and images, run from it), its results under the repository's
+/// `results/`.
+fn registered(repo: &Repo, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
+    c.current_dir(repo.path(""))
+        .args(["run", LEDGER, "--no-build", "--format", "json"])
+        .args(["--results", "results"])
+        .args(extra);
+    c
+}
+
+/// Runs `command` and SIGKILLs it at the first stdout line `moment` accepts. Returns
 /// whether it was killed (false: it ended first).
-fn kill_at(
-    plan: &Path,
-    results: &Path,
-    extra: &[&str],
-    moment: &dyn Fn(&serde_json::Value) -> bool,
-) -> bool {
-    let mut child = feedbench(plan, results, extra)
+fn kill_at(mut command: Command, moment: &dyn Fn(&serde_json::Value) -> bool) -> bool {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -90,13 +105,22 @@ fn assert_sealed(dir: &Path) {
     assert!(verify(dir, &m).unwrap().is_empty(), "{}", dir.display());
 }
 
+/// The study is registered in a git repository of its own, so that `feedbench audit` can
+/// then judge what the kills and resumes left against the committed plan
+/// (`audit_the_study_the_kills_left`).
 pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
-    let plan = common::repo().join("tests/plans/docker/ledger.yaml");
-    rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
-    let results = tempfile::tempdir().unwrap();
-    let study = results.path().join("test-ledger");
+    rt.block_on(common::plan_images(LEDGER));
+    let repo = Repo::new();
+    repo.copy_project_dirs(&["contenders", "images"]);
+    repo.write(".gitignore", "/results/\n");
+    let text = std::fs::read_to_string(common::repo().join(LEDGER)).unwrap();
+    repo.write(LEDGER, &text);
+    repo.commit("register the study");
+    let plan = repo.path(LEDGER);
+    let results = repo.path("results");
+    let study = results.join("test-ledger");
 
     type Moment = (&'static str, Box<dyn Fn(&serde_json::Value) -> bool>);
     let moments: Vec<Moment> = vec![
@@ -119,7 +143,7 @@ pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
     for (i, (name, moment)) in moments.iter().enumerate() {
         let extra: &[&str] = if i == 0 { &[] } else { &["--resume"] };
         assert!(
-            kill_at(&plan, results.path(), extra, moment.as_ref()),
+            kill_at(registered(&repo, extra), moment.as_ref()),
             "never reached {name}"
         );
         // Whether the kill hit a run: a run started and not settled.
@@ -130,13 +154,11 @@ pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
             assert_eq!(open.len(), 1, "the kill at {name} hit no run");
         }
         // Without --resume the study is never touched.
-        let refused = feedbench(&plan, results.path(), &[]).output().unwrap();
+        let refused = registered(&repo, &[]).output().unwrap();
         assert_eq!(refused.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&refused.stderr).contains("--resume"));
     }
-    let last = feedbench(&plan, results.path(), &["--resume"])
-        .output()
-        .unwrap();
+    let last = registered(&repo, &["--resume"]).output().unwrap();
     assert!(
         last.status.success(),
         "{}",
@@ -164,7 +186,7 @@ pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
     assert_eq!(interrupted, hit_a_run);
     assert!(hit_a_run >= 4);
 
-    let s = status(&plan, results.path());
+    let s = status(&plan, &results);
     assert_eq!(s["counts"]["completed valid"], 3, "{s:#}");
     // Where the study's time went, from the journal and the runs' events: every completed
     // run measured 16 s (of which the runs killed mid-run measured some more).
@@ -255,16 +277,107 @@ pub fn killed_at_five_moments_and_resumed_every_run_completes_exactly_once() {
         kept >= 40,
         "the interrupted runs kept at most {kept} requests"
     );
+    audit_the_study_the_kills_left(&repo, &text);
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-ledger")),
         (vec![], vec![])
     );
 }
 
+/// `feedbench audit` over the study the kills and resumes left: clean (each interruption is
+/// the journal's own record), then with a byte of raw data edited, with a plan edit before
+/// and after it is declared by `run --amend`, and with a run directory deleted.
+fn audit_the_study_the_kills_left(repo: &Repo, text: &str) {
+    let root = repo.path("");
+    let a = audit(&root, &[LEDGER, "--format", "json"]);
+    assert_eq!(a.code, 0, "{}\n{}", a.stdout, a.stderr);
+    let runs = a.json()["runs"].as_array().unwrap().clone();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let md = audit(&root, &[LEDGER]);
+    assert_eq!(md.code, 0, "{}", md.stderr);
+    assert!(
+        md.stdout.contains("feed-rs/steady+db-latency/r1"),
+        "{}",
+        md.stdout
+    );
+
+    // One byte of a raw CSV.
+    let study = repo.path("results/test-ledger");
+    let csv = study.join("runs/feed-rs_steady_db-latency_r1/requests.csv");
+    let original = std::fs::read(&csv).unwrap();
+    let mut edited = original.clone();
+    let last = edited.len() - 2;
+    edited[last] = if edited[last] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&csv, &edited).unwrap();
+    let a = audit(&root, &[LEDGER, "--format", "json"]);
+    assert_eq!(a.code, 1);
+    let undeclared = a.undeclared();
+    assert!(
+        undeclared
+            .iter()
+            .any(|(k, s)| k == "file-mismatch"
+                && s == "runs/feed-rs_steady_db-latency_r1/requests.csv")
+            && a.stdout.contains("changed: sha256"),
+        "{undeclared:?}"
+    );
+    std::fs::write(&csv, &original).unwrap();
+    assert_eq!(audit(&root, &[LEDGER]).code, 0);
+
+    // An undeclared plan edit, then the same edit declared.
+    repo.write(
+        LEDGER,
+        &text.replace("fault-proxy: {cpus: 0.2,", "fault-proxy: {cpus: 0.25,"),
+    );
+    repo.commit("raise the fault proxy's cap");
+    let a = audit(&root, &[LEDGER, "--format", "json"]);
+    assert_eq!(a.code, 1);
+    assert!(
+        a.undeclared().iter().any(|(k, _)| k == "plan-edit"),
+        "{:?}",
+        a.undeclared()
+    );
+    assert!(a.stdout.contains("caps.fault-proxy.cpus"), "{}", a.stdout);
+    let refused = registered(repo, &["--resume"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--amend"));
+    let amended = registered(
+        repo,
+        &[
+            "--amend",
+            "fault proxy cap raised to 0.25 CPU",
+            "--only",
+            "*/r1",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        amended.status.success(),
+        "{}",
+        String::from_utf8_lossy(&amended.stderr)
+    );
+    let a = audit(&root, &[LEDGER, "--format", "json"]);
+    // r2 and r3 were superseded and not run again (--only): gaps, not departures.
+    assert_eq!(a.code, 0, "{}\n{}", a.stdout, a.stderr);
+    assert!(a.stdout.contains("fault proxy cap raised to 0.25 CPU"));
+
+    // A run directory deleted.
+    std::fs::remove_dir_all(study.join("runs/feed-rs_steady_db-latency_r1")).unwrap();
+    let a = audit(&root, &[LEDGER, "--format", "json"]);
+    assert_eq!(a.code, 1);
+    assert!(
+        a.undeclared()
+            .iter()
+            .any(|(k, s)| k == "vanished-directory" && s.contains("feed-rs_steady_db-latency_r1")),
+        "{:?}",
+        a.undeclared()
+    );
+}
+
 /// The ledger plan, edited, in a directory of its own (paths made absolute).
 fn derived_plan(dir: &Path, edits: &[(&str, &str)]) -> PathBuf {
     let root = common::repo();
-    let mut text = std::fs::read_to_string(root.join("tests/plans/docker/ledger.yaml"))
+    let mut text = std::fs::read_to_string(root.join(LEDGER))
         .unwrap()
         .replace("../../../", &format!("{}/", root.display()));
     for (from, to) in edits {
@@ -283,7 +396,7 @@ fn events(study: &Path) -> Vec<Event> {
 pub fn a_starved_fault_proxy_invalidates_its_run_with_the_figure() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
-    rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
+    rt.block_on(common::plan_images(LEDGER));
     let tmp = tempfile::tempdir().unwrap();
     let plan = derived_plan(
         tmp.path(),
@@ -350,7 +463,7 @@ pub fn a_starved_fault_proxy_invalidates_its_run_with_the_figure() {
 pub fn an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
-    rt.block_on(common::plan_images("tests/plans/docker/ledger.yaml"));
+    rt.block_on(common::plan_images(LEDGER));
     let tmp = tempfile::tempdir().unwrap();
     let arms = "    liveness: /healthz\n    variants:\n      a: {description: one}\n      b: {description: two, caps: {replica: {cpus: 0.3, memory: 128MiB}}}\n";
     let base = [
@@ -453,7 +566,20 @@ pub fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
     let ev = events(&study);
     assert!(ev
         .iter()
-        .any(|e| matches!(e, Event::GatePassed { contender, .. } if contender == "feed-rs.sound")));
+        .any(|e| matches!(e, Event::GatePassed { contender, image, .. }
+        if contender == "feed-rs.sound" && image == "feedbench/gate:dev")));
+    // The sound arm's gate: deployed, run and torn down as phases of its own, its suite run
+    // against the balancer, its output kept.
+    let phases: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| event_is(v, "phase") && v["run"] == "feed-rs.sound/gate")
+        .map(|v| v["phase"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(phases, ["gate-deploy", "gate", "gate-teardown"], "{stderr}");
+    let sound = std::fs::read_to_string(study.join("gates/feed-rs.sound.log")).unwrap();
+    assert!(sound.contains("gate: http://balancer:8080"), "{sound}");
+    assert!(sound.contains("gate passed"), "{sound}");
     let excluded = ev
         .iter()
         .find_map(|e| match e {
@@ -461,16 +587,37 @@ pub fn a_contender_failing_its_gate_is_excluded_and_the_study_goes_on() {
                 contender,
                 exit_code,
                 output,
+                reason,
                 runs,
                 ..
-            } => Some((contender.clone(), *exit_code, output.clone(), runs.clone())),
+            } => Some((
+                contender.clone(),
+                *exit_code,
+                output.clone(),
+                reason.clone(),
+                runs.clone(),
+            )),
             _ => None,
         })
         .expect("the mutant is excluded");
     assert_eq!(excluded.0, "feed-rs.mutant-c2");
     assert_eq!(excluded.1, Some(1));
-    assert!(excluded.2.contains("visibility"), "{}", excluded.2);
-    assert_eq!(excluded.3, ["feed-rs.mutant-c2/steady/r1"]);
+    assert!(
+        excluded.3.starts_with("exit code 1; output in "),
+        "{}",
+        excluded.3
+    );
+    assert!(excluded.2.contains("visibility   FAILED"), "{}", excluded.2);
+    // The report names a draft that the mutant served although clause C2 hides it.
+    assert!(
+        excluded
+            .2
+            .lines()
+            .any(|l| l.contains("[visibility]") && l.contains("C2 draft")),
+        "{}",
+        excluded.2
+    );
+    assert_eq!(excluded.4, ["feed-rs.mutant-c2/steady/r1"]);
     // The sound arm ran; the mutant's run is skipped with the gate's reason.
     let s = status(&plan, results.path());
     let by_run = |id: &str| {

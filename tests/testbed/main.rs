@@ -14,7 +14,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod audit;
 mod contenders_gate;
 mod deploy;
 mod disk;
@@ -90,10 +89,8 @@ fn main() -> std::process::ExitCode {
             an_edited_cap_is_refused_until_amended_then_exactly_its_runs_rerun,
             a_contender_failing_its_gate_is_excluded_and_the_study_goes_on,
         ],
-        audit: [audits_of_a_real_study_name_each_departure],
         pilot: [a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it],
         gate: [
-            the_gate_passes_on_feed_rs_and_fails_on_its_c2_mutant,
             both_production_arms_pass_the_gate_on_the_studys_topology_and_a_mutant_still_fails,
             a_gate_past_its_timeout_is_killed_and_fails,
             a_topology_that_cannot_be_deployed_is_a_failed_gate,
