@@ -611,6 +611,35 @@ def call_value(call, index: RowIndex):
     return out, value, interval
 
 
+def negative_recovery_scaled(node, values, recovery):
+    """Whether a product or quotient scales a recovery(…) below 0 (`recovery` holds the
+    indices of the check's recovery calls): 5 × −1.8 s compares nothing a hypothesis means,
+    and the check is not evaluable (docs/analysis.md, "Recovery")."""
+    def scaled(n):
+        kind = n[0]
+        if kind == "arith" and n[1] in ("*", "/"):
+            return inside(n[2]) or inside(n[3]) or scaled(n[2]) or scaled(n[3])
+        if kind in ("arith", "cmp"):
+            return scaled(n[2]) or scaled(n[3])
+        if kind in ("neg", "not"):
+            return scaled(n[1])
+        if kind in ("and", "or"):
+            return any(scaled(x) for x in n[1])
+        return False
+
+    def inside(n):
+        kind = n[0]
+        if kind == "call":
+            return n[1] in recovery and values[n[1]][0] < 0
+        if kind == "neg":
+            return inside(n[1])
+        if kind == "arith":
+            return inside(n[2]) or inside(n[3])
+        return False
+
+    return scaled(node)
+
+
 VERDICT = {True: "supported", False: "not supported", None: "not evaluable"}
 INTERVAL_VERDICT = {True: "supported", False: "not supported", None: "undecided"}
 
@@ -628,6 +657,8 @@ def verdict(check, index: RowIndex):
         values[call["index"]] = value
         intervals[call["index"]] = interval
     if any(v is None for v in values.values()):
+        return entry
+    if negative_recovery_scaled(check["tree"], values, check["recovery_calls"]):
         return entry
     entry["verdict"] = VERDICT[evaluate(check["tree"], values)]
     if all(iv is not None for iv in intervals.values()):
@@ -738,6 +769,7 @@ def _read_check(path, c, where):
         if calls:
             raise InputError(path, None, f"{where}: a check that does not resolve has calls")
         out["calls"] = []
+        out["recovery_calls"] = set()
         return out
     text = out["check"]
     try:
@@ -771,6 +803,7 @@ def _read_check(path, c, where):
                                          f"[{p.start}, {p.end}) has no entry in calls")
     out["tree"] = tree
     out["calls"] = calls
+    out["recovery_calls"] = {p.index for p in parsed if p.function == "recovery"}
     return out
 
 

@@ -891,7 +891,7 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
         if not control_ok:
             out.add("time_to_recover", None, "s", NONE, definition=definition)
             continue
-        t = recovery_instant(req, origin, obs_b, rec, c_thr, c_p95, c_p99)
+        t = recovery_instant(req, origin, applied, obs_b, rec, c_thr, c_p95, c_p99)
         if t is None:
             out.add("time_to_recover", None, "s", NOT_RECOVERED, definition=definition)
         else:
@@ -916,37 +916,39 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
     out.add("control_p99", c_p99, "ms")
 
 
-def recovery_instant(req: Requests, o, obs_end, rec, c_thr, c_p95, c_p99):
-    """The seeds' rule: the first t = o + k·step whose hold's windows are all within control."""
+def recovery_instant(req: Requests, o, applied, obs_end, rec, c_thr, c_p95, c_p99):
+    """The seeds' rule, signed against the origin o: candidates on the grid through o from the
+    first at or after `applied`; the search starts at the first window out of control (the
+    disruption); the first candidate from there whose hold's windows are all within control
+    is the instant. Never out of control: the first candidate."""
     step, window = rec["step"], rec["window"]
     H = rec["hold"] // step
-    if o + window > obs_end:
+    first = o - (max(o - applied, 0) // step) * step
+    if first + window > obs_end:
         return None
-    M = (obs_end - window - o) // step + 1  # windows u = o + m·step ending by obs_end
-    if M < H + 1:
-        return None
-    u = o + np.arange(M, dtype=np.int64) * step
+    M = (obs_end - window - first) // step + 1  # windows u = first + m·step ending by obs_end
+    u = first + np.arange(M, dtype=np.int64) * step
     lo, hi = req.spans(u, u + window)
     cnt = hi - lo
     thr = cnt / (window / 1e9)
     pre = (cnt > 0) & (np.abs(thr - c_thr) <= rec["thr_tol"] * c_thr)
     lim95 = (1 + rec["lat_tol"]) * c_p95
     lim99 = (1 + rec["lat_tol"]) * c_p99
-    run = 0
+    run, disrupted = 0, False
     for m in range(M):
         ok = bool(pre[m])
         if ok:
             p95, p99 = percentiles(req.dur[lo[m]:hi[m]], [P95, P99])
             ok = p95 <= lim95 and p99 <= lim99
-        if ok:
-            run += 1
-            if run == H + 1:
-                return int(u[m - H])
-        else:
-            run = 0
+        if not ok:
+            run, disrupted = 0, True
             if M - (m + 1) < H + 1:
                 return None
-    return None
+            continue
+        run += 1
+        if disrupted and run == H + 1:
+            return int(u[m - H])
+    return int(first) if not disrupted and run >= H + 1 else None
 
 
 # ---------------------------------------------------------------------------------------

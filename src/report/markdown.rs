@@ -350,7 +350,7 @@ fn faults(out: &mut String, report: &StudyReport) {
     if with.is_empty() {
         return;
     }
-    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`).\n\n");
+    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`); a negative recovery is the service back within its control that long before its origin.\n\n");
     let rows: Vec<Vec<String>> = with
         .iter()
         .map(|r| {

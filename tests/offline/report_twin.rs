@@ -123,6 +123,14 @@ fn both_implementations_agree_and_find_the_known_answers() {
         value(&ours, cut, "time_to_recover", "restart"),
         (None, "not applicable".to_string())
     );
+    // The service back through the other replica 8 s before the killed one: recovery from
+    // the restart is signed, from the clear unchanged.
+    let late = "feed-rs.indexed/baseline+late-restart/r1";
+    assert_eq!(
+        value(&ours, late, "time_to_recover", "restart").0,
+        Some(-8.0)
+    );
+    assert_eq!(value(&ours, late, "time_to_recover", "clear").0, Some(12.0));
 }
 
 #[test]

@@ -216,7 +216,7 @@ fn rows() -> Vec<Row> {
         out.push(row(
             &format!("slow/baseline+kill/r{r}"),
             "",
-            "clear",
+            "restart",
             "time_to_recover",
             v,
             "s",

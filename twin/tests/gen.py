@@ -264,7 +264,7 @@ def ramp_run(root, repetition=1):
 
 def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restart=True,
               fault="replica-kill", up_after_clear=None, bystander=True,
-              target=True):
+              target=True, up_s=2):
     """100/s with a kill at 60 s into the measured phase, cleared 5 s later.
 
     Request i (on a 10 ms grid from the warm-up's start) takes 1 + (i mod 100) ms, so every
@@ -284,6 +284,10 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
     at cleared + 2 s); a link fault reads any replica's first DOWN: replica-2's, at 1.0 s.
     `target=False` leaves the target out of the frame, as run.json files written before it
     was recorded do: then any server's rows count.
+
+    `up_s`: the target's UP comes this long after the clear. At 20 the service has recovered
+    (through the other replica) 8 s before the replica is back: recovery from `restart` is
+    −8.0 s, from `cleared` still 12.0 s.
     """
     if up_after_clear is None:
         up_after_clear = restart
@@ -338,7 +342,7 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
         health.insert(2, (applied + 1 * NS, "feed/replica-2", "DOWN"))
         health.append((cleared + 1 * NS, "feed/replica-2", "UP"))
     if up_after_clear:
-        health.append((cleared + 2 * NS, "feed/replica-1", "UP"))
+        health.append((cleared + up_s * NS, "feed/replica-1", "UP"))
     cont = simple_containers(ms, me)
     return write_run(root, f, req, cont, events=events, health=health)
 
@@ -391,3 +395,4 @@ if __name__ == "__main__":
         print(fault_run(a.root))
         print(fault_run(a.root, injection="link-down", restart=False, fault="db-cut",
                         up_after_clear=True))
+        print(fault_run(a.root, fault="late-restart", up_s=20))

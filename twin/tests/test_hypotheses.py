@@ -299,6 +299,34 @@ class Verdicts(unittest.TestCase):
         v = self.verdict(SAT, sat_calls(), sat_rows([40], [8]))
         self.assertEqual(v["verdict"], "supported")
 
+    def test_a_multiple_of_a_negative_recovery_is_not_evaluable(self):
+        text = ("recovery(feed-rs.cache, fault: kill, origin: restart) >= "
+                "5 * recovery(feed-rs.indexed, fault: kill, origin: restart)")
+        runs = {"feed-rs.cache": "feed-rs.cache/baseline+kill/r1",
+                "feed-rs.indexed": "feed-rs.indexed/baseline+kill/r1"}
+        calls = [call_of(text, f"recovery({c}, fault: kill, origin: restart)",
+                         rows=[spec(run, "time_to_recover", "restart")])
+                 for c, run in runs.items()]
+
+        def rows(cache, indexed):
+            return [(runs["feed-rs.cache"], "time_to_recover", cache, "s", "", None,
+                     "restart", ""),
+                    (runs["feed-rs.indexed"], "time_to_recover", indexed, "s", "", None,
+                     "restart", "")]
+        # 84 s against 0.4 s: what the hypothesis means
+        self.assertEqual(self.verdict(text, calls, rows(84, 0.4))["verdict"], "supported")
+        self.assertEqual(self.verdict(text, calls, rows(1, 0.4))["verdict"], "not supported")
+        # five times −1.8 s is −9 s: every recovery is above it, and nothing is compared
+        v = self.verdict(text, calls, rows(1, -1.8))
+        self.assertEqual((v["verdict"], v["interval"]), ("not evaluable", None))
+        self.assertTrue(all(c["evaluable"] for c in v["calls"]))
+        # a negative recovery compared as it is means what it says
+        alone = "recovery(feed-rs.indexed, fault: kill, origin: restart) < 5s"
+        v = self.verdict(alone, [call_of(alone, alone[:alone.index(" <")],
+                                         rows=[spec(runs["feed-rs.indexed"], "time_to_recover",
+                                                    "restart")])], rows(1, -1.8))
+        self.assertEqual(v["verdict"], "supported")
+
     def test_not_evaluable_when_a_run_does_not_stand(self):
         calls = sat_calls(not_standing=["feed-rs.indexed/ramp/r2: invalid"])
         v = self.verdict(SAT, calls, sat_rows([40], [5]))

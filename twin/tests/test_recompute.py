@@ -301,7 +301,8 @@ class Scenarios(unittest.TestCase):
             kill = gen.fault_run(runs, repetition=2, restart=False)
             short = gen.fault_run(runs, repetition=3, observe_s=21)
             older = gen.fault_run(runs, repetition=4, target=False)
-            p = run_twin(Path(t) / "out", lat, kill, short, older)
+            late = gen.fault_run(runs, repetition=5, up_s=20)
+            p = run_twin(Path(t) / "out", lat, kill, short, older, late)
             self.assertEqual(p.returncode, 0, p.stderr)
             m = read_metrics(Path(t) / "out" / "metrics.csv")
 
@@ -325,6 +326,10 @@ class Scenarios(unittest.TestCase):
             short_id = "feed-rs.indexed/baseline+replica-kill/r3"
             self.assertEmpty(row(short_id, "time_to_recover", "clear"), "not recovered")
             self.assertEmpty(row(short_id, "time_to_recover", "restart"), "not recovered")
+            # the service back 8 s before its replica: recovery from the restart is signed
+            late_id = "feed-rs.indexed/baseline+replica-kill/r5"
+            self.assertEqual(row(late_id, "time_to_recover", "restart")["value"], "-8")
+            self.assertEqual(row(late_id, "time_to_recover", "clear")["value"], "12")
 
     def test_recovery_just_fits(self):
         # recovery at 12 s needs windows up to 12 + 10 + 10 = 32 s after the clear

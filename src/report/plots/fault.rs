@@ -223,7 +223,11 @@ fn detections_and_recoveries(
         figure.mark(
             &mut keys,
             &mut marks,
-            |v| format!("recovered: {definition} + {} s", num(v)),
+            // Signed: a service back before the replica recovered before its restart.
+            |v| {
+                let sign = if v < 0.0 { '−' } else { '+' };
+                format!("recovered: {definition} {sign} {} s", num(v.abs()))
+            },
             format!("recovered ({definition})"),
             |why| format!("recovered ({definition}): {why}"),
             px,

@@ -72,14 +72,19 @@ pub fn control(frame: &Frame, reqs: &[Req], applied: i128) -> Control {
     }
 }
 
-/// The recovery instant after `origin` under the seeds' rule, or `None` (not recovered by
-/// the observe window's end).
+/// The recovery instant under the seeds' rule, signed against `origin`, or `None` (not
+/// recovered by `end`). The candidates lie on the grid through `origin`, from the first at
+/// or after `applied`: the search starts at the first whose window is out of control (the
+/// disruption), so a service back through redispatch before its replica restarts recovers
+/// before the origin (a negative time), and one never out of control recovered at the first
+/// candidate.
 pub fn recovery(
     frame: &Frame,
     reqs: &[Req],
     ranks: &Ranks,
     control: &Control,
     origin: i128,
+    applied: i128,
     end: i128,
 ) -> Option<i128> {
     let r = &frame.recovery;
@@ -102,25 +107,24 @@ pub fn recovery(
             && w.percentile(99.0)
                 .is_some_and(|p| p <= (1.0 + r.latency_tolerance) * c99)
     };
-    // Windows on the grid from the origin, while they end by `end`; a run of hold + 1
+    // The first candidate at or after `applied` (the origin is never before it).
+    let first = origin - (origin - applied).max(0) / r.step_ns * r.step_ns;
+    // Windows on the grid while they end by `end`; after the disruption, a run of hold + 1
     // consecutive windows within control starts at the recovery instant.
-    let mut run = 0usize;
-    let mut g: i128 = 0;
-    loop {
-        let u = origin + g * r.step_ns;
-        if u + r.window_ns > end {
-            return None;
-        }
-        if within_control(u) {
+    let (mut run, mut disrupted) = (0usize, false);
+    let mut u = first;
+    while u + r.window_ns <= end {
+        if !within_control(u) {
+            (run, disrupted) = (0, true);
+        } else {
             run += 1;
-            if run > hold {
+            if disrupted && run > hold {
                 return Some(u - hold as i128 * r.step_ns);
             }
-        } else {
-            run = 0;
         }
-        g += 1;
+        u += r.step_ns;
     }
+    (!disrupted && run > hold).then_some(first)
 }
 
 /// The first trailing objective window ending on the grid after `applied` that breaks the
@@ -247,7 +251,7 @@ pub fn rows(
             None => x.empty("time_to_recover", "s", missing),
             Some(o) => x.or(
                 "time_to_recover",
-                recovery(frame, reqs, &ranks, &c, o, i.observe_end).map(|t| secs(t - o)),
+                recovery(frame, reqs, &ranks, &c, o, i.applied, i.observe_end).map(|t| secs(t - o)),
                 "s",
                 NOT_RECOVERED,
             ),
@@ -287,4 +291,91 @@ pub fn rows(
     );
     out.value("control_p95", c.p95, "ms");
     out.value("control_p99", c.p99, "ms");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i128 = 1_000_000_000;
+    /// The fault's application.
+    const APPLIED: i128 = 100 * S;
+
+    /// 100 requests a second of 1 ms from 0 to 200 s; those started in `slow` take 100 ms.
+    fn reqs(slow: (i128, i128)) -> Vec<Req> {
+        (0..20_000)
+            .map(|i| {
+                let start_ns = i as i128 * 10_000_000;
+                let ms = if (slow.0..slow.1).contains(&start_ns) {
+                    100.0
+                } else {
+                    1.0
+                };
+                Req {
+                    start_ns,
+                    end_ns: start_ns + (ms * 1e6) as i128,
+                    status: 200,
+                    duration_ms: ms,
+                    scheduled_ns: None,
+                }
+            })
+            .collect()
+    }
+
+    /// A frame with the seeds' recovery rule (window 10 s, step 100 ms, hold 10 s).
+    fn frame() -> Frame {
+        serde_json::from_value(serde_json::json!({
+            "contender": "feed-rs", "variant": null, "profile": "baseline",
+            "fault": "replica-kill", "repetition": 1,
+            "measured": {"start_ns": 0, "end_ns": 200 * S, "offered_arrivals": 20000.0},
+            "objective": {"p99_ms": 50.0, "failed_share": 0.01, "window_ns": 10 * S},
+            "fault_window": null, "caps": {},
+            "recovery": {"window_ns": 10 * S, "step_ns": S / 10, "hold_ns": 10 * S,
+                         "throughput_tolerance": 0.05, "latency_tolerance": 0.1},
+        }))
+        .unwrap()
+    }
+
+    fn recovered(slow: (i128, i128), origin: i128) -> Option<i128> {
+        let reqs = reqs(slow);
+        let ranks = Ranks::of(&reqs);
+        let control = Control {
+            throughput: 100.0,
+            p95: Some(1.0),
+            p99: Some(1.0),
+        };
+        recovery(&frame(), &reqs, &ranks, &control, origin, APPLIED, 200 * S)
+    }
+
+    #[test]
+    fn a_service_back_before_its_origin_recovered_before_it() {
+        // Slow from 1 s to 3 s after the fault; its replica back at 20 s. A window of 1,000
+        // requests is within control once at most 10 are slow (its p99 is rank 990): the
+        // first from 2.9 s.
+        let slow = (APPLIED + S, APPLIED + 3 * S);
+        let at = APPLIED + 29 * S / 10;
+        assert_eq!(recovered(slow, APPLIED + 20 * S), Some(at));
+        // From the clearing at 5 s, the same instant (its grid is the same here).
+        assert_eq!(recovered(slow, APPLIED + 5 * S), Some(at));
+        // An origin off the 100 ms grid through the application keeps its own grid: at
+        // 2.85 s a window holds 15 slow requests, at 2.95 s five.
+        assert_eq!(
+            recovered(slow, APPLIED + 20 * S + 50_000_000),
+            Some(at + 50_000_000)
+        );
+    }
+
+    #[test]
+    fn a_service_never_out_of_control_recovered_at_the_first_candidate() {
+        assert_eq!(recovered((0, 0), APPLIED + 5 * S), Some(APPLIED));
+        // Slow only before the fault: nothing after it is out of control.
+        assert_eq!(recovered((0, APPLIED), APPLIED + 5 * S), Some(APPLIED));
+    }
+
+    #[test]
+    fn a_service_still_out_of_control_at_the_end_has_not_recovered() {
+        assert_eq!(recovered((APPLIED + S, 200 * S), APPLIED + 5 * S), None);
+        // Back with too little left for the hold's windows.
+        assert_eq!(recovered((APPLIED + S, 185 * S), APPLIED + 5 * S), None);
+    }
 }

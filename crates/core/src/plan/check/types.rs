@@ -299,6 +299,11 @@ impl Checker<'_> {
                 self.restarts(fname, span_of(Arg::Origin))?;
             }
         }
+        // A recovery is timed from its injection's own origin unless the check names one.
+        let origin = match (f.reads, origin, &fault) {
+            (Reads::Recovery, None, Some(fname)) => Some(self.own_origin(fname).to_string()),
+            (_, origin, _) => origin,
+        };
         let (metric, definition) = metric_and_definition(f, &at, definition, origin, detect);
         let role = match f.reads {
             Reads::Efficiency => Some(functions::REPLICAS.to_string()),
@@ -354,15 +359,30 @@ impl Checker<'_> {
         .hint(format!("name each replica: `{}`", each.join(" and "))))
     }
 
+    /// Whether the fault kills or stops a replica: the faults with a restart.
+    fn has_restart(&self, fault: &str) -> bool {
+        matches!(
+            self.plan.faults[fault].inject,
+            Injection::KillReplica { .. } | Injection::StopReplica { .. }
+        )
+    }
+
+    /// A fault's own recovery origin (docs/analysis.md, "Recovery"): the replica back in
+    /// service for a kill or stop of one, the fault removed for every other.
+    fn own_origin(&self, fault: &str) -> &'static str {
+        if self.has_restart(fault) {
+            ORIGINS[1]
+        } else {
+            ORIGINS[0]
+        }
+    }
+
     /// `origin: restart` needs a fault that kills or stops a replica.
     fn restarts(&self, fault: &str, span: Span) -> Result<(), CheckError> {
-        let inject = &self.plan.faults[fault].inject;
-        if matches!(
-            inject,
-            Injection::KillReplica { .. } | Injection::StopReplica { .. }
-        ) {
+        if self.has_restart(fault) {
             return Ok(());
         }
+        let inject = &self.plan.faults[fault].inject;
         Err(CheckError::new(
             span,
             format!(
@@ -791,7 +811,8 @@ mod tests {
         assert_eq!(
             rows,
             [
-                ("time_to_recover", "clear", "baseline", None, "median"),
+                // A kill's own origin: its replica back in service.
+                ("time_to_recover", "restart", "baseline", None, "median"),
                 ("detect_objective_window", "", "baseline", None, "max"),
                 ("saturation", "p99-only", "ramp", None, "median"),
                 (
@@ -804,6 +825,24 @@ mod tests {
             ]
         );
         assert_eq!(q[3].at, At::Step(30.0));
+        // A link fault's own origin is its removal; a named origin is the one named.
+        for (text, origin) in [
+            ("recovery(feed-py, fault: db-latency) < 1s", "clear"),
+            (
+                "recovery(feed-rs.indexed, fault: replica-kill, origin: clear) < 1s",
+                "clear",
+            ),
+            (
+                "recovery(feed-rs.indexed, fault: replica-kill, origin: restart) < 1s",
+                "restart",
+            ),
+        ] {
+            assert_eq!(
+                check(&plan(), text).unwrap()[0].definition,
+                origin,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod hypotheses;
 pub mod interval;
+pub mod scaled;
 pub mod twin;
 
 use std::collections::{BTreeMap, HashMap};
@@ -308,6 +309,15 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
             .extend(c.problems.iter().map(|p| format!("`{}`: {p}", c.text)));
     }
     if !e.reasons.is_empty() {
+        return e;
+    }
+    if let Some(c) = scaled::negative_recovery_scaled(&expr, &e.calls) {
+        let v = c.value.map_or(0.0, |i| i.lo);
+        e.reasons.push(format!(
+            "`{}` is {} s, a recovery before its origin: a multiple of it compares nothing",
+            c.text,
+            number(v)
+        ));
         return e;
     }
     let at = |pick: fn(&CallValue) -> Option<Interval>| {
