@@ -511,7 +511,20 @@ fn assert_sections_consistent(page: &Value) {
 #[ignore = "needs PostgreSQL on the host (apt-get install postgresql)"]
 fn sections_over_budget_are_dropped_and_named() {
     let pg = postgres();
-    let svc = service(pg, SHARED, &[("SECTION_BUDGET_MS", "1")]);
+    // Each section dropped at its 1 ms budget keeps its pool slot until its ROLLBACK is
+    // done; on a loaded host ten pages in a row can hold all 16 slots for longer than the
+    // 100 ms pool wait, and the next page's profile lookup would answer 503, as the contract
+    // says it must. The pool wait and deadline are raised so that this test sees only what
+    // it is about: sections over their budget.
+    let svc = service(
+        pg,
+        SHARED,
+        &[
+            ("SECTION_BUDGET_MS", "1"),
+            ("POOL_WAIT_MS", "5000"),
+            ("REQUEST_DEADLINE_MS", "10000"),
+        ],
+    );
     let mut seen = Vec::new();
     for _ in 0..10 {
         let r = svc.get("/feed?viewer=5");
@@ -540,8 +553,10 @@ fn sections_over_budget_are_dropped_and_named() {
         r.text(),
         r#"{"viewer":5,"sections":{},"degraded":["own","followed","suggested"]}"#
     );
+    // Under the 1,000 ms request deadline that would otherwise end the page, and under the
+    // 1.5 s lock: far enough from both for a loaded host.
     assert!(
-        took >= Duration::from_millis(290) && took < Duration::from_millis(600),
+        took >= Duration::from_millis(290) && took < Duration::from_millis(900),
         "{took:?}"
     );
     eprintln!("all sections over a 300 ms budget: answered in {took:?}");
