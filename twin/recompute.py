@@ -653,21 +653,24 @@ def window_bounds(a, b, W):
     return starts, starts + W
 
 
-def windows_met(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
+def window_verdicts(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
+    """Whether each window of window_bounds(a, b, W) meets the rule; an empty one does not."""
     ws, we = window_bounds(a, b, W)
     lo, hi = req.spans(ws, we)
-    cnt = hi - lo
-    if (cnt == 0).any():
-        return False
-    if judge_failed:
-        share = req.failed_in(lo, hi) / cnt
-        if (share > failed_bound).any():
-            return False
-    if judge_p99:
-        for l, h in zip(lo, hi):
-            if percentile(req.dur[l:h], P99) > p99_ms:
-                return False
-    return True
+    met = []
+    for l, h in zip(lo, hi):
+        n = h - l
+        ok = n > 0
+        if ok and judge_failed:
+            ok = int(req.failed[l:h].sum()) / n <= failed_bound
+        if ok and judge_p99:
+            ok = percentile(req.dur[l:h], P99) <= p99_ms
+        met.append(ok)
+    return met
+
+
+def windows_met(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
+    return all(window_verdicts(req, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed))
 
 
 def compute_run(run_dir: Path):
@@ -703,6 +706,11 @@ def compute_run(run_dir: Path):
                            percentiles(from_schedule, [P50, P99])):
             out.add(name, v, "ms")
         out.add("latency_from_schedule_max", float(from_schedule.max()), "ms")
+    # The run's verdict: its objective windows, and how many breached (not for a ramp).
+    if not f["steps"]:
+        met = window_verdicts(req, ms, me, f["W"], f["p99_ms"], f["failed_bound"], True, True)
+        out.add("objective_windows", len(met), "count")
+        out.add("objective_windows_breached", met.count(False), "count")
 
     # --- the per-second series
     K = max(0, (me - ms) // NS)

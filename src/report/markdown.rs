@@ -119,6 +119,26 @@ pub fn render(report: &StudyReport) -> String {
     out
 }
 
+/// A run's windows verdict with how many windows breached, and the manifest's recorded
+/// verdict beside it where they differ.
+fn verdict_cell(r: &RunFigures, x: &Rows<'_>) -> String {
+    let computed = r.objective_verdict();
+    let mut cell = match computed {
+        None if !r.frame.steps.is_empty() => "per step".to_string(),
+        None => "–".to_string(),
+        Some(v) => format!(
+            "{v} ({} of {} windows breached)",
+            x.show("objective_windows_breached", "", "", None),
+            x.show("objective_windows", "", "", None)
+        ),
+    };
+    let recorded = r.recorded_objective.as_deref();
+    if recorded != computed {
+        let _ = write!(cell, "; recorded: {}", recorded.unwrap_or("none"));
+    }
+    cell
+}
+
 /// The appendix: where the study's wall time went (what `feedbench status` says).
 fn hours(out: &mut String, report: &StudyReport) {
     let Some(t) = report.time.filter(|t| t.total_s > 0.0) else {
@@ -283,6 +303,7 @@ fn runs(out: &mut String, report: &StudyReport) {
             }
             row.push(x.show("requests_per_core_second", "measured", REPLICAS, None));
             row.push(x.show("memory_rss_peak", "measured", REPLICAS, None));
+            row.push(verdict_cell(r, &x));
             row
         })
         .collect();
@@ -304,8 +325,13 @@ fn runs(out: &mut String, report: &StudyReport) {
             "4xx",
             "requests per replica core-second",
             "replicas' RSS peak",
+            "objective (windows)",
         ],
         &rows,
+    );
+    let _ = writeln!(
+        out,
+        "The objective's verdict is judged over each full objective window of the measured phase, the way an SLO is evaluated (docs/analysis.md, \"The run's verdict\"); a step ramp's verdicts are its steps'. Where a run's manifest recorded another verdict (written by a feedbench that judged the whole phase), it is shown beside.\n"
     );
     let killed: Vec<String> = report
         .runs

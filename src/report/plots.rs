@@ -1147,6 +1147,7 @@ mod tests {
             instants: None,
             cpu: cpu_series(),
             oom_kills: Vec::new(),
+            recorded_objective: None,
         }
     }
 
@@ -1236,6 +1237,7 @@ mod tests {
             }),
             cpu: cpu_series(),
             oom_kills: Vec::new(),
+            recorded_objective: None,
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::execute::{write, EventLog, ExecuteError, Running};
 use super::judge::ramp_terms;
 use crate::analysis::live::LiveRamp;
+use crate::analysis::objective::JudgedWindows;
 use crate::analysis::saturation::{self, Saturation};
 use crate::engine::runtime::RuntimeError;
 use crate::rundir;
@@ -84,7 +85,10 @@ pub(super) fn keep(
     if let Some(w) = live_differs(live, record.saturation.as_ref()) {
         record.warnings.push(w);
     }
-    record.measured = measured_summary(script, &summary, &reqs);
+    record.measured = measured_summary(script, &summary, &reqs).map(|mut m| {
+        m.windows = record.frame.as_ref().and_then(|f| phase_windows(f, &reqs));
+        m
+    });
     record.load = Some(summary);
     Ok(reqs.iter().map(|r| r.start_ns).collect())
 }
@@ -136,7 +140,21 @@ fn measured_summary(
         } else {
             failed as f64 / measured.len() as f64
         },
+        windows: None,
     })
+}
+
+/// The measured phase under the windows rule, the run's verdict; `None` for a step ramp,
+/// whose verdicts are its steps'.
+fn phase_windows(frame: &Frame, reqs: &[saturation::Request]) -> Option<JudgedWindows> {
+    if !frame.steps.is_empty() {
+        return None;
+    }
+    let (_, objective) = ramp_terms(frame);
+    let m = &frame.measured;
+    Some(saturation::phase_windows(
+        reqs, m.start_ns, m.end_ns, &objective,
+    ))
 }
 
 /// requests.csv as analysis reads it, read once, just after it was written: a row that

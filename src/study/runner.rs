@@ -239,7 +239,8 @@ pub(super) struct Left {
     pub excluded: Vec<String>,
 }
 
-/// The objective's verdict on a run's measured phase (a ramp's is judged step by step).
+/// The objective's verdict on a run's measured phase, over its objective windows (a ramp's
+/// is judged step by step).
 pub(super) fn objective(
     loaded: &LoadedPlan,
     run: &RunSpec,
@@ -249,14 +250,10 @@ pub(super) fn objective(
         loaded.plan.profiles.get(run.profile.as_str()),
         Some(Profile::StepRamp { .. })
     );
-    record.measured.as_ref().and_then(|m| {
-        crate::analysis::objective::verdict(
-            &loaded.plan.study.objective,
-            m.p99_ms,
-            m.failed_share,
-            ramp,
-        )
-    })
+    record
+        .measured
+        .as_ref()
+        .and_then(|m| crate::analysis::objective::verdict(m.requests, m.windows, ramp))
 }
 
 /// After a run's journal line: the reporter told, a ramp that finished remembered for the

@@ -131,6 +131,15 @@ fn both_implementations_agree_and_find_the_known_answers() {
         Some(-8.0)
     );
     assert_eq!(value(&ours, late, "time_to_recover", "clear").0, Some(12.0));
+    // The verdict over windows: the constant run's 20 s phase is one 60 s window, breached by
+    // its 2.5 % failed; the kill's 125 s phase holds 12 full 10 s windows, one breached.
+    for (run, windows, breached) in [("feed-rs.indexed/baseline/r1", 1.0, 1.0), (kill, 12.0, 1.0)] {
+        assert_eq!(value(&ours, run, "objective_windows", "").0, Some(windows));
+        assert_eq!(
+            value(&ours, run, "objective_windows_breached", "").0,
+            Some(breached)
+        );
+    }
 }
 
 #[test]

@@ -197,6 +197,10 @@ impl Testbed for Fake {
                 p50_ms: Some(1.0),
                 p99_ms: Some(2.0),
                 failed_share: 0.0,
+                windows: Some(feedbench::analysis::objective::JudgedWindows {
+                    windows: 3,
+                    breached: 0,
+                }),
             }),
             validity: if self.invalid_runs.contains(&run.id) {
                 vec![Evidence {

@@ -189,6 +189,19 @@ class Scenarios(unittest.TestCase):
                           ("latency_p99", 99), ("latency_p99_9", 99.9)):
             self.assertEqual(float(self.val(run, metric)), nearest_rank(durs, p), metric)
 
+    def test_verdict_windows(self):
+        # The constant run's 20 s phase is shorter than its 60 s window: judged whole, and its
+        # 2.5 % failed breaches. The fault run's 125 s phase holds 12 full 10 s windows (the
+        # last 5 s are no window); only the one the kill lands in breaches.
+        for run, windows, breached in (("feed-rs.indexed/baseline/r1", "1", "1"),
+                                       ("feed-rs.indexed/baseline+replica-kill/r1", "12", "1")):
+            self.assertEqual(self.val(run, "objective_windows"), windows, run)
+            self.assertEqual(self.val(run, "objective_windows_breached"), breached, run)
+        ramp = "feed-rs.indexed/ramp/r1"
+        self.assertTrue(any(k[0] == ramp and k[5] == "step_p99" for k in self.m))
+        self.assertFalse(any(k[0] == ramp and k[5].startswith("objective_windows")
+                             for k in self.m))
+
     def test_per_second_series(self):
         run = "feed-rs.indexed/baseline/r1"
         seconds = sorted({int(k[2]) for k in self.m if k[0] == run and k[2] != ""})

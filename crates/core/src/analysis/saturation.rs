@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::objective::{self, Bounds};
+use super::objective::{self, Bounds, JudgedWindows};
 
 /// One request, as analysis needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,33 +119,49 @@ pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -
     of_steps(verdicts)
 }
 
-/// One step's verdict from the requests that started in it (in any order): the rule every
-/// step is judged by, offline and while the ramp runs (`analysis::live`).
-pub fn step_verdict(in_step: &[&Request], step: &Step, objective: &Objective) -> StepVerdict {
-    let span = step.end_ns - step.start_ns;
+/// Each objective window of `[start_ns, end_ns)` (its full windows, the whole span when it is
+/// shorter than one) judged on the requests that started in it: `(p99, failed share, met)`.
+fn judge_windows(
+    in_span: &[&Request],
+    start_ns: i128,
+    end_ns: i128,
+    objective: &Objective,
+) -> Vec<(Option<f64>, f64, bool)> {
+    let span = end_ns - start_ns;
     let windows = if objective.window_ns > 0 {
-        (span / objective.window_ns) as usize
+        span / objective.window_ns
     } else {
         0
     };
-    let mut worst = (None::<f64>, 0.0f64, true);
     let spans: Vec<(i128, i128)> = if windows == 0 {
-        vec![(step.start_ns, step.end_ns)]
+        vec![(start_ns, end_ns)]
     } else {
         (0..windows)
             .map(|w| {
-                let s = step.start_ns + w as i128 * objective.window_ns;
+                let s = start_ns + w * objective.window_ns;
                 (s, s + objective.window_ns)
             })
             .collect()
     };
-    for (s, e) in spans {
-        let window: Vec<&Request> = in_step
-            .iter()
-            .copied()
-            .filter(|r| r.start_ns >= s && r.start_ns < e)
-            .collect();
-        let (p99, share, met) = judge(&window, objective);
+    spans
+        .into_iter()
+        .map(|(s, e)| {
+            let window: Vec<&Request> = in_span
+                .iter()
+                .copied()
+                .filter(|r| r.start_ns >= s && r.start_ns < e)
+                .collect();
+            judge(&window, objective)
+        })
+        .collect()
+}
+
+/// One step's verdict from the requests that started in it (in any order): the rule every
+/// step is judged by, offline and while the ramp runs (`analysis::live`).
+pub fn step_verdict(in_step: &[&Request], step: &Step, objective: &Objective) -> StepVerdict {
+    let judged = judge_windows(in_step, step.start_ns, step.end_ns, objective);
+    let mut worst = (None::<f64>, 0.0f64, true);
+    for &(p99, share, met) in &judged {
         worst.0 = match (worst.0, p99) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -159,7 +175,26 @@ pub fn step_verdict(in_step: &[&Request], step: &Step, objective: &Objective) ->
         p99_ms: worst.0,
         error_rate: worst.1,
         met: worst.2 && !in_step.is_empty(),
-        windows: windows.max(1),
+        windows: judged.len(),
+    }
+}
+
+/// A run's measured phase `[start_ns, end_ns)` under the windows rule, for its verdict
+/// (`objective::verdict`): the same windows and the same judging as a ramp's step.
+pub fn phase_windows(
+    requests: &[Request],
+    start_ns: i128,
+    end_ns: i128,
+    objective: &Objective,
+) -> JudgedWindows {
+    let in_span: Vec<&Request> = requests
+        .iter()
+        .filter(|r| r.start_ns >= start_ns && r.start_ns < end_ns)
+        .collect();
+    let judged = judge_windows(&in_span, start_ns, end_ns, objective);
+    JudgedWindows {
+        windows: judged.len(),
+        breached: judged.iter().filter(|j| !j.2).count(),
     }
 }
 
@@ -245,6 +280,58 @@ mod tests {
         let s = saturation(&reqs, &steps(&[10.0, 20.0, 30.0, 40.0], 10), &objective());
         assert_eq!((s.rate, s.first_breach), (Some(20.0), Some(30.0)));
         assert!(s.steps[3].met);
+    }
+
+    #[test]
+    fn a_phase_breaches_in_two_windows_its_whole_p99_hides() {
+        // 50 s at 10/s: two requests of 600 ms in the second and the fourth window. Each of
+        // those windows' p99 (rank 99 of 100) is 600 ms; the whole phase's (rank 495 of 500)
+        // is 50 ms.
+        let mut reqs = load(0, 50, 10, 50.0, 0);
+        for i in [100, 101, 300, 301] {
+            reqs[i].duration_ms = 600.0;
+        }
+        let mut d: Vec<f64> = reqs.iter().map(|r| r.duration_ms).collect();
+        d.sort_by(f64::total_cmp);
+        assert_eq!(percentile(&d, 99.0), Some(50.0));
+        let judged = phase_windows(&reqs, 0, 50 * S, &objective());
+        assert_eq!(
+            judged,
+            JudgedWindows {
+                windows: 5,
+                breached: 2
+            }
+        );
+        assert_eq!(
+            objective::verdict(500, Some(judged), false),
+            Some("breached")
+        );
+        // A phase shorter than one window is judged whole; a trailing part window is not.
+        let short = phase_windows(&reqs, 0, 5 * S, &objective());
+        assert_eq!(
+            short,
+            JudgedWindows {
+                windows: 1,
+                breached: 0
+            }
+        );
+        let ragged = phase_windows(&reqs, 0, 25 * S, &objective());
+        assert_eq!(
+            ragged,
+            JudgedWindows {
+                windows: 2,
+                breached: 1
+            }
+        );
+        // A window without requests breaches.
+        let empty = phase_windows(&reqs, 40 * S, 60 * S, &objective());
+        assert_eq!(
+            empty,
+            JudgedWindows {
+                windows: 2,
+                breached: 1
+            }
+        );
     }
 
     #[test]

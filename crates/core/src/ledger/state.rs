@@ -313,6 +313,15 @@ impl Ledger {
             .collect()
     }
 
+    /// The objective verdict the journal recorded for a run's completed valid result (its
+    /// manifest's), if it has one.
+    pub fn recorded_objective(&self, run: &str) -> Option<&str> {
+        match &self.records.get(run)?.state {
+            RunState::CompletedValid { objective, .. } => objective.as_deref(),
+            _ => None,
+        }
+    }
+
     pub fn open_runs(&self) -> Vec<(String, String, u32, String)> {
         self.open
             .iter()

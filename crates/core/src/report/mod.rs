@@ -296,7 +296,10 @@ pub fn build(
     }
     let standing = standing_or_refuse(&audited, &dir, req)?;
     let (mut excluded, gaps) = left_behind(&audited);
-    let (runs, run_dirs) = analyse(&dir, &standing, &mut excluded, progress);
+    let (mut runs, run_dirs) = analyse(&dir, &standing, &mut excluded, progress);
+    for r in &mut runs {
+        r.recorded_objective = ledger.recorded_objective(&r.key.run).map(str::to_owned);
+    }
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
     let mut standing = verdicts::Standing {

@@ -6,7 +6,7 @@ use super::out::Out;
 use super::read::Req;
 use super::rows::{BELOW_FIRST_STEP, CENSORED, NOT_REACHED};
 use crate::analysis::objective::{self, Bounds};
-use crate::rundir::frame::{FrameObjective, FrameStep};
+use crate::rundir::frame::{FrameObjective, FrameStep, Span};
 
 /// The definitions, in the order they are reported.
 pub const DEFINITIONS: [&str; 5] = [
@@ -25,27 +25,22 @@ enum Judge {
     Errors,
 }
 
-/// Whether every window of `window_ns` in the step meets the rule (the whole step when it
-/// is shorter than one window); a window without requests does not.
-fn windows_meet(
+/// Each window of `window_ns` in `[start_ns, end_ns)` (the whole span when it is shorter than
+/// one window), whether it meets the rule; a window without requests does not.
+fn windows_judged(
     reqs: &[Req],
-    step: &FrameStep,
+    (start_ns, end_ns): (i128, i128),
     window_ns: i128,
     o: &FrameObjective,
     judge: Judge,
-) -> bool {
-    let span = step.end_ns - step.start_ns;
+) -> Vec<bool> {
+    let span = end_ns - start_ns;
     let n = if window_ns > 0 { span / window_ns } else { 0 };
     let spans: Vec<(i128, i128)> = if n == 0 {
-        vec![(step.start_ns, step.end_ns)]
+        vec![(start_ns, end_ns)]
     } else {
         (0..n)
-            .map(|j| {
-                (
-                    step.start_ns + j * window_ns,
-                    step.start_ns + (j + 1) * window_ns,
-                )
-            })
+            .map(|j| (start_ns + j * window_ns, start_ns + (j + 1) * window_ns))
             .collect()
     };
     let bounds = Bounds {
@@ -53,18 +48,51 @@ fn windows_meet(
         failed_share: o.failed_share,
     };
     let mut scratch = Vec::new();
-    spans.iter().all(|&(a, b)| {
-        let r = within(reqs, a, b);
-        let Some(p99) = quick_p(r, 99.0, &mut scratch) else {
-            return false;
-        };
-        let share = r.iter().filter(|q| q.failed()).count() as f64 / r.len() as f64;
-        match judge {
-            Judge::Both => objective::met(bounds, p99, share),
-            Judge::P99 => objective::met(bounds, p99, 0.0),
-            Judge::Errors => objective::met(bounds, f64::NEG_INFINITY, share),
-        }
-    })
+    spans
+        .iter()
+        .map(|&(a, b)| {
+            let r = within(reqs, a, b);
+            let Some(p99) = quick_p(r, 99.0, &mut scratch) else {
+                return false;
+            };
+            let share = r.iter().filter(|q| q.failed()).count() as f64 / r.len() as f64;
+            match judge {
+                Judge::Both => objective::met(bounds, p99, share),
+                Judge::P99 => objective::met(bounds, p99, 0.0),
+                Judge::Errors => objective::met(bounds, f64::NEG_INFINITY, share),
+            }
+        })
+        .collect()
+}
+
+/// Whether every window of `window_ns` in the step meets the rule.
+fn windows_meet(
+    reqs: &[Req],
+    step: &FrameStep,
+    window_ns: i128,
+    o: &FrameObjective,
+    judge: Judge,
+) -> bool {
+    windows_judged(reqs, (step.start_ns, step.end_ns), window_ns, o, judge)
+        .iter()
+        .all(|m| *m)
+}
+
+/// The measured phase of a run that is not a ramp under the windows rule, its verdict:
+/// `objective_windows` (how many) and `objective_windows_breached` (how many breached).
+pub fn phase_rows(out: &mut Out, reqs: &[Req], span: &Span, o: &FrameObjective) {
+    let judged = windows_judged(
+        reqs,
+        (span.start_ns, span.end_ns),
+        o.window_ns,
+        o,
+        Judge::Both,
+    );
+    out.count("objective_windows", judged.len());
+    out.count(
+        "objective_windows_breached",
+        judged.iter().filter(|m| !**m).count(),
+    );
 }
 
 /// Every step's verdict under one definition.
@@ -230,5 +258,48 @@ mod tests {
             .find(|r| r.definition == "objective-windows" && r.metric == "first_breach")
             .unwrap();
         assert_eq!((breach.value, breach.note.as_str()), (Some(2.0), ""));
+    }
+
+    #[test]
+    fn a_phase_is_judged_over_its_full_windows() {
+        const S: i128 = 1_000_000_000;
+        // 45 s at 10/s, every request 20 ms but two of 600 ms in the second window and a
+        // failure run of 3 in the fourth: windows 1 and 3 of 4 breach (the last 5 s are no
+        // window), while the whole phase's p99 (rank 446 of 450) is 20 ms.
+        let reqs: Vec<Req> = (0..450)
+            .map(|k: i128| {
+                let ms = if k == 120 || k == 121 { 600.0 } else { 20.0 };
+                Req {
+                    start_ns: k * S / 10,
+                    end_ns: k * S / 10 + (ms * 1e6) as i128,
+                    status: if (310..313).contains(&k) { 503 } else { 200 },
+                    duration_ms: ms,
+                    scheduled_ns: None,
+                }
+            })
+            .collect();
+        let o = FrameObjective {
+            p99_ms: 500.0,
+            failed_share: 0.01,
+            window_ns: 10 * S,
+        };
+        let key = RunKey {
+            run: "feed/baseline/r1".into(),
+            contender: "feed".into(),
+            variant: String::new(),
+            profile: "baseline".into(),
+            fault: String::new(),
+            repetition: 1,
+        };
+        let mut out = Out::new(key);
+        let span = Span {
+            start_ns: 0,
+            end_ns: 45 * S,
+            offered_arrivals: 450.0,
+        };
+        phase_rows(&mut out, &reqs, &span, &o);
+        let count = |m: &str| out.rows.iter().find(|r| r.metric == m).unwrap().value;
+        assert_eq!(count("objective_windows"), Some(4.0));
+        assert_eq!(count("objective_windows_breached"), Some(2.0));
     }
 }

@@ -9,6 +9,7 @@ use super::out::Out;
 use super::read::{self, ReadError};
 use super::rows::{Row, RunKey};
 use super::{ramp, usage};
+use crate::analysis::objective::{self, JudgedWindows};
 use crate::rundir::frame::Frame;
 use crate::rundir::record::RunRecord;
 
@@ -24,6 +25,42 @@ pub struct RunFigures {
     pub cpu: Vec<(String, Vec<(f64, f64)>)>,
     /// Containers of the system under test killed for memory (run.json's `oom_kills`).
     pub oom_kills: Vec<crate::rundir::record::OomKill>,
+    /// The objective verdict the run's manifest recorded (the journal's `run-finished`),
+    /// shown beside the windows verdict the report computes where they differ.
+    pub recorded_objective: Option<String>,
+}
+
+impl RunFigures {
+    /// The run's objective verdict by the windows rule (`analysis::objective::verdict`), from
+    /// its `requests`, `objective_windows` and `objective_windows_breached` rows; None for a
+    /// step ramp or a run without a measured request.
+    pub fn objective_verdict(&self) -> Option<&'static str> {
+        let count = |metric: &str| {
+            self.rows
+                .iter()
+                .find(|r| {
+                    r.metric == metric
+                        && r.definition.is_empty()
+                        && r.container.is_empty()
+                        && r.step_rate.is_none()
+                        && r.second.is_none()
+                })
+                .and_then(|r| r.value)
+                .map(|v| v as usize)
+        };
+        let windows = match (
+            count("objective_windows"),
+            count("objective_windows_breached"),
+        ) {
+            (Some(windows), Some(breached)) => Some(JudgedWindows { windows, breached }),
+            _ => None,
+        };
+        objective::verdict(
+            count("requests").unwrap_or(0),
+            windows,
+            !self.frame.steps.is_empty(),
+        )
+    }
 }
 
 /// Why a standing run could not be analysed.
@@ -66,6 +103,9 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         &m,
         record.load.as_ref().map(|l| l.dropped_iterations),
     );
+    if frame.steps.is_empty() {
+        ramp::phase_rows(&mut out, &reqs, &m, &frame.objective);
+    }
     let seconds = latency::series(&reqs, &m);
     latency::series_rows(&mut out, &seconds);
 
@@ -123,6 +163,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         instants,
         cpu,
         oom_kills: record.oom_kills.clone(),
+        recorded_objective: None,
     })
 }
 

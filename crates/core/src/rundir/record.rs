@@ -122,6 +122,11 @@ pub struct Measured {
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub failed_share: f64,
+    /// The measured phase's objective windows and how many breached, the run's verdict
+    /// (`analysis::objective::verdict`); absent for a step ramp, and in a run.json written
+    /// before feedbench judged runs by their windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<crate::analysis::objective::JudgedWindows>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
