@@ -865,19 +865,22 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
     step = rec["step"]
     v = None
     if obs_b >= applied:
+        # Causal: at each instant e, the requests started in [e - W, e) as a client knew them
+        # then: a finished one (end <= e) by its duration and whether it failed, an open one
+        # by its age so far, not failed yet.
         e = applied + np.arange((obs_b - applied) // step + 1, dtype=np.int64) * step
         lo, hi = req.spans(e - W, e)
-        cnt = hi - lo
-        with np.errstate(divide="ignore", invalid="ignore"):
-            bad = (cnt == 0) | (req.failed_in(lo, hi) / np.maximum(cnt, 1) > f["failed_bound"])
-        limit = int(np.flatnonzero(bad)[0]) if bad.any() else len(e)
-        hit = limit if limit < len(e) else None
-        for i in range(limit):
-            if percentile(req.dur[lo[i]:hi[i]], P99) > f["p99_ms"]:
-                hit = i
+        for i in range(len(e)):
+            l, h, at = lo[i], hi[i], int(e[i])
+            if h == l:
+                v = secs(at)
                 break
-        if hit is not None:
-            v = secs(int(e[hit]))
+            done = req.end[l:h] <= at
+            seen = np.where(done, req.dur[l:h], (at - req.start[l:h]) / 1e6)
+            share = int((req.failed[l:h] & done).sum()) / (h - l)
+            if percentile(seen, P99) > f["p99_ms"] or share > f["failed_bound"]:
+                v = secs(at)
+                break
     out.add("detect_objective_window", v, "s", "" if v is not None else NOT_OBSERVED)
 
     # the control

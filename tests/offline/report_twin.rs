@@ -100,6 +100,12 @@ fn both_implementations_agree_and_find_the_known_answers() {
         (Some(2.5), String::new())
     );
     assert_eq!(value(&ours, kill, "detect_failed_request", "").0, Some(1.5));
+    // Causal: judged on what had finished by each instant, the open requests at their age;
+    // by whole durations bucketed by start it was 0.2 s.
+    assert_eq!(
+        value(&ours, kill, "detect_objective_window", "").0,
+        Some(0.7)
+    );
     // A native load generator's rows (r3 has `scheduled_ns`, request j sent 2·j ms late):
     // the latency from the schedule charges the lateness; k6's rows (r1) have none.
     let native = "feed-rs.indexed/baseline/r3";

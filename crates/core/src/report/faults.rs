@@ -127,9 +127,35 @@ pub fn recovery(
     (!disrupted && run > hold).then_some(first)
 }
 
-/// The first trailing objective window ending on the grid after `applied` that breaks the
-/// objective, as the time since `applied`.
-fn objective_detection(frame: &Frame, reqs: &[Req], ranks: &Ranks, i: &Instants) -> Option<i128> {
+/// What a client could know at instant `e` of the requests that started in `[e − W, e)`:
+/// the durations of those that had finished (`end_ns ≤ e`), the age `e − start_ns` of those
+/// still open, and which of the finished ones failed (an open one has not failed yet).
+/// Returns the window's nearest-rank p99 of those and its failed share; None without a request.
+fn known_at(window: &[Req], e: i128, scratch: &mut Vec<f64>) -> Option<(f64, f64)> {
+    if window.is_empty() {
+        return None;
+    }
+    scratch.clear();
+    scratch.extend(window.iter().map(|r| {
+        if r.end_ns <= e {
+            r.duration_ms
+        } else {
+            (e - r.start_ns) as f64 / 1e6
+        }
+    }));
+    let k = crate::analysis::saturation::rank(99.0, scratch.len()) - 1;
+    let (_, p99, _) = scratch.select_nth_unstable_by(k, f64::total_cmp);
+    let failed = window
+        .iter()
+        .filter(|r| r.failed() && r.end_ns <= e)
+        .count();
+    Some((*p99, failed as f64 / window.len() as f64))
+}
+
+/// The first instant on the grid after `applied` at which the trailing objective window,
+/// judged on what had happened by then ([`known_at`]: causal, never on a latency not yet
+/// finished), breaks the objective, as the time since `applied`.
+fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128> {
     let o = &frame.objective;
     let step = frame.recovery.step_ns;
     if step <= 0 {
@@ -139,17 +165,16 @@ fn objective_detection(frame: &Frame, reqs: &[Req], ranks: &Ranks, i: &Instants)
         p99_ms: o.p99_ms,
         failed_share: o.failed_share,
     };
-    let mut w = Sliding::new(reqs, ranks);
+    let mut scratch = Vec::new();
     let mut k: i128 = 0;
     loop {
         let e = i.applied + k * step;
         if e > i.observe_end {
             return None;
         }
-        w.set(e - o.window_ns, e);
-        let breaks = match w.percentile(99.0) {
+        let breaks = match known_at(within(reqs, e - o.window_ns, e), e, &mut scratch) {
             None => true,
-            Some(p99) => !objective::met(bounds, p99, w.failed() as f64 / w.len() as f64),
+            Some((p99, share)) => !objective::met(bounds, p99, share),
         };
         if breaks {
             return Some(e - i.applied);
@@ -225,7 +250,7 @@ pub fn rows(
     out.or("detect_failed_request", failed, "s", NOT_OBSERVED);
     out.or(
         "detect_objective_window",
-        objective_detection(frame, reqs, &ranks, &i).map(secs),
+        objective_detection(frame, reqs, &i).map(secs),
         "s",
         NOT_OBSERVED,
     );
@@ -377,5 +402,39 @@ mod tests {
         assert_eq!(recovered((APPLIED + S, 200 * S), APPLIED + 5 * S), None);
         // Back with too little left for the hold's windows.
         assert_eq!(recovered((APPLIED + S, 185 * S), APPLIED + 5 * S), None);
+    }
+
+    /// When the trailing window breaks the objective (p99 500 ms) if the requests started
+    /// from the fault on take `ms` each with `status`.
+    fn detected(ms: f64, status: u16) -> Option<i128> {
+        let mut reqs = reqs((0, 0));
+        for r in reqs.iter_mut().filter(|r| r.start_ns >= APPLIED) {
+            r.duration_ms = ms;
+            r.end_ns = r.start_ns + (ms * 1e6) as i128;
+            r.status = status;
+        }
+        let mut frame = frame();
+        frame.objective.p99_ms = 500.0;
+        let i = Instants {
+            applied: APPLIED,
+            cleared: Some(APPLIED + 5 * S),
+            restart: None,
+            observe_end: 200 * S,
+        };
+        objective_detection(&frame, &reqs, &i)
+    }
+
+    #[test]
+    fn detection_judges_only_what_had_happened_by_then() {
+        // 1,000 requests a window: eleven over 500 ms put its p99 over. A request of 1 s
+        // started at s is known to be over 500 ms from s + 500 ms: at 0.6 s ten are (started
+        // 0–90 ms), at 0.7 s twenty. Bucketed by start with their whole durations, the
+        // window would breach at 0.2 s, on latencies no client had seen.
+        assert_eq!(detected(1000.0, 200), Some(7 * S / 10));
+        // Failures count once they ended: each takes 300 ms, so by 0.4 s eleven have (the
+        // one started at 100 ms ends at exactly 0.4 s), by 0.3 s one.
+        assert_eq!(detected(300.0, 503), Some(4 * S / 10));
+        // Nothing breaks the objective.
+        assert_eq!(detected(1.0, 200), None);
     }
 }
