@@ -376,7 +376,7 @@ fn faults(out: &mut String, report: &StudyReport) {
     if with.is_empty() {
         return;
     }
-    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`); a negative recovery is the service back within its control that long before its origin.\n\n");
+    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`); a negative recovery is the service back within its control that long before its origin. The balancer's DOWN is the fault's target's for a fault on one replica, and the first replica's marked DOWN for a link or CPU fault, named beside it.\n\n");
     let rows: Vec<Vec<String>> = with
         .iter()
         .map(|r| {
@@ -388,7 +388,13 @@ fn faults(out: &mut String, report: &StudyReport) {
                     .as_ref()
                     .map(|f| format!("{} ({})", f.name, f.injection))
                     .unwrap_or_default(),
-                x.show("detect_balancer_down", "", "", None),
+                match &r.seen_down {
+                    Some(server) => format!(
+                        "{} ({server})",
+                        x.show("detect_balancer_down", "", "", None)
+                    ),
+                    None => x.show("detect_balancer_down", "", "", None),
+                },
                 x.show("detect_failed_request", "", "", None),
                 x.show("detect_objective_window", "", "", None),
                 x.show("time_to_recover", "clear", "", None),

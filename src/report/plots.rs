@@ -1148,6 +1148,7 @@ mod tests {
             cpu: cpu_series(),
             oom_kills: Vec::new(),
             recorded_objective: None,
+            seen_down: None,
         }
     }
 
@@ -1238,6 +1239,7 @@ mod tests {
             cpu: cpu_series(),
             oom_kills: Vec::new(),
             recorded_objective: None,
+            seen_down: None,
         }
     }
 

@@ -137,6 +137,20 @@ fn both_implementations_agree_and_find_the_known_answers() {
         Some(-8.0)
     );
     assert_eq!(value(&ours, late, "time_to_recover", "clear").0, Some(12.0));
+    // report.md names the server whose DOWN it read: the kill's target, the link cut's
+    // first replica marked DOWN (the bystander).
+    let seen_down = |run: &str| {
+        let d = dirs.iter().find(|d| {
+            let r = RunRecord::read(d).unwrap();
+            r.run_id == run
+        });
+        let d = d.unwrap_or_else(|| panic!("no directory for {run}"));
+        run::analyse(d, &RunRecord::read(d).unwrap())
+            .unwrap()
+            .seen_down
+    };
+    assert_eq!(seen_down(kill).as_deref(), Some("replica-1"));
+    assert_eq!(seen_down(cut).as_deref(), Some("replica-2"));
     // The verdict over windows: the constant run's 20 s phase is one 60 s window, breached by
     // its 2.5 % failed; the kill's 125 s phase holds 12 full 10 s windows, one breached.
     for (run, windows, breached) in [("feed-rs.indexed/baseline/r1", 1.0, 1.0), (kill, 12.0, 1.0)] {

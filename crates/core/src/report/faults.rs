@@ -46,7 +46,7 @@ pub fn instants(frame: &Frame, events: &[Event], health: &[Health]) -> Option<In
     // The target's own UP: another replica's (a bystander marked DOWN meanwhile) is not
     // this one back in service.
     let restart = match (fault.restarts_a_replica(), cleared) {
-        (true, Some(c)) => first_seen(fault, health, "UP", c, observe_end),
+        (true, Some(c)) => first_seen(fault, health, "UP", c, observe_end).map(|h| h.wall_ns),
         _ => None,
     };
     Some(Instants {
@@ -186,19 +186,28 @@ fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128
 /// The earliest health.csv row in `[from, to)` with `state` among the rows the fault reads:
 /// its target's for a fault on one replica (a bystander's answers for nothing), every
 /// replica's otherwise.
-fn first_seen(
+fn first_seen<'h>(
     fault: &FaultWindow,
-    health: &[Health],
+    health: &'h [Health],
     state: &str,
     from: i128,
     to: i128,
-) -> Option<i128> {
+) -> Option<&'h Health> {
     health
         .iter()
         .filter(|h| h.state == state && fault.reads_server(&h.server))
-        .map(|h| h.wall_ns)
-        .filter(|&t| t >= from && t < to)
-        .min()
+        .filter(|h| h.wall_ns >= from && h.wall_ns < to)
+        .min_by_key(|h| h.wall_ns)
+}
+
+/// The server (after its `backend/`) whose DOWN row `detect_balancer_down` reads: the
+/// target's for a fault on one replica, the first replica marked DOWN for a link or CPU
+/// fault. For report.md, which names it; a metrics.csv row has no place for it.
+pub fn seen_down(frame: &Frame, events: &[Event], health: &[Health]) -> Option<String> {
+    let fault = frame.fault_window.as_ref()?;
+    let i = instants(frame, events, health)?;
+    first_seen(fault, health, "DOWN", i.applied, i.observe_end)
+        .map(|h| h.server.rsplit('/').next().unwrap_or(&h.server).to_string())
 }
 
 fn secs(ns: i128) -> f64 {
@@ -237,7 +246,7 @@ pub fn rows(
     let down = first_seen(fault, health, "DOWN", i.applied, i.observe_end);
     out.or(
         "detect_balancer_down",
-        down.map(|t| secs(t - i.applied)),
+        down.map(|h| secs(h.wall_ns - i.applied)),
         "s",
         NOT_OBSERVED,
     );

@@ -28,6 +28,8 @@ pub struct RunFigures {
     /// The objective verdict the run's manifest recorded (the journal's `run-finished`),
     /// shown beside the windows verdict the report computes where they differ.
     pub recorded_objective: Option<String>,
+    /// The server whose DOWN `detect_balancer_down` reads (`faults::seen_down`).
+    pub seen_down: Option<String>,
 }
 
 impl RunFigures {
@@ -150,6 +152,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     }
     faults::rows(&mut out, &frame, &reqs, &events, &health, &seconds);
     let instants = faults::instants(&frame, &events, &health);
+    let seen_down = faults::seen_down(&frame, &events, &health);
     let cpu = frame
         .caps
         .iter()
@@ -164,6 +167,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         cpu,
         oom_kills: record.oom_kills.clone(),
         recorded_objective: None,
+        seen_down,
     })
 }
 
