@@ -193,6 +193,28 @@ mod tests {
     use super::*;
     use crate::report::rows::RunKey;
 
+    const S: i128 = 1_000_000_000;
+
+    /// p99 at most 500 ms, at most 1 % failed, over 10 s windows.
+    fn objective() -> FrameObjective {
+        FrameObjective {
+            p99_ms: 500.0,
+            failed_share: 0.01,
+            window_ns: 10 * S,
+        }
+    }
+
+    fn key(contender: &str, profile: &str) -> RunKey {
+        RunKey {
+            run: format!("{contender}/{profile}/r1"),
+            contender: contender.into(),
+            variant: String::new(),
+            profile: profile.into(),
+            fault: String::new(),
+            repetition: 1,
+        }
+    }
+
     #[test]
     fn saturation_is_the_last_step_met_before_the_first_breach() {
         assert_eq!(saturation(&[true, true, false, true]), (Some(1), Some(2)));
@@ -203,7 +225,6 @@ mod tests {
 
     #[test]
     fn a_ramp_broken_at_its_first_step_is_below_it_not_empty() {
-        const S: i128 = 1_000_000_000;
         // Two 10 s steps at 2/s and 4/s, every request 900 ms against a 500 ms bound.
         let steps: Vec<FrameStep> = [2.0, 4.0]
             .iter()
@@ -228,20 +249,8 @@ mod tests {
                 })
             })
             .collect();
-        let o = FrameObjective {
-            p99_ms: 500.0,
-            failed_share: 0.01,
-            window_ns: 10 * S,
-        };
-        let key = RunKey {
-            run: "slow/ramp/r1".into(),
-            contender: "slow".into(),
-            variant: String::new(),
-            profile: "ramp".into(),
-            fault: String::new(),
-            repetition: 1,
-        };
-        let mut out = Out::new(key);
+        let o = objective();
+        let mut out = Out::new(key("slow", "ramp"));
         rows(&mut out, &reqs, &steps, &o, false);
         let sat = out
             .rows
@@ -262,7 +271,6 @@ mod tests {
 
     #[test]
     fn a_phase_is_judged_over_its_full_windows() {
-        const S: i128 = 1_000_000_000;
         // 45 s at 10/s, every request 20 ms but two of 600 ms in the second window and a
         // failure run of 3 in the fourth: windows 1 and 3 of 4 breach (the last 5 s are no
         // window), while the whole phase's p99 (rank 446 of 450) is 20 ms.
@@ -278,20 +286,8 @@ mod tests {
                 }
             })
             .collect();
-        let o = FrameObjective {
-            p99_ms: 500.0,
-            failed_share: 0.01,
-            window_ns: 10 * S,
-        };
-        let key = RunKey {
-            run: "feed/baseline/r1".into(),
-            contender: "feed".into(),
-            variant: String::new(),
-            profile: "baseline".into(),
-            fault: String::new(),
-            repetition: 1,
-        };
-        let mut out = Out::new(key);
+        let o = objective();
+        let mut out = Out::new(key("feed", "baseline"));
         let span = Span {
             start_ns: 0,
             end_ns: 45 * S,
