@@ -127,33 +127,45 @@ pub fn recovery(
     (!disrupted && run > hold).then_some(first)
 }
 
-/// What a client could know at instant `e` of the requests that started in `[e − W, e)`:
-/// the durations of those that had finished (`end_ns ≤ e`), the age `e − start_ns` of those
-/// still open, and which of the finished ones failed (an open one has not failed yet).
-/// Returns the window's nearest-rank p99 of those and its failed share; None without a request.
-fn known_at(window: &[Req], e: i128, scratch: &mut Vec<f64>) -> Option<(f64, f64)> {
-    if window.is_empty() {
-        return None;
+/// Whether the `n` requests that started in `[e − W, e)` break the objective as a client
+/// knew them at instant `e`: a finished request (`end_ns ≤ e`) by its `duration_ms` and
+/// whether it failed, an open one by its age `e − start_ns` and not failed. Without a
+/// request they do. The nearest-rank p99 of `n` figures is above the bound exactly when at
+/// least `n − rank + 1` of them are, so only the window's `suspects` are looked at: the
+/// requests that can ever count as over the bound or failed (see [`suspects`]).
+fn breaks_at(n: usize, suspects: &[&Req], e: i128, bounds: Bounds) -> bool {
+    if n == 0 {
+        return true;
     }
-    scratch.clear();
-    scratch.extend(window.iter().map(|r| {
-        if r.end_ns <= e {
-            r.duration_ms
+    let (mut over, mut failed) = (0usize, 0usize);
+    for r in suspects {
+        let (seen_ms, has_failed) = if r.end_ns <= e {
+            (r.duration_ms, r.failed())
         } else {
-            (e - r.start_ns) as f64 / 1e6
-        }
-    }));
-    let k = crate::analysis::saturation::rank(99.0, scratch.len()) - 1;
-    let (_, p99, _) = scratch.select_nth_unstable_by(k, f64::total_cmp);
-    let failed = window
-        .iter()
-        .filter(|r| r.failed() && r.end_ns <= e)
-        .count();
-    Some((*p99, failed as f64 / window.len() as f64))
+            ((e - r.start_ns) as f64 / 1e6, false)
+        };
+        over += usize::from(seen_ms > bounds.p99_ms);
+        failed += usize::from(has_failed);
+    }
+    let p99_over = over > n - crate::analysis::saturation::rank(99.0, n);
+    let share = failed as f64 / n as f64;
+    p99_over || !objective::met(bounds, f64::NEG_INFINITY, share)
+}
+
+/// The requests, in start order, that can count against the objective at some instant: a
+/// failed one, one whose duration is over the bound, or one open longer than it (an open
+/// request's age stays below `end_ns − start_ns`). Every other request is within the bound
+/// at every instant, finished or not.
+fn suspects(reqs: &[Req], p99_ms: f64) -> Vec<&Req> {
+    reqs.iter()
+        .filter(|r| {
+            r.failed() || r.duration_ms > p99_ms || (r.end_ns - r.start_ns) as f64 / 1e6 > p99_ms
+        })
+        .collect()
 }
 
 /// The first instant on the grid after `applied` at which the trailing objective window,
-/// judged on what had happened by then ([`known_at`]: causal, never on a latency not yet
+/// judged on what had happened by then ([`breaks_at`]: causal, never on a latency not yet
 /// finished), breaks the objective, as the time since `applied`.
 fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128> {
     let o = &frame.objective;
@@ -165,18 +177,18 @@ fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128
         p99_ms: o.p99_ms,
         failed_share: o.failed_share,
     };
-    let mut scratch = Vec::new();
+    let suspects = suspects(reqs, o.p99_ms);
     let mut k: i128 = 0;
     loop {
         let e = i.applied + k * step;
         if e > i.observe_end {
             return None;
         }
-        let breaks = match known_at(within(reqs, e - o.window_ns, e), e, &mut scratch) {
-            None => true,
-            Some((p99, share)) => !objective::met(bounds, p99, share),
-        };
-        if breaks {
+        let a = e - o.window_ns;
+        let n = within(reqs, a, e).len();
+        let from = suspects.partition_point(|r| r.start_ns < a);
+        let to = suspects.partition_point(|r| r.start_ns < e);
+        if breaks_at(n, &suspects[from..to], e, bounds) {
             return Some(e - i.applied);
         }
         k += 1;
