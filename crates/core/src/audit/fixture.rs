@@ -289,6 +289,30 @@ impl Fixture {
         Ok(dir)
     }
 
+    /// An attempt of `run` killed before it made its directory: `run-started`, then what the
+    /// next resume records, `run-interrupted` with nothing found, still named under `runs/`.
+    pub fn interrupt_before_its_directory(&mut self, run: &RunSpec) -> Result<(), FixtureError> {
+        let attempt = {
+            let n = self.attempts.entry(run.id.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let dir = layout::relative(&self.dir, &layout::run_dir(&self.dir, &run.id));
+        self.append(Event::RunStarted {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: dir.clone(),
+        })?;
+        self.append(Event::RunInterrupted {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir,
+            found: "no directory".into(),
+        })
+    }
+
     pub fn skip(&mut self, run: &RunSpec, reason: &str) -> Result<(), FixtureError> {
         self.append(Event::RunSkipped {
             run: run.id.clone(),

@@ -76,13 +76,12 @@ fn span(from: i128, to: i128) -> f64 {
 /// `runs/` had no directory when it was found (killed before it made one), and that name may
 /// by now hold the next attempt's, whose phases are not its.
 fn settled_dir(e: &Event) -> Option<(&str, Option<&str>)> {
-    let in_runs = |dir: &str| dir.starts_with(&format!("{}/", crate::rundir::layout::RUNS));
     match e {
         Event::RunFinished { run, dir, .. } | Event::RunInvalidated { run, dir, .. } => {
             Some((run, Some(dir)))
         }
         Event::RunAborted { run, dir, .. } | Event::RunInterrupted { run, dir, .. } => {
-            Some((run, (!in_runs(dir)).then_some(dir.as_str())))
+            Some((run, (!e.left_no_directory()).then_some(dir.as_str())))
         }
         _ => None,
     }

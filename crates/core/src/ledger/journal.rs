@@ -172,6 +172,21 @@ pub enum Event {
     TornLineFound { line: usize, bytes: usize },
 }
 
+impl Event {
+    /// An attempt that did not finish (`run-aborted`, `run-interrupted`) whose directory is
+    /// still named under `runs/`: it had none when it was found (killed before it made one),
+    /// since one that had is moved aside (`_aborted/`, `_interrupted/`). That name may by now
+    /// hold the next attempt's directory, which is not this attempt's.
+    pub fn left_no_directory(&self) -> bool {
+        match self {
+            Event::RunAborted { dir, .. } | Event::RunInterrupted { dir, .. } => {
+                dir.starts_with(&format!("{}/", crate::rundir::layout::RUNS))
+            }
+            _ => false,
+        }
+    }
+}
+
 pub fn unix_ns() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

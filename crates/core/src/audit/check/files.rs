@@ -80,14 +80,19 @@ fn mismatches(d: &RunDir) -> Option<Draft> {
     })
 }
 
-/// For each run attempt, in (run, attempt) order, the directory the journal last names for
-/// it: gone from disk, or, where the last event is `run-finished`, present without a
+/// For each run attempt that had a directory, in (run, attempt) order, the directory the
+/// journal last names for it: gone from disk, or, where the last event is `run-finished`, present without a
 /// manifest.
 fn latest_dirs(study: &StudyFiles, entries: &Entries) -> Vec<Draft> {
     // (run, attempt) → (latest dir, journal line, event).
     let mut latest: BTreeMap<(String, u32), (String, usize, String)> = BTreeMap::new();
     for (line, e) in entries {
         if let (Some((run, _, Some(a))), Some(dir)) = (run_of(e), dirs_named(e)) {
+            if e.left_no_directory() {
+                // Killed before it made one: this attempt has no directory to look for.
+                latest.remove(&(run.to_string(), a));
+                continue;
+            }
             latest.insert(
                 (run.to_string(), a),
                 (dir.to_string(), *line, event_name(e)),

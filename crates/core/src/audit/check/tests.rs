@@ -164,6 +164,33 @@ fn a_deleted_run_directory_is_named() {
 }
 
 #[test]
+fn an_attempt_killed_before_its_directory_looks_for_none() {
+    // Attempt 1 of a run was killed before it made `runs/<run>`; attempt 2 made it, and was
+    // then set aside (moved to `_invalid_…/`). The name attempt 1's interruption records is
+    // attempt 2's directory, gone with it: no directory of attempt 1 vanished.
+    let d = tempfile::tempdir().unwrap();
+    let h = history(&[PLAN]);
+    let v = h.registration();
+    let mut f = started(v, d.path(), true);
+    let (first, rest) = v.runs.split_first().unwrap();
+    f.interrupt_before_its_directory(first).unwrap();
+    f.complete(first).unwrap();
+    f.invalidate(first, "cpu", Vec::new()).unwrap();
+    for r in rest {
+        f.complete(r).unwrap();
+    }
+    let r = check(&h, &f);
+    assert!(
+        !r.deviations
+            .iter()
+            .any(|d| d.kind == Kind::VanishedDirectory),
+        "{}",
+        r.markdown()
+    );
+    assert!(undeclared(&r).is_empty(), "{}", r.markdown());
+}
+
+#[test]
 fn one_edited_byte_in_a_raw_csv_is_named() {
     let d = tempfile::tempdir().unwrap();
     let h = history(&[PLAN]);
