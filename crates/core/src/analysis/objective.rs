@@ -28,6 +28,24 @@ pub fn met(bounds: Bounds, p99_ms: f64, failed_share: f64) -> bool {
     p99_ms <= bounds.p99_ms && failed_share <= bounds.failed_share
 }
 
+/// The objective windows of `[start_ns, end_ns)`: its full windows
+/// `[start + j·W, start + (j+1)·W)` (a trailing part window is none), or the whole span when
+/// it is shorter than one window (or `W` is not positive). A ramp's step and a run's
+/// measured phase are cut so, offline and live.
+pub fn windows(start_ns: i128, end_ns: i128, window_ns: i128) -> Vec<(i128, i128)> {
+    let n = if window_ns > 0 {
+        (end_ns - start_ns) / window_ns
+    } else {
+        0
+    };
+    if n <= 0 {
+        return vec![(start_ns, end_ns)];
+    }
+    (0..n)
+        .map(|j| (start_ns + j * window_ns, start_ns + (j + 1) * window_ns))
+        .collect()
+}
+
 /// How a span fared under the windows rule: its full objective windows (the whole span when
 /// it is shorter than one window) and how many of them breached the objective. A window
 /// without requests breaches.

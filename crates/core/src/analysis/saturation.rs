@@ -127,23 +127,7 @@ fn judge_windows(
     end_ns: i128,
     objective: &Objective,
 ) -> Vec<(Option<f64>, f64, bool)> {
-    let span = end_ns - start_ns;
-    let windows = if objective.window_ns > 0 {
-        span / objective.window_ns
-    } else {
-        0
-    };
-    let spans: Vec<(i128, i128)> = if windows == 0 {
-        vec![(start_ns, end_ns)]
-    } else {
-        (0..windows)
-            .map(|w| {
-                let s = start_ns + w * objective.window_ns;
-                (s, s + objective.window_ns)
-            })
-            .collect()
-    };
-    spans
+    objective::windows(start_ns, end_ns, objective.window_ns)
         .into_iter()
         .map(|(s, e)| {
             let window: Vec<&Request> = in_span

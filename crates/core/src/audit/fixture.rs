@@ -172,6 +172,24 @@ impl Fixture {
         })
     }
 
+    /// The next attempt of `run` started: `run-started` naming its directory under `runs/`.
+    /// Returns the attempt and that directory, relative to the study directory.
+    fn start_attempt(&mut self, run: &RunSpec) -> Result<(u32, String), FixtureError> {
+        let attempt = {
+            let n = self.attempts.entry(run.id.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let dir = layout::relative(&self.dir, &layout::run_dir(&self.dir, &run.id));
+        self.append(Event::RunStarted {
+            run: run.id.clone(),
+            run_hash: run.run_hash.clone(),
+            attempt,
+            dir: dir.clone(),
+        })?;
+        Ok((attempt, dir))
+    }
+
     /// Runs `run` to its end: `run-started`, a directory with raw files, its sealed
     /// manifest, `run-finished`. Returns the directory, relative to the study directory.
     pub fn complete(&mut self, run: &RunSpec) -> Result<String, FixtureError> {
@@ -200,19 +218,8 @@ impl Fixture {
         run: &RunSpec,
         files: &[(String, Vec<u8>)],
     ) -> Result<String, FixtureError> {
-        let attempt = {
-            let n = self.attempts.entry(run.id.clone()).or_default();
-            *n += 1;
-            *n
-        };
+        let (attempt, dir) = self.start_attempt(run)?;
         let path = layout::run_dir(&self.dir, &run.id);
-        let dir = layout::relative(&self.dir, &path);
-        self.append(Event::RunStarted {
-            run: run.id.clone(),
-            run_hash: run.run_hash.clone(),
-            attempt,
-            dir: dir.clone(),
-        })?;
         let io = |p: &Path| crate::files::fail("write", p);
         std::fs::create_dir_all(path.join(rundir::LOGS_DIR)).map_err(io(&path))?;
         for (name, bytes) in files {
@@ -292,18 +299,7 @@ impl Fixture {
     /// An attempt of `run` killed before it made its directory: `run-started`, then what the
     /// next resume records, `run-interrupted` with nothing found, still named under `runs/`.
     pub fn interrupt_before_its_directory(&mut self, run: &RunSpec) -> Result<(), FixtureError> {
-        let attempt = {
-            let n = self.attempts.entry(run.id.clone()).or_default();
-            *n += 1;
-            *n
-        };
-        let dir = layout::relative(&self.dir, &layout::run_dir(&self.dir, &run.id));
-        self.append(Event::RunStarted {
-            run: run.id.clone(),
-            run_hash: run.run_hash.clone(),
-            attempt,
-            dir: dir.clone(),
-        })?;
+        let (attempt, dir) = self.start_attempt(run)?;
         self.append(Event::RunInterrupted {
             run: run.id.clone(),
             run_hash: run.run_hash.clone(),

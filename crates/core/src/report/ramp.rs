@@ -34,15 +34,7 @@ fn windows_judged(
     o: &FrameObjective,
     judge: Judge,
 ) -> Vec<bool> {
-    let span = end_ns - start_ns;
-    let n = if window_ns > 0 { span / window_ns } else { 0 };
-    let spans: Vec<(i128, i128)> = if n == 0 {
-        vec![(start_ns, end_ns)]
-    } else {
-        (0..n)
-            .map(|j| (start_ns + j * window_ns, start_ns + (j + 1) * window_ns))
-            .collect()
-    };
+    let spans = objective::windows(start_ns, end_ns, window_ns);
     let bounds = Bounds {
         p99_ms: o.p99_ms,
         failed_share: o.failed_share,
