@@ -411,6 +411,14 @@ def read_run_json(path: Path):
         })
     # A ramp stopped at its knee (docs/results.md, run.json's frame.stopped).
     f["stopped"] = frame.get("stopped") is not None
+    # How many steps after a breach must breach too for it to be sustained (a knee);
+    # absent (older run.json files) or null: 0, every breach is sustained.
+    confirm = frame.get("confirm_steps")
+    if confirm is None:
+        confirm = 0
+    elif isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 0:
+        raise _json_error(path, f"frame.confirm_steps is not a non-negative integer: {confirm!r}")
+    f["confirm"] = confirm
     o = _get(path, frame, "objective", "frame")
     f["p99_ms"] = _num(path, o, "p99_ms", "frame.objective")
     f["failed_bound"] = _num(path, o, "failed_share", "frame.objective")
@@ -673,6 +681,21 @@ def windows_met(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_f
     return all(window_verdicts(req, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed))
 
 
+def knees(met, confirm):
+    """(first, sustained, transients) of a ramp's step verdicts (True: met).
+
+    first: the first breaching step's index; sustained: the first breaching step whose
+    `confirm` next steps that were run breached too (a step the ramp never reached neither
+    confirms nor refutes it); None when there is no such step. transients: the breaching
+    steps before the sustained breach (before the end when there is none)."""
+    n = len(met)
+    first = next((i for i, v in enumerate(met) if not v), None)
+    sustained = next((i for i in range(n)
+                      if not any(met[i:min(i + confirm, n - 1) + 1])), None)
+    transients = sum(1 for v in met[: n if sustained is None else sustained] if not v)
+    return first, sustained, transients
+
+
 def compute_run(run_dir: Path):
     run_id, f = read_run_json(run_dir / "run.json")
     req = read_requests(run_dir / "requests.csv")
@@ -774,17 +797,29 @@ def compute_run(run_dir: Path):
             met = verdicts[d]
             for s, v in zip(steps, met):
                 out.add("step_met", 1 if v else 0, "count", step_rate=s["rate"], definition=d)
-            first = next((i for i, v in enumerate(met) if not v), None)
-            if first is None:
-                unmet = CENSORED if f["stopped"] else NOT_REACHED
-                out.add("saturation", steps[-1]["rate"], "1/s", unmet, definition=d)
-                out.add("first_breach", None, "1/s", unmet, definition=d)
-            else:
-                if first == 0:
-                    out.add("saturation", steps[0]["rate"], "1/s", BELOW_FIRST_STEP, definition=d)
+            first, sustained, transients = knees(met, f["confirm"])
+            unmet = CENSORED if f["stopped"] else NOT_REACHED
+
+            def below(metric, at):
+                """The saturation below the breach at step `at` (None: no breach)."""
+                if at is None:
+                    out.add(metric, steps[-1]["rate"], "1/s", unmet, definition=d)
+                elif at == 0:
+                    out.add(metric, steps[0]["rate"], "1/s", BELOW_FIRST_STEP, definition=d)
                 else:
-                    out.add("saturation", steps[first - 1]["rate"], "1/s", definition=d)
-                out.add("first_breach", steps[first]["rate"], "1/s", definition=d)
+                    out.add(metric, steps[at - 1]["rate"], "1/s", definition=d)
+
+            def breach(metric, at):
+                if at is None:
+                    out.add(metric, None, "1/s", unmet, definition=d)
+                else:
+                    out.add(metric, steps[at]["rate"], "1/s", definition=d)
+
+            below("saturation", sustained)
+            breach("sustained_breach", sustained)
+            below("saturation_before_first_breach", first)
+            breach("first_breach", first)
+            out.add("transient_steps", transients, "count", definition=d)
         met = verdicts["objective-windows"]
         first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)
         s = steps[first]

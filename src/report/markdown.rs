@@ -109,7 +109,7 @@ pub fn render(report: &StudyReport) -> String {
         report.gaps.len()
     );
     super::verdicts::section(&mut out, report);
-    ramps(&mut out, report);
+    ramps(&mut out, &report.runs);
     runs(&mut out, report);
     faults(&mut out, report);
     path(&mut out, report);
@@ -166,16 +166,12 @@ From the journal and each run's events (docs/results.md, \"Where the time went\"
     table(out, &["part", "time", "share"], &rows);
 }
 
-fn ramps(out: &mut String, report: &StudyReport) {
-    let ramps: Vec<&RunFigures> = report
-        .runs
-        .iter()
-        .filter(|r| !r.frame.steps.is_empty())
-        .collect();
+fn ramps(out: &mut String, runs: &[RunFigures]) {
+    let ramps: Vec<&RunFigures> = runs.iter().filter(|r| !r.frame.steps.is_empty()).collect();
     if ramps.is_empty() {
         return;
     }
-    out.push_str("## Saturation\n\nUnder five definitions side by side (docs/analysis.md, \"Step ramps\"): the last step rate that met each before the first that did not.\n\n");
+    out.push_str("## Saturation\n\nUnder five definitions side by side (docs/analysis.md, \"Step ramps\"): the last step rate that met each before its first sustained breach (a breach the `confirm-steps` after it confirmed), and, where it differs, before its first breach; a breach a met step followed is a transient.\n\n");
     let mut rows = Vec::new();
     for r in &ramps {
         let x = Rows(&r.rows);
@@ -184,13 +180,22 @@ fn ramps(out: &mut String, report: &StudyReport) {
                 run_name(r),
                 d.to_string(),
                 x.show("saturation", d, "", None),
-                x.show("first_breach", d, "", None),
+                x.show("sustained_breach", d, "", None),
+                at_first_breach(&x, d),
+                x.show("transient_steps", d, "", None),
             ]);
         }
     }
     table(
         out,
-        &["run", "definition", "saturation", "first breach"],
+        &[
+            "run",
+            "definition",
+            "saturation",
+            "sustained breach",
+            "at the first breach",
+            "transients",
+        ],
         &rows,
     );
     for r in &ramps {
@@ -223,6 +228,7 @@ fn ramps(out: &mut String, report: &StudyReport) {
             })
             .collect();
         table(out, &header, &rows);
+        transient_line(out, r);
         if let Some(step) = r
             .rows
             .iter()
@@ -232,6 +238,55 @@ fn ramps(out: &mut String, report: &StudyReport) {
             let _ = writeln!(out, "Where the CPU was at {}/s (the first breaching step under `objective-windows`, or the last step):\n", number(step));
             usage_table(out, r, "first-breach", Some(step));
         }
+    }
+}
+
+/// The saturation read at the first breach and that breach, where they differ from the
+/// sustained reading; "same" where they do not.
+fn at_first_breach(x: &Rows<'_>, d: &str) -> String {
+    let value = |m: &str| x.find(m, d, "", None).map(|r| (r.value, r.note.clone()));
+    if value("saturation_before_first_breach") == value("saturation")
+        && value("first_breach") == value("sustained_breach")
+    {
+        return "same".into();
+    }
+    format!(
+        "{} (first breach {})",
+        x.show("saturation_before_first_breach", d, "", None),
+        x.show("first_breach", d, "", None)
+    )
+}
+
+/// The transients under `objective-windows`, in words: each breaching step before the
+/// sustained breach, and the p99 and failed share that broke it.
+fn transient_line(out: &mut String, r: &RunFigures) {
+    let x = Rows(&r.rows);
+    let d = DEFINITIONS[0];
+    let sustained = x
+        .find("sustained_breach", d, "", None)
+        .and_then(|r| r.value);
+    let transients: Vec<String> = r
+        .frame
+        .steps
+        .iter()
+        .map(|s| Some(s.rate))
+        .take_while(|st| sustained.is_none_or(|b| *st != Some(b)))
+        .filter(|&st| x.find("step_met", d, "", st).and_then(|r| r.value) == Some(0.0))
+        .map(|st| {
+            format!(
+                "{}/s (p99 {}, failed {})",
+                number(st.unwrap_or_default()),
+                x.show("step_p99", "", "", st),
+                x.show("step_failed_share", "", "", st)
+            )
+        })
+        .collect();
+    if !transients.is_empty() {
+        let _ = writeln!(
+            out,
+            "Transient under `{d}` (a met step followed within `confirm-steps`; the ramp went on): {}.\n",
+            transients.join("; ")
+        );
     }
 }
 
@@ -588,4 +643,111 @@ fn left_out(out: &mut String, report: &StudyReport) {
         })
         .collect();
     table(out, &["run", "state", "reason and evidence"], &rows);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use feedbench_core::report::out::Out;
+    use feedbench_core::report::ramp::{self, Reading};
+    use feedbench_core::report::read::Req;
+    use feedbench_core::report::rows::RunKey;
+    use feedbench_core::rundir::frame::Frame;
+
+    const S: i128 = 1_000_000_000;
+
+    /// A ramp of 10 s steps at 20, 40, …, 180/s stopped at its knee (160/s, confirmed at
+    /// 180/s), with a 3 s stall (every request 1 s) inside its 80/s step.
+    fn stalled() -> RunFigures {
+        let rates: Vec<f64> = (1..=9).map(|k| 20.0 * f64::from(k)).collect();
+        let steps: Vec<serde_json::Value> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let a = i as i128 * 10 * S;
+                serde_json::json!({"rate": r, "start_ns": a, "end_ns": a + 10 * S, "offered_arrivals": r * 10.0})
+            })
+            .collect();
+        let frame: Frame = serde_json::from_value(serde_json::json!({
+            "contender": "feed-rs", "variant": null, "profile": "ramp", "fault": null,
+            "repetition": 1,
+            "measured": {"start_ns": 0, "end_ns": 90 * S, "offered_arrivals": 9000.0},
+            "steps": steps,
+            "objective": {"p99_ms": 500.0, "failed_share": 0.01, "window_ns": 5 * S},
+            "fault_window": null, "caps": {},
+            "recovery": {"window_ns": 10 * S, "step_ns": S / 10, "hold_ns": 10 * S,
+                         "throughput_tolerance": 0.05, "latency_tolerance": 0.1},
+            "stopped": {"breach_rate": 160.0, "last_rate": 180.0, "at_ns": 90 * S},
+            "confirm_steps": 1,
+        }))
+        .unwrap();
+        let mut reqs = Vec::new();
+        for s in &frame.steps {
+            let n = (s.rate * 10.0) as i128;
+            for k in 0..n {
+                let start = s.start_ns + k * 10 * S / n;
+                let into = start - s.start_ns;
+                let ms = if s.rate == 80.0 && (2 * S..5 * S).contains(&into) {
+                    1000.0
+                } else if s.rate >= 160.0 && k % 10 < 3 {
+                    800.0
+                } else {
+                    10.0
+                };
+                reqs.push(Req {
+                    start_ns: start,
+                    end_ns: start + (ms * 1e6) as i128,
+                    status: 200,
+                    duration_ms: ms,
+                    scheduled_ns: None,
+                });
+            }
+        }
+        let key = RunKey {
+            run: "feed-rs/ramp/r1".into(),
+            contender: "feed-rs".into(),
+            variant: String::new(),
+            profile: "ramp".into(),
+            fault: String::new(),
+            repetition: 1,
+        };
+        let mut out = Out::new(key.clone());
+        let how = Reading {
+            stopped: true,
+            confirm: 1,
+        };
+        ramp::rows(&mut out, &reqs, &frame.steps, &frame.objective, how);
+        RunFigures {
+            key,
+            frame,
+            rows: out.rows,
+            seconds: Vec::new(),
+            instants: None,
+            cpu: Vec::new(),
+            oom_kills: Vec::new(),
+            recorded_objective: None,
+            seen_down: None,
+        }
+    }
+
+    #[test]
+    fn a_ramp_with_a_transient_shows_both_readings_and_names_the_transient() {
+        let mut md = String::new();
+        ramps(&mut md, &[stalled()]);
+        let line = md
+            .lines()
+            .find(|l| l.contains("| objective-windows |"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(line.contains("140"), "{line}");
+        assert!(line.contains("(first breach 80"), "{line}");
+        let transient = md
+            .lines()
+            .find(|l| l.starts_with("Transient under `objective-windows`"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(transient.contains("80/s (p99 1000"), "{transient}");
+        assert!(!transient.contains("160/s"), "{transient}");
+        // Where the readings agree, the first-breach reading is not repeated.
+        let errors = md.lines().find(|l| l.contains("| errors-only |")).unwrap();
+        assert!(errors.contains("| same |"), "{errors}");
+    }
 }

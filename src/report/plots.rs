@@ -1041,6 +1041,7 @@ mod tests {
                 latency_tolerance: 0.1,
             },
             stopped: None,
+            confirm_steps: None,
         }
     }
 

@@ -54,6 +54,8 @@ pub struct Look {
     /// Steps judged since the last look, with their index.
     pub judged: Vec<(usize, StepVerdict)>,
     pub stop: Option<Stop>,
+    /// Every transient known so far (step indexes, in step order).
+    pub transients: Vec<usize>,
     /// The latest request end seen (unix ns, the load generator's clock).
     pub watermark: Option<i128>,
     pub trouble: Option<String>,
@@ -175,15 +177,16 @@ impl Follower {
     /// Judges what the stream has completed and tells what is new.
     pub fn look(&self) -> Look {
         let mut g = lock(&self.shared);
-        let (judged, stop, watermark) = match g.ramp.as_mut() {
-            Some(r) => (r.advance(), r.stop(), r.watermark()),
-            None => (Vec::new(), None, None),
+        let (judged, stop, transients, watermark) = match g.ramp.as_mut() {
+            Some(r) => (r.advance(), r.stop(), r.transients(), r.watermark()),
+            None => (Vec::new(), None, Vec::new(), None),
         };
         Look {
             scenario_start_ns: g.scenario_start_ns,
             requests: g.requests,
             judged,
             stop,
+            transients,
             watermark,
             trouble: g.trouble.clone(),
         }

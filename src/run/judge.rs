@@ -29,7 +29,8 @@ pub(super) struct Shown {
 /// The live judge, from the frame the scenario's start `t0` fixes: a step ramp's steps, or
 /// for any other profile the measured phase cut into objective windows (judged and shown,
 /// never stopped); a window is complete once the stream is past its end by the request
-/// timeout plus two seconds (k6 writes its samples once a second).
+/// timeout plus two seconds (k6 writes its samples once a second). `stops`: the ramp's load
+/// stops at its first sustained breach.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn live_judge(
     plan: &Plan,
@@ -38,7 +39,7 @@ pub(super) fn live_judge(
     topo: &RunTopology,
     saturations: &IndexMap<Name, f64>,
     t0: u64,
-    confirm: Option<usize>,
+    stops: bool,
 ) -> Option<(LiveRamp, Vec<Shown>)> {
     let t0 = i128::from(t0);
     let frame = Frame::of(&FrameInputs {
@@ -82,7 +83,24 @@ pub(super) fn live_judge(
         })
         .collect();
     let settle_ns = ((script.request_timeout_s + 2.0) * 1e9) as i128;
-    Some((LiveRamp::new(steps, objective, settle_ns, confirm), shown))
+    let confirm = frame.confirm();
+    Some((
+        LiveRamp::new(steps, objective, settle_ns, confirm, stops && ramp),
+        shown,
+    ))
+}
+
+/// The event of a transient at step `i`, from the steps' verdicts so far: it broke the
+/// objective, and a later step met it again.
+pub(super) fn transient(i: usize, verdicts: &[saturation::StepVerdict]) -> Option<RunEvent> {
+    let v = verdicts.get(i)?;
+    let again = verdicts.get(i + 1..)?.iter().find(|w| w.met)?;
+    Some(RunEvent::RampTransient {
+        step_rate: v.rate,
+        p99_ms: v.p99_ms,
+        failed_share: v.error_rate,
+        met_at_rate: again.rate,
+    })
 }
 
 /// The event of window `i`, judged `v`.
@@ -132,4 +150,48 @@ pub(super) fn ramp_terms(frame: &Frame) -> (Vec<saturation::Step>, saturation::O
             window_ns: o.window_ns,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(rate: f64, met: bool) -> saturation::StepVerdict {
+        saturation::StepVerdict {
+            rate,
+            requests: 100,
+            p99_ms: Some(if met { 10.0 } else { 900.0 }),
+            error_rate: 0.0,
+            met,
+            windows: 2,
+        }
+    }
+
+    #[test]
+    fn a_transient_names_its_step_and_the_step_that_met_the_objective_again() {
+        let v = [
+            verdict(20.0, true),
+            verdict(40.0, false),
+            verdict(60.0, false),
+            verdict(80.0, true),
+        ];
+        for i in [1, 2] {
+            let Some(RunEvent::RampTransient {
+                step_rate,
+                p99_ms,
+                met_at_rate,
+                ..
+            }) = transient(i, &v)
+            else {
+                panic!("step {i}: no transient");
+            };
+            assert_eq!(
+                (step_rate, p99_ms, met_at_rate),
+                (v[i].rate, Some(900.0), 80.0)
+            );
+        }
+        // Not yet known: no later step has met the objective.
+        assert!(transient(1, &v[..3]).is_none());
+        assert!(transient(9, &v).is_none());
+    }
 }

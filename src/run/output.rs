@@ -184,10 +184,13 @@ fn read_requests(requests_csv: &Path) -> Result<Vec<saturation::Request>, Execut
 fn live_differs(live: Option<&LiveRamp>, offline: Option<&Saturation>) -> Option<String> {
     let (live, offline) = (live?, offline?);
     let l = live.saturation();
-    (l.rate != offline.rate || l.first_breach != offline.first_breach).then(|| {
+    let differs = l.rate != offline.rate
+        || l.first_breach != offline.first_breach
+        || l.transients != offline.transients;
+    differs.then(|| {
         format!(
-            "the ramp judged live (saturation {:?}, first breach {:?}) differs from requests.csv ({:?}, {:?}); {} requests reached the live judge after their step was judged",
-            l.rate, l.first_breach, offline.rate, offline.first_breach, live.late()
+            "the ramp judged live (saturation {:?}, first breach {:?}, transients {:?}) differs from requests.csv ({:?}, {:?}, {:?}); {} requests reached the live judge after their step was judged",
+            l.rate, l.first_breach, l.transients, offline.rate, offline.first_breach, offline.transients, live.late()
         )
     })
 }
@@ -208,5 +211,10 @@ fn ramp_saturation(frame: &Frame, reqs: &[saturation::Request]) -> Option<Satura
         return None;
     }
     let (steps, objective) = ramp_terms(frame);
-    Some(saturation::saturation(reqs, &steps, &objective))
+    Some(saturation::saturation(
+        reqs,
+        &steps,
+        &objective,
+        frame.confirm(),
+    ))
 }

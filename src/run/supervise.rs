@@ -13,8 +13,9 @@ use super::execute::{unreadable_host, EventLog, Running};
 use super::follow::{Follower, Look};
 use super::guards::{self, HostProbe, Trip};
 use super::inject::{perform, undo};
-use super::judge::{live_judge, window_judged, Shown};
+use super::judge::{live_judge, transient, window_judged, Shown};
 use super::monitor::{Latest, MonitorHandle};
+use crate::analysis::saturation::StepVerdict;
 use crate::engine::balancer::{self, Traffic};
 use crate::engine::deploy::Deployed;
 use crate::engine::fault_proxy::FaultProxy;
@@ -58,6 +59,9 @@ pub(super) struct Supervisor<'s> {
     stops_at_knee: Option<usize>,
     stopped: Option<RampStop>,
     shown: Vec<Shown>,
+    /// The ramp's steps judged so far, and how many transients the events have told.
+    verdicts: Vec<StepVerdict>,
+    transients_told: usize,
     /// A host that cannot be read is said once (it may fail every tick).
     host_unread: bool,
     // Engine calls cost the measured host CPU: the load generator's state is asked once a
@@ -108,6 +112,8 @@ impl<'s> Supervisor<'s> {
                 .map(|c| c as usize),
             stopped: None,
             shown: Vec::new(),
+            verdicts: Vec::new(),
+            transients_told: 0,
             host_unread: false,
             last_image_check: now,
             last_state_check: now,
@@ -227,7 +233,7 @@ impl<'s> Supervisor<'s> {
                     r.topo,
                     r.saturations,
                     t0,
-                    self.stops_at_knee,
+                    self.stops_at_knee.is_some(),
                 ) {
                     follower.judge_with(judge);
                     self.shown = windows;
@@ -238,10 +244,22 @@ impl<'s> Supervisor<'s> {
             if let Some(e) = window_judged(*i, v, &self.shown) {
                 events.emit(e);
             }
+            self.verdicts.push(v.clone());
         }
+        for &i in look
+            .transients
+            .get(self.transients_told..)
+            .unwrap_or_default()
+        {
+            if let Some(e) = transient(i, &self.verdicts) {
+                events.emit(e);
+            }
+        }
+        self.transients_told = self.transients_told.max(look.transients.len());
     }
 
-    /// The knee: once the stream is past the last confirming step, the load stops.
+    /// The knee: once the breach's confirmations are judged (the stream is then past the
+    /// last confirming step), the load stops.
     async fn knee(&mut self, look: &Look, events: &mut EventLog<'_>) {
         let (Some(confirm), Some(stop), None) = (self.stops_at_knee, look.stop, self.stopped)
         else {
@@ -257,7 +275,7 @@ impl<'s> Supervisor<'s> {
         });
         events.emit(RunEvent::LoadStopped {
             reason: format!(
-                "the step at {}/s broke the objective; stopped after {} more step(s), at the end of the step at {}/s (stop-on-breach, confirm-steps {confirm})",
+                "the step at {}/s broke the objective and {} more step(s) confirmed it; the measured phase ends with the step at {}/s (stop-on-breach, confirm-steps {confirm})",
                 stop.breach_rate,
                 stop.last - stop.breach,
                 stop.last_rate

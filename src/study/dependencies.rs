@@ -49,21 +49,22 @@ pub(super) fn recorded(
         let record = RunRecord::read(&study_dir.join(dir))?;
         if let Some(sat) = &record.saturation {
             if let Some(rate) = sat.rate {
-                remember(&mut out, r, rate, sat.first_breach.is_some());
+                remember(&mut out, r, rate, sat.sustained_breach.is_some());
             }
         }
     }
     Ok(out)
 }
 
-/// Adds the saturation `r` measured. A ramp whose every step met the objective did not
-/// find saturation: its top step is a lower bound, and every rate taken from it says so.
+/// Adds the saturation `r` measured (read at its first sustained breach: a transient does
+/// not set the rate later runs take). A ramp with no sustained breach did not find
+/// saturation: its top step is a lower bound, and every rate taken from it says so.
 pub(super) fn remember(out: &mut Saturations, r: &RunSpec, rate: f64, breached: bool) {
     let source = if breached {
         r.id.clone()
     } else {
         format!(
-            "{} (a lower bound: the objective held at every step up to the ramp's top)",
+            "{} (a lower bound: no breach of the objective was sustained up to the ramp's top)",
             r.id
         )
     };

@@ -270,7 +270,7 @@ pub(super) fn settled(
     match (event, &record.saturation) {
         (Event::RunFinished { .. }, Some(s)) => {
             if let Some(rate) = s.rate {
-                remember(measured, run, rate, s.first_breach.is_some());
+                remember(measured, run, rate, s.sustained_breach.is_some());
             }
         }
         (Event::RunFinished { .. }, None) => {}

@@ -53,14 +53,20 @@ fn replay(
     steps: &[Step],
     objective: &Objective,
     reqs: &[(Request, i128)],
-    confirm: Option<usize>,
+    stops: bool,
 ) -> (
     saturation::Saturation,
     Option<feedbench_core::analysis::live::Stop>,
     Vec<Request>,
 ) {
     let longest = reqs.iter().map(|(r, end)| end - r.start_ns).max().unwrap();
-    let mut live = LiveRamp::new(steps.to_vec(), *objective, longest + 2_000_000_000, confirm);
+    let mut live = LiveRamp::new(
+        steps.to_vec(),
+        *objective,
+        longest + 2_000_000_000,
+        1,
+        stops,
+    );
     let mut order: Vec<&(Request, i128)> = reqs.iter().collect();
     order.sort_by_key(|(r, end)| (*end, r.start_ns));
     let mut stop = None;
@@ -82,7 +88,7 @@ fn replay(
 /// The p99 of each step's requests, from the recorded data.
 fn step_p99s(steps: &[Step], objective: &Objective, reqs: &[(Request, i128)]) -> Vec<f64> {
     let all: Vec<Request> = reqs.iter().map(|(r, _)| *r).collect();
-    saturation::saturation(&all, steps, objective)
+    saturation::saturation(&all, steps, objective, 1)
         .steps
         .iter()
         .map(|v| v.p99_ms.unwrap_or(0.0))
@@ -101,27 +107,27 @@ fn check(dir: &str) -> usize {
     let mut breaches = std::collections::BTreeSet::new();
     for o in &objectives {
         let all: Vec<Request> = reqs.iter().map(|(r, _)| *r).collect();
-        let offline = saturation::saturation(&all, &steps, o);
+        let offline = saturation::saturation(&all, &steps, o, 1);
         // Judged live with every step run (stop-on-breach: false) ...
-        let (every, _, _) = replay(&steps, o, &reqs, None);
+        let (every, _, _) = replay(&steps, o, &reqs, false);
         assert_eq!(every, offline, "{dir}, p99 bound {} ms", o.p99_ms);
-        // ... and stopping one step after the knee: the same saturation, from the
-        // requests the stopped ramp sent, over the steps it ran.
-        let (live, stop, sent) = replay(&steps, o, &reqs, Some(1));
+        // ... and stopping one step after the knee, once a second breach confirmed it: the
+        // same saturation, from the requests the stopped ramp sent, over the steps it ran.
+        let (live, stop, sent) = replay(&steps, o, &reqs, true);
         let ran = stop.map_or(steps.len(), |s| s.last + 1);
-        let after = saturation::saturation(&sent, &steps[..ran], o);
-        assert_eq!(
-            (live.rate, live.first_breach),
-            (after.rate, after.first_breach),
-            "{dir}"
-        );
-        assert_eq!(
-            (live.rate, live.first_breach),
-            (offline.rate, offline.first_breach),
-            "{dir}"
-        );
+        let after = saturation::saturation(&sent, &steps[..ran], o, 1);
+        let readings = |s: &saturation::Saturation| {
+            (
+                s.rate,
+                s.sustained_breach,
+                s.first_breach,
+                s.transients.clone(),
+            )
+        };
+        assert_eq!(readings(&live), readings(&after), "{dir}");
+        assert_eq!(readings(&live), readings(&offline), "{dir}");
         if let Some(s) = stop {
-            assert_eq!(Some(s.breach_rate), offline.first_breach, "{dir}");
+            assert_eq!(Some(s.breach_rate), offline.sustained_breach, "{dir}");
             assert_eq!(s.last, s.breach + 1, "{dir}");
         }
         breaches.insert(offline.first_breach.map(|r| r as u64));

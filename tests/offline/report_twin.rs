@@ -88,6 +88,22 @@ fn both_implementations_agree_and_find_the_known_answers() {
         value(&ours, ramp, "saturation", "errors-only"),
         (Some(50.0), "not reached".to_string())
     );
+    // A 3 s stall inside the 80/s step is a transient: 100/s met the objective again, and
+    // the knee is at 160/s, confirmed at 180/s.
+    let stalled = "feed-rs.indexed/stalled-ramp/r1";
+    for (metric, want) in [
+        ("saturation", 140.0),
+        ("sustained_breach", 160.0),
+        ("saturation_before_first_breach", 60.0),
+        ("first_breach", 80.0),
+        ("transient_steps", 1.0),
+    ] {
+        assert_eq!(
+            value(&ours, stalled, metric, "objective-windows"),
+            (Some(want), String::new()),
+            "{metric}"
+        );
+    }
     let kill = "feed-rs.indexed/baseline+replica-kill/r1";
     assert_eq!(value(&ours, kill, "time_to_recover", "clear").0, Some(12.0));
     assert_eq!(

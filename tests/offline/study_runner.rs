@@ -189,7 +189,11 @@ impl Testbed for Fake {
             oom_kills: Vec::new(),
             saturation: ramp.then(|| Saturation {
                 rate: Some(100.0),
+                sustained_breach: Some(150.0),
+                rate_before_first_breach: Some(100.0),
                 first_breach: Some(150.0),
+                transients: Vec::new(),
+                confirm_steps: 1,
                 steps: Vec::new(),
             }),
             measured: Some(Measured {

@@ -282,18 +282,11 @@ fn knee(loaded: &LoadedPlan, d: &Drive) -> Option<f64> {
         error_rate: o.error_rate.fraction(),
         window_ns: o.window.millis as i128 * 1_000_000,
     };
-    sustained_breach(&saturation::saturation(&reqs, &steps, &objective).steps)
-}
-
-/// The first step that breaks the objective and whose next step breaks it too (or that is
-/// the last): a knee, not a transient. One stalled second of a loaded 2-core host broke the
-/// 120/s step of one run (knees 240, 120 and 200/s) while the steps after it met the
-/// objective; the generators are compared on where the contender saturates, not on when the
-/// host stalled.
-fn sustained_breach(steps: &[saturation::StepVerdict]) -> Option<f64> {
-    (0..steps.len())
-        .find(|&i| !steps[i].met && steps.get(i + 1).is_none_or(|next| !next.met))
-        .map(|i| steps[i].rate)
+    // A knee, not a transient: one stalled second of a loaded 2-core host broke the 120/s
+    // step of one run (knees 240, 120 and 200/s) while the steps after it met the
+    // objective; the generators are compared on where the contender saturates, not on when
+    // the host stalled.
+    saturation::saturation(&reqs, &steps, &objective, 1).sustained_breach
 }
 
 pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee() {

@@ -37,8 +37,11 @@ DEFAULT_CAPS = {
 
 def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=None,
           repetition=1, start, end, offered, steps=(), p99_ms=500, failed_share=0.01,
-          window_ns=60 * NS, fault_window=None, caps=None, recovery=None):
-    return {
+          window_ns=60 * NS, fault_window=None, caps=None, recovery=None, stopped=None,
+          confirm_steps=None):
+    """run.json's frame. `stopped` (a ramp stopped at its knee) and `confirm_steps` are
+    written only when given, as older run.json files lack them."""
+    f = {
         "contender": contender, "variant": variant, "profile": profile, "fault": fault,
         "repetition": repetition,
         "measured": {"start_ns": start, "end_ns": end, "offered_arrivals": offered},
@@ -49,6 +52,11 @@ def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=N
         "recovery": recovery or {"window_ns": 10 * NS, "step_ns": 100 * MS, "hold_ns": 10 * NS,
                                  "throughput_tolerance": 0.05, "latency_tolerance": 0.1},
     }
+    if stopped is not None:
+        f["stopped"] = stopped
+    if confirm_steps is not None:
+        f["confirm_steps"] = confirm_steps
+    return f
 
 
 def run_id_of(f):
@@ -262,6 +270,77 @@ def ramp_run(root, repetition=1):
     return write_run(root, f, req, interleave(parts))
 
 
+STALLED_RATES = tuple(range(20, 181, 20))
+
+
+def stalled_ramp_run(root, repetition=1, confirm_steps=1):
+    """A ramp of 10 s steps at 20, 40, …, 180/s (5 s objective window, p99 ≤ 500 ms, 1 %),
+    stopped at its knee: a ramp to 200/s whose load stopped after the step at 180/s, the one
+    confirming the breach at 160/s (frame.stopped set; the measured phase ends with 180/s).
+
+    Every request is fast (10 + i mod 7 ms, none fails), except
+    - step 80: every request starting in seconds 2.0–5.0 of the step takes 1000 ms (a 3 s
+      stall of the host): its first 5 s window (and its seconds 2, 3 and 4) break the p99;
+      the steps after it meet the objective again (a transient);
+    - steps 160 and 180: 30 % of the requests take 800 ms, in every second (a real knee).
+
+    Step verdicts under objective-windows, p99-only and every-second alike (the stall breaks
+    one 5 s window and three 1 s windows of the same step, the knee every window of its
+    steps): met at 20–60, breached at 80, met at 100–140, breached at 160 and 180. With
+    confirm_steps 1 the breach at 80 is refuted by 100 and the one at 160 confirmed by 180:
+    saturation 140, saturation_before_first_breach 60, first_breach 80, sustained_breach
+    160, transient_steps 1. errors-only (nothing fails) and throughput-knee (every arrival
+    sent) never breach: every reading `censored at the stop` (the last step, 180, for both
+    saturations), transient_steps 0.
+
+    `confirm_steps` None writes no field (as older run.json files): 0, every breach sustained,
+    so saturation is 60 and sustained_breach 80, as the first breach; transient_steps 0.
+    """
+    ms = T0 + 5 * NS
+    starts, durs = [], []
+    steps = []
+    t = ms
+    for rate in STALLED_RATES:
+        a, b = t, t + 10 * NS
+        steps.append({"rate": rate, "start_ns": a, "end_ns": b, "offered_arrivals": rate * 10})
+        gap = NS // rate
+        for i in range(rate * 10):
+            s = a + i * gap
+            d = 10.0 + (i % 7)
+            if rate == 80 and a + 2 * NS <= s < a + 5 * NS:
+                d = 1000.0
+            if rate >= 160 and i % 10 < 3:
+                d = 800.0
+            starts.append(s)
+            durs.append(d)
+        t = b
+    me = t
+    req = requests_frame(starts, durs)
+    stopped = {"breach_rate": 160.0, "last_rate": 180.0, "at_ns": me}
+    f = frame(profile="stalled-ramp", repetition=repetition, start=ms, end=me,
+              offered=sum(STALLED_RATES) * 10, steps=steps, window_ns=5 * NS,
+              stopped=stopped, confirm_steps=confirm_steps)
+
+    # replicas busier with each step: 0.001 cores per 1/s of rate (72 % of a 0.25 cap at 180/s)
+    def cpu_at(u):
+        total, tt = 0.0, ms
+        for rate in STALLED_RATES:
+            span = min(max(u - tt, 0), 10 * NS)
+            total += span / 1e9 * 0.001 * rate
+            tt += 10 * NS
+        return total
+
+    n = len(STALLED_RATES) * 10 + 3
+    ticks = np.arange(0, n)
+    unix = ms - NS + ticks * NS
+    parts = []
+    for name, c in DEFAULT_CAPS.items():
+        cpu = [cpu_at(u) * (1.0 if c["role"].startswith("replica") else 0.5) for u in unix]
+        parts.append(container_rows(name, c["role"], ticks, unix, cpu, [10_000_000] * n,
+                                    [5_000_000] * n))
+    return write_run(root, f, req, interleave(parts))
+
+
 def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restart=True,
               fault="replica-kill", up_after_clear=None, bystander=True,
               target=True, up_s=2):
@@ -392,6 +471,7 @@ if __name__ == "__main__":
         for r in (1, 2, 3):
             print(constant_run(a.root, repetition=r, shift_ms=0.5 * (r - 1), native=r == 3))
         print(ramp_run(a.root))
+        print(stalled_ramp_run(a.root))
         print(fault_run(a.root))
         print(fault_run(a.root, injection="link-down", restart=False, fault="db-cut",
                         up_after_clear=True))

@@ -132,6 +132,23 @@ class Numbers(unittest.TestCase):
         self.assertEqual(recompute.median([4, 1, 3, 2]), 2.5)
         self.assertIsNone(recompute.median([]))
 
+    def test_knees(self):
+        k = recompute.knees
+        # (verdicts, confirm): (first, sustained, transients)
+        cases = {
+            ((1, 0, 1, 0, 0), 1): (1, 3, 1),
+            ((1, 0, 1, 0, 0), 0): (1, 1, 0),
+            ((1, 0, 1, 0, 0), 2): (1, 3, 1),  # 3 and 4 run; the step after 4 never ran
+            ((1, 1, 0), 2): (2, 2, 0),  # the last step: nothing ran after it to refute it
+            ((0, 0), 5): (0, 0, 0),
+            ((1, 0, 0, 1, 0), 2): (1, 4, 2),
+            ((0, 1, 0, 1), 1): (0, None, 2),
+            ((1, 1, 1), 1): (None, None, 0),
+            ((), 1): (None, None, 0),
+        }
+        for (met, confirm), want in cases.items():
+            self.assertEqual(k([bool(v) for v in met], confirm), want, (met, confirm))
+
 
 class Scenarios(unittest.TestCase):
     @classmethod
@@ -142,9 +159,10 @@ class Scenarios(unittest.TestCase):
         cls.constant = [gen.constant_run(runs, repetition=r, shift_ms=0.5 * (r - 1))
                         for r in (1, 2, 3)]
         cls.ramp = gen.ramp_run(runs)
+        cls.stalled = gen.stalled_ramp_run(runs)
         cls.fault = gen.fault_run(runs)
         cls.out = root / "out"
-        p = run_twin(cls.out, *cls.constant, cls.ramp, cls.fault)
+        p = run_twin(cls.out, *cls.constant, cls.ramp, cls.stalled, cls.fault)
         if p.returncode != 0:
             raise AssertionError(p.stderr)
         cls.m = read_metrics(cls.out / "metrics.csv")
@@ -262,6 +280,91 @@ class Scenarios(unittest.TestCase):
             got = [int(self.val(run, "step_met", step_rate=str(r), definition=d))
                    for r in gen.RAMP_RATES]
             self.assertEqual(got, met, d)
+            # no frame.confirm_steps: every breach is sustained, as before confirmed knees
+            row = self.get(run, "saturation_before_first_breach", definition=d)
+            self.assertEqual((row["value"], row["note"]), (sat, sat_note), d)
+            row = self.get(run, "sustained_breach", definition=d)
+            self.assertEqual((row["value"], row["note"], row["unit"]), (fb, fb_note, "1/s"), d)
+            row = self.get(run, "transient_steps", definition=d)
+            self.assertEqual((row["value"], row["note"], row["unit"]), ("0", "", "count"), d)
+
+    STALLED = "feed-rs.indexed/stalled-ramp/r1"
+    # definition: (saturation, saturation_before_first_breach, first_breach,
+    #              sustained_breach, transient_steps, verdicts); values with their notes
+    STALLED_KNEES = {
+        d: (("140", ""), ("60", ""), ("80", ""), ("160", ""), "1",
+            [1, 1, 1, 0, 1, 1, 1, 0, 0])
+        for d in ("objective-windows", "p99-only", "every-second")
+    } | {
+        d: (("180", "censored at the stop"), ("180", "censored at the stop"),
+            ("", "censored at the stop"), ("", "censored at the stop"), "0", [1] * 9)
+        for d in ("errors-only", "throughput-knee")
+    }
+    KNEE_METRICS = ("saturation", "saturation_before_first_breach", "first_breach",
+                    "sustained_breach")
+
+    def assertKnees(self, get, run, expect):
+        for d, (*readings, transients, met) in expect.items():
+            for metric, want in zip(self.KNEE_METRICS, readings):
+                row = get(run, metric, definition=d)
+                self.assertEqual((row["value"], row["note"], row["unit"]), (*want, "1/s"),
+                                 (d, metric))
+            row = get(run, "transient_steps", definition=d)
+            self.assertEqual((row["value"], row["note"], row["unit"]),
+                             (transients, "", "count"), d)
+            got = [int(get(run, "step_met", step_rate=str(r), definition=d)["value"])
+                   for r in gen.STALLED_RATES]
+            self.assertEqual(got, met, d)
+
+    def test_stalled_ramp_confirmed_knee(self):
+        # A 3 s stall breaks the step at 80/s; 100/s refutes it (a transient), 180/s
+        # confirms the breach at 160/s (confirm_steps 1): the saturation is 140, not 60.
+        self.assertKnees(self.get, self.STALLED, self.STALLED_KNEES)
+        # the knee rows are the run's, with no step rate, second or container
+        for metric in self.KNEE_METRICS + ("transient_steps",):
+            keys = [k for k in self.m if k[0] == self.STALLED and k[5] == metric]
+            self.assertEqual(len(keys), 5, metric)
+            self.assertTrue(all(k[1:4] == ("", "", "") for k in keys), metric)
+        # where the CPU was stays at the first breach under objective-windows (80/s)
+        breach = {k for k in self.m if k[0] == self.STALLED and k[4] == "first-breach"}
+        self.assertTrue(breach)
+        self.assertEqual({k[1] for k in breach}, {"80"})
+        self.assertEqual(
+            self.val(self.STALLED, "cpu_seconds", step_rate="80", container="replicas",
+                     definition="first-breach"),
+            self.val(self.STALLED, "cpu_seconds", step_rate="80", container="replicas",
+                     definition="step"))
+        # the step at 80/s: 240 of its first window's 400 requests took 1000 ms
+        self.assertEqual(self.val(self.STALLED, "step_p99", step_rate="80"), "1000")
+        self.assertEqual(self.val(self.STALLED, "step_p99", step_rate="100"), "16")
+        self.assertEqual(self.val(self.STALLED, "step_p99", step_rate="160"), "800")
+        row = self.s[("feed-rs", "indexed", "stalled-ramp", "", "", "", "objective-windows",
+                      "saturation")]
+        self.assertEqual((row["n"], row["median"]), ("1", "140"))
+
+    def test_stalled_ramp_without_confirmation(self):
+        # The same requests without frame.confirm_steps (an older run.json) or with 0: every
+        # breach is sustained, the saturation is the first breach's (60), no transient.
+        with tempfile.TemporaryDirectory() as t:
+            runs = Path(t) / "runs"
+            absent = gen.stalled_ramp_run(runs, repetition=2, confirm_steps=None)
+            zero = gen.stalled_ramp_run(runs, repetition=3, confirm_steps=0)
+            frame = json.loads((absent / "run.json").read_text())["frame"]
+            self.assertNotIn("confirm_steps", frame)
+            self.assertEqual(json.loads((zero / "run.json").read_text())["frame"]["confirm_steps"],
+                             0)
+            p = run_twin(Path(t) / "out", absent, zero)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+
+            def get(run, metric, step_rate="", definition=""):
+                return m[(run, step_rate, "", "", definition, metric)]
+            expect = dict(self.STALLED_KNEES)
+            for d in ("objective-windows", "p99-only", "every-second"):
+                expect[d] = (("60", ""), ("60", ""), ("80", ""), ("80", ""), "0",
+                             [1, 1, 1, 0, 1, 1, 1, 0, 0])
+            for r in (2, 3):
+                self.assertKnees(get, f"feed-rs.indexed/stalled-ramp/r{r}", expect)
 
     def test_ramp_steps(self):
         run = "feed-rs.indexed/ramp/r1"
@@ -538,6 +641,17 @@ class DamagedInput(unittest.TestCase):
         del doc["frame"]["measured"]["end_ns"]
         path.write_text(json.dumps(doc))
         self.fails("no field frame.measured.end_ns")
+
+    def test_bad_confirm_steps(self):
+        self.dir = gen.stalled_ramp_run(Path(self.tmp.name) / "runs")
+        path = self.dir / "run.json"
+        doc = json.loads(path.read_text())
+        for bad in (-1, "1", True, 1.5, [1]):
+            with self.subTest(bad=bad):
+                doc["frame"]["confirm_steps"] = bad
+                path.write_text(json.dumps(doc))
+                self.fails(f"run.json: frame.confirm_steps is not a non-negative integer: "
+                           f"{bad!r}")
 
     def test_not_a_directory(self):
         p = run_twin(Path(self.tmp.name) / "out", Path(self.tmp.name) / "nope")

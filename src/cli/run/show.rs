@@ -225,22 +225,35 @@ fn summarise(r: &RunRecord) {
         );
     }
     if let Some(s) = &r.saturation {
-        match (s.rate, s.first_breach) {
+        match (s.rate, s.sustained_breach) {
             (Some(rate), Some(b)) => {
                 let _ = writeln!(
                     err,
-                    "  saturation {rate} arrivals/s (the objective broke at {b})"
+                    "  saturation {rate} arrivals/s (the objective broke at {b}, confirmed by {} more step(s))",
+                    s.confirm_steps
                 );
             }
             (Some(rate), None) => {
-                let _ = writeln!(
-                    err,
-                    "  the objective held at every step, up to {rate} arrivals/s"
-                );
+                let held = if s.transients.is_empty() {
+                    "the objective held at every step"
+                } else {
+                    "no breach was sustained"
+                };
+                let _ = writeln!(err, "  {held}, up to {rate} arrivals/s");
             }
             (None, _) => {
                 let _ = writeln!(err, "  the objective broke at the first step");
             }
+        }
+        if !s.transients.is_empty() {
+            let rates: Vec<String> = s.transients.iter().map(|r| format!("{r}/s")).collect();
+            let _ = writeln!(
+                err,
+                "  transient breach(es) at {}: a later step met the objective again (saturation read at the first breach: {})",
+                rates.join(", "),
+                s.rate_before_first_breach
+                    .map_or("below the first step".to_string(), |r| format!("{r} arrivals/s"))
+            );
         }
     }
     for w in &r.warnings {

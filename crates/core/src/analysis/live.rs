@@ -1,8 +1,9 @@
 //! A step ramp judged while it runs: requests arrive as the load generator writes them
 //! (about in the order they ended), each step is judged by `saturation::step_verdict` — the
 //! rule the offline analysis uses — once every request that started in it has ended or
-//! timed out, and the ramp's stop is decided: after its first breaching step and `confirm`
-//! steps more.
+//! timed out, and the ramp's stop is decided: at its first sustained breach, once the
+//! `confirm` steps after it broke the objective too. A breach a met step follows within
+//! `confirm` steps is a transient: the ramp goes on.
 //!
 //! Time here is the stream's own: the latest end among the requests seen (the watermark),
 //! never this host's clock, so a load generator on another engine, with its own clock, is
@@ -18,9 +19,9 @@ use super::saturation::{self, Objective, Request, Saturation, Step, StepVerdict}
 /// Why and when the load stops.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stop {
-    /// The first step that broke the objective (its index).
+    /// The first step of the sustained breach (its index).
     pub breach: usize,
-    /// The last step run: the breach and `confirm` more (its index).
+    /// The last step run: the breach and the `confirm` more that confirmed it (its index).
     pub last: usize,
     /// When the load stops: the last step's end (unix ns, on the stream's clock).
     pub at_ns: i128,
@@ -33,9 +34,11 @@ pub struct LiveRamp {
     steps: Vec<Step>,
     objective: Objective,
     settle_ns: i128,
-    /// Steps run after the first breaching one before the load stops; `None`: the ramp
-    /// runs every step (`stop-on-breach: false`, or a profile that is no ramp).
-    confirm: Option<usize>,
+    /// How many steps after a breach must break the objective too for it to be sustained.
+    confirm: usize,
+    /// Whether the load stops at the first sustained breach; false: the ramp runs every
+    /// step (`stop-on-breach: false`, or a profile that is no ramp).
+    stops: bool,
     /// The requests that started in each step not yet judged.
     pending: Vec<Vec<Request>>,
     judged: Vec<StepVerdict>,
@@ -45,13 +48,14 @@ pub struct LiveRamp {
 
 impl LiveRamp {
     /// `settle_ns`: the request timeout plus the output's disorder; `confirm`: how many
-    /// steps run after the first breaching one before the load stops (`None`: it never
-    /// stops).
+    /// steps after a breach must break the objective too for it to be sustained; `stops`:
+    /// whether the load stops there.
     pub fn new(
         steps: Vec<Step>,
         objective: Objective,
         settle_ns: i128,
-        confirm: Option<usize>,
+        confirm: usize,
+        stops: bool,
     ) -> Self {
         LiveRamp {
             pending: vec![Vec::new(); steps.len()],
@@ -59,6 +63,7 @@ impl LiveRamp {
             objective,
             settle_ns,
             confirm,
+            stops,
             judged: Vec::new(),
             watermark: i128::MIN,
             late: 0,
@@ -124,13 +129,19 @@ impl LiveRamp {
         self.stop().is_some_and(|s| self.judged.len() > s.last)
     }
 
-    /// The stop, once the first breaching step has been judged and steps remain after the
-    /// breach and its confirmations; `None` while every judged step met the objective, and
-    /// for a ramp that runs every step.
+    /// The stop, once a breach and its `confirm` next steps have been judged and all broke
+    /// the objective, and steps remain after them; `None` before (a breach awaiting its
+    /// confirmations, or one a met step refuted, does not stop the ramp), and for a ramp
+    /// that runs every step.
     pub fn stop(&self) -> Option<Stop> {
-        let confirm = self.confirm?;
-        let breach = self.judged.iter().position(|v| !v.met)?;
-        let last = breach + confirm;
+        if !self.stops {
+            return None;
+        }
+        let c = self.confirm;
+        let n = self.judged.len();
+        let breach =
+            (0..n).find(|&i| i + c < n && self.judged[i..=i + c].iter().all(|v| !v.met))?;
+        let last = breach + c;
         if last + 1 >= self.steps.len() {
             return None; // the ramp ends there anyway
         }
@@ -145,7 +156,16 @@ impl LiveRamp {
 
     /// The saturation from the steps judged so far (the same fold as the offline figure).
     pub fn saturation(&self) -> Saturation {
-        saturation::of_steps(self.judged.clone())
+        saturation::of_steps(self.judged.clone(), self.confirm)
+    }
+
+    /// The transients known so far, by step index in step order: breaching steps a met step
+    /// followed within `confirm` steps.
+    pub fn transients(&self) -> Vec<usize> {
+        let met: Vec<bool> = self.judged.iter().map(|v| v.met).collect();
+        (0..met.len())
+            .filter(|&i| !met[i] && met[i + 1..met.len().min(i + 1 + self.confirm)].contains(&true))
+            .collect()
     }
 
     /// Requests that arrived for a step already judged.
@@ -240,9 +260,9 @@ mod tests {
             let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
             let (steps, reqs) = ramp(&rates, knee, seed);
             let offline: Vec<Request> = reqs.iter().map(|r| r.0).collect();
-            let want = saturation::saturation(&offline, &steps, &objective());
+            let want = saturation::saturation(&offline, &steps, &objective(), 1);
             assert_eq!(want.first_breach, breach, "the fixture's knee");
-            let mut live = LiveRamp::new(steps, objective(), S + 2 * S, None);
+            let mut live = LiveRamp::new(steps, objective(), S + 2 * S, 1, false);
             let mut given = Vec::new();
             for (r, end) in stream(reqs, seed) {
                 live.push(r, end);
@@ -263,7 +283,13 @@ mod tests {
         let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
         for (confirm, judged) in [(Some(1), 3), (Some(0), 2), (None, 6)] {
             let (steps, reqs) = ramp(&rates, 20.0, 5);
-            let mut live = LiveRamp::new(steps, objective(), 3 * S, confirm);
+            let mut live = LiveRamp::new(
+                steps,
+                objective(),
+                3 * S,
+                confirm.unwrap_or(1),
+                confirm.is_some(),
+            );
             let mut given = Vec::new();
             // The stream goes on past the stop (the load generator was slow to stop).
             for (r, end) in stream(reqs, 5) {
@@ -282,24 +308,23 @@ mod tests {
         let rates = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0];
         for confirm in [0, 1, 2] {
             let (steps, reqs) = ramp(&rates, 40.0, 7);
-            let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, Some(confirm));
+            let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, confirm, true);
             let mut stopped = None;
             for (r, end) in stream(reqs, 7) {
                 live.push(r, end);
                 live.advance();
                 if let Some(stop) = live.stop() {
-                    // The executor stops the load when the stream passes `at_ns`: the stop is
-                    // known before then only if the breach was judged before the last
-                    // confirmation ended.
+                    // The stop is known once the last confirmation is judged: the load runs
+                    // on past its end until then, outside every step.
                     stopped.get_or_insert((stop, end));
                 }
             }
             let (stop, seen_at) = stopped.expect("a breach at 40/s stops the ramp");
             assert_eq!((stop.breach, stop.last), (3, 3 + confirm));
             assert_eq!(stop.at_ns, steps[3 + confirm].end_ns);
-            // The breach is judged once the stream is 3 s (settle) past its step's end: within
-            // the one-second batch that crosses that instant.
-            let after = seen_at - steps[3].end_ns;
+            // The last confirmation is judged once the stream is 3 s (settle) past its step's
+            // end: within the one-second batch that crosses that instant.
+            let after = seen_at - steps[3 + confirm].end_ns;
             assert!((3 * S..=4 * S).contains(&after), "{confirm}: {after}");
             assert_eq!(live.saturation().rate, Some(30.0));
         }
@@ -309,7 +334,7 @@ mod tests {
     fn no_stop_without_a_breach_or_when_the_ramp_ends_anyway() {
         let rates = [10.0, 20.0, 30.0];
         let (steps, reqs) = ramp(&rates, 1000.0, 9);
-        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, Some(1));
+        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 1, true);
         for (r, end) in stream(reqs.clone(), 9) {
             live.push(r, end);
             live.advance();
@@ -317,7 +342,7 @@ mod tests {
         }
         // A breach at the second-to-last step with one confirmation: the ramp ends there.
         let (steps, reqs) = ramp(&rates, 20.0, 9);
-        let mut live = LiveRamp::new(steps, objective(), 3 * S, Some(1));
+        let mut live = LiveRamp::new(steps, objective(), 3 * S, 1, true);
         for (r, end) in stream(reqs, 9) {
             live.push(r, end);
             live.advance();
@@ -327,10 +352,66 @@ mod tests {
         assert_eq!(live.stop(), None);
     }
 
+    /// A ramp at 20, 40, …, 200/s whose knee is at 140/s, with a 3 s stall (every request
+    /// 1 s) inside its 80/s step.
+    fn stalled(seed: u64) -> (Vec<Step>, Vec<(Request, i128)>) {
+        let rates: Vec<f64> = (1..=10).map(|k| 20.0 * k as f64).collect();
+        let (steps, mut reqs) = ramp(&rates, 160.0, seed);
+        let stall = steps[3].start_ns + 2 * S..steps[3].start_ns + 5 * S;
+        for (r, end) in &mut reqs {
+            if stall.contains(&r.start_ns) {
+                r.duration_ms = 1000.0;
+                *end = r.start_ns + S;
+            }
+        }
+        (steps, reqs)
+    }
+
+    #[test]
+    fn a_stall_inside_a_step_is_a_transient_and_the_ramp_goes_on_to_its_knee() {
+        let (steps, reqs) = stalled(11);
+        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 1, true);
+        let mut transients_seen = Vec::new();
+        for (r, end) in stream(reqs.clone(), 11) {
+            live.push(r, end);
+            live.advance();
+            let t = live.transients();
+            if t.len() > transients_seen.len() {
+                // Known once the next step met the objective, and never stopping the ramp.
+                assert_eq!(live.stop(), None);
+                transients_seen = t;
+            }
+        }
+        live.finish();
+        assert_eq!(transients_seen, vec![3], "the 80/s step");
+        let stop = live.stop().expect("the knee at 160/s, confirmed at 180/s");
+        assert_eq!((stop.breach_rate, stop.last_rate), (160.0, 180.0));
+        assert_eq!(stop.at_ns, steps[8].end_ns);
+        let sat = live.saturation();
+        assert_eq!((sat.rate, sat.sustained_breach), (Some(140.0), Some(160.0)));
+        assert_eq!(
+            (sat.rate_before_first_breach, sat.first_breach),
+            (Some(60.0), Some(80.0))
+        );
+        assert_eq!(sat.transients, vec![80.0]);
+        // The same from the requests afterwards, over the steps run.
+        let offline: Vec<Request> = reqs.iter().map(|r| r.0).collect();
+        let want = saturation::saturation(&offline, &steps[..9], &objective(), 1);
+        assert_eq!(sat, want);
+        // With no confirmation asked, the stall stops the ramp at 80/s.
+        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 0, true);
+        for (r, end) in stream(reqs, 11) {
+            live.push(r, end);
+            live.advance();
+        }
+        assert_eq!(live.stop().map(|s| s.breach_rate), Some(80.0));
+        assert_eq!(live.saturation().rate, Some(60.0));
+    }
+
     #[test]
     fn a_request_for_a_judged_step_is_counted_late() {
         let (steps, _) = ramp(&[10.0, 20.0], 1000.0, 5);
-        let mut live = LiveRamp::new(steps.clone(), objective(), S, Some(0));
+        let mut live = LiveRamp::new(steps.clone(), objective(), S, 0, true);
         let r = |start_ns| Request {
             start_ns,
             duration_ms: 10.0,

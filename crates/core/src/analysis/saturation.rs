@@ -5,8 +5,10 @@
 //! the objective when every window holds requests and, in every window, the p99 latency
 //! (nearest rank) is at most the bound and the share of failed requests (no response, or
 //! status 500 and above) at most the error-rate bound: `objective::met`, the rule a run's
-//! verdict uses too. Saturation is the rate of the last step that met the objective before
-//! the first that did not.
+//! verdict uses too. A breach is *sustained* when each of the `confirm` steps after it that
+//! ran broke the objective too; a breach before the first sustained one is a *transient*.
+//! Saturation is the rate of the last step met before the first sustained breach; the
+//! first-breach reading (the last step met before the first breach) stands beside it.
 
 use serde::{Deserialize, Serialize};
 
@@ -64,14 +66,66 @@ pub struct StepVerdict {
     pub windows: usize,
 }
 
+/// A ramp's saturation, as run.json records it (docs/results.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "SaturationOnDisk")]
 pub struct Saturation {
-    /// The last step rate that met the objective; `None` when the first step already broke it.
+    /// The last step rate that met the objective before the first sustained breach; `None`
+    /// when the first step already began one.
     pub rate: Option<f64>,
-    /// The first step rate that broke it; `None` when no step did (saturation is then at
-    /// least the last step's rate, not measured).
+    /// The first step rate of the first sustained breach; `None` when no breach was
+    /// sustained (saturation is then at least the last step's rate, not measured).
+    pub sustained_breach: Option<f64>,
+    /// The last step rate met before the first breach, sustained or not.
+    pub rate_before_first_breach: Option<f64>,
+    /// The first step rate that broke the objective; `None` when no step did.
     pub first_breach: Option<f64>,
+    /// The rates of the steps that broke the objective before the first sustained breach.
+    pub transients: Vec<f64>,
+    /// How many steps after a breach had to break the objective too for it to be sustained.
+    pub confirm_steps: usize,
     pub steps: Vec<StepVerdict>,
+}
+
+/// run.json's `saturation` as any version wrote it. One written before breaches were
+/// confirmed has no `confirm_steps`: its ramp was judged at its first breach, which is then
+/// its sustained one too.
+#[derive(Deserialize)]
+struct SaturationOnDisk {
+    rate: Option<f64>,
+    first_breach: Option<f64>,
+    steps: Vec<StepVerdict>,
+    #[serde(default)]
+    confirm_steps: Option<usize>,
+    #[serde(default)]
+    sustained_breach: Option<f64>,
+    #[serde(default)]
+    rate_before_first_breach: Option<f64>,
+    #[serde(default)]
+    transients: Vec<f64>,
+}
+
+impl From<SaturationOnDisk> for Saturation {
+    fn from(d: SaturationOnDisk) -> Self {
+        let confirmed = d.confirm_steps.is_some();
+        Saturation {
+            rate: d.rate,
+            sustained_breach: if confirmed {
+                d.sustained_breach
+            } else {
+                d.first_breach
+            },
+            rate_before_first_breach: if confirmed {
+                d.rate_before_first_breach
+            } else {
+                d.rate
+            },
+            first_breach: d.first_breach,
+            transients: d.transients,
+            confirm_steps: d.confirm_steps.unwrap_or(0),
+            steps: d.steps,
+        }
+    }
 }
 
 /// The 1-based nearest rank of the `p`-th percentile among `n` values:
@@ -105,7 +159,14 @@ fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, boo
     (p99, share, met)
 }
 
-pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -> Saturation {
+/// A ramp's saturation from its requests; `confirm`: the steps after a breach that must
+/// break the objective too for it to be sustained.
+pub fn saturation(
+    requests: &[Request],
+    steps: &[Step],
+    objective: &Objective,
+    confirm: usize,
+) -> Saturation {
     let verdicts = steps
         .iter()
         .map(|step| {
@@ -116,7 +177,7 @@ pub fn saturation(requests: &[Request], steps: &[Step], objective: &Objective) -
             step_verdict(&in_step, step, objective)
         })
         .collect();
-    of_steps(verdicts)
+    of_steps(verdicts, confirm)
 }
 
 /// Each objective window of `[start_ns, end_ns)` (its full windows, the whole span when it is
@@ -182,22 +243,46 @@ pub fn phase_windows(
     }
 }
 
-/// The saturation of a ramp from its steps' verdicts, in step order.
-pub fn of_steps(steps: Vec<StepVerdict>) -> Saturation {
-    let mut rate = None;
-    let mut first_breach = None;
-    for v in &steps {
-        if first_breach.is_none() {
-            if v.met {
-                rate = Some(v.rate);
-            } else {
-                first_breach = Some(v.rate);
-            }
-        }
+/// The first sustained breach among step verdicts (`met`, in step order): the first step
+/// that broke the rule whose `confirm` next steps broke it too, as far as the ramp ran
+/// (steps never run, past its end or its stop, neither confirm nor refute a breach).
+pub fn sustained_breach(met: &[bool], confirm: usize) -> Option<usize> {
+    let last = met.len().checked_sub(1)?;
+    (0..met.len()).find(|&i| met[i..=(i + confirm).min(last)].iter().all(|m| !m))
+}
+
+/// The steps that broke the rule before its first sustained breach (or before the ramp's
+/// end, when none was sustained): each was followed by a met step within `confirm`.
+pub fn transients(met: &[bool], confirm: usize) -> Vec<usize> {
+    let until = sustained_breach(met, confirm).unwrap_or(met.len());
+    (0..until).filter(|&i| !met[i]).collect()
+}
+
+/// The step before a breach, the reading of saturation at it: `None` when the breach is the
+/// first step; the last step when there is no breach.
+pub fn before(breach: Option<usize>, steps: usize) -> Option<usize> {
+    match breach {
+        Some(i) => i.checked_sub(1),
+        None => steps.checked_sub(1),
     }
+}
+
+/// The saturation of a ramp from its steps' verdicts, in step order.
+pub fn of_steps(steps: Vec<StepVerdict>, confirm: usize) -> Saturation {
+    let met: Vec<bool> = steps.iter().map(|v| v.met).collect();
+    let rate = |i: Option<usize>| i.map(|i| steps[i].rate);
+    let first = met.iter().position(|m| !m);
+    let sustained = sustained_breach(&met, confirm);
     Saturation {
-        rate,
-        first_breach,
+        rate: rate(before(sustained, steps.len())),
+        sustained_breach: rate(sustained),
+        rate_before_first_breach: rate(before(first, steps.len())),
+        first_breach: rate(first),
+        transients: transients(&met, confirm)
+            .into_iter()
+            .map(|i| steps[i].rate)
+            .collect(),
+        confirm_steps: confirm,
         steps,
     }
 }
@@ -261,9 +346,64 @@ mod tests {
         reqs.extend(load(10, 20, 20, 80.0, 0));
         reqs.extend(load(20, 30, 30, 900.0, 0));
         reqs.extend(load(30, 40, 40, 60.0, 0)); // a later good step does not undo the breach
-        let s = saturation(&reqs, &steps(&[10.0, 20.0, 30.0, 40.0], 10), &objective());
+        let s = saturation(
+            &reqs,
+            &steps(&[10.0, 20.0, 30.0, 40.0], 10),
+            &objective(),
+            0,
+        );
         assert_eq!((s.rate, s.first_breach), (Some(20.0), Some(30.0)));
         assert!(s.steps[3].met);
+        // Confirmed by one more step, the breach at 30/s is a transient: 40/s met and
+        // nothing after it broke the objective.
+        let s = saturation(
+            &reqs,
+            &steps(&[10.0, 20.0, 30.0, 40.0], 10),
+            &objective(),
+            1,
+        );
+        assert_eq!((s.rate, s.sustained_breach), (Some(40.0), None));
+        assert_eq!(
+            (s.rate_before_first_breach, s.first_breach),
+            (Some(20.0), Some(30.0))
+        );
+        assert_eq!(s.transients, vec![30.0]);
+    }
+
+    #[test]
+    fn a_breach_is_sustained_when_the_steps_run_after_it_confirm_it() {
+        let (t, f) = (true, false);
+        assert_eq!(sustained_breach(&[t, f, t, f, f], 1), Some(3));
+        assert_eq!(transients(&[t, f, t, f, f], 1), vec![1]);
+        assert_eq!(sustained_breach(&[t, f, f, t, f, f, f], 2), Some(4));
+        assert_eq!(transients(&[t, f, f, t, f, f, f], 2), vec![1, 2]);
+        // 0 confirmations: the first breach is sustained.
+        assert_eq!(sustained_breach(&[t, f, t], 0), Some(1));
+        assert!(transients(&[t, f, t], 0).is_empty());
+        // The ramp ended before the confirmations: nothing refutes the breach.
+        assert_eq!(sustained_breach(&[t, t, f], 2), Some(2));
+        assert_eq!(sustained_breach(&[t, f, t], 1), None);
+        assert_eq!(transients(&[t, f, t], 1), vec![1]);
+        assert_eq!(sustained_breach(&[], 1), None);
+        // The step before a sustained breach met the objective: were it a breach, the
+        // sustained one would begin there.
+        for met in [[t, f, t, f, f, t], [f, t, t, f, f, f], [t, t, t, f, t, f]] {
+            if let Some(i @ 1..) = sustained_breach(&met, 1) {
+                assert!(met[i - 1], "{met:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_record_written_before_breaches_were_confirmed_reads_its_first_as_sustained() {
+        let old = r#"{"rate": 20.0, "first_breach": 30.0, "steps": []}"#;
+        let s: Saturation = serde_json::from_str(old).unwrap();
+        assert_eq!((s.rate, s.sustained_breach), (Some(20.0), Some(30.0)));
+        assert_eq!(s.rate_before_first_breach, Some(20.0));
+        assert_eq!(s.confirm_steps, 0);
+        let s = of_steps(Vec::new(), 1);
+        let back: Saturation = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
     }
 
     #[test]
@@ -322,7 +462,7 @@ mod tests {
     fn errors_break_the_objective_too() {
         let mut reqs = load(0, 10, 10, 50.0, 0);
         reqs.extend(load(10, 20, 20, 50.0, 50)); // 2% failures
-        let s = saturation(&reqs, &steps(&[10.0, 20.0], 10), &objective());
+        let s = saturation(&reqs, &steps(&[10.0, 20.0], 10), &objective(), 0);
         assert_eq!((s.rate, s.first_breach), (Some(10.0), Some(20.0)));
         assert!((s.steps[1].error_rate - 0.02).abs() < 1e-9);
     }
@@ -332,7 +472,7 @@ mod tests {
         // Slow requests that start in step 1 and end in step 2 belong to step 1.
         let mut reqs = load(0, 10, 10, 9_000.0, 0);
         reqs.extend(load(10, 20, 10, 10.0, 0));
-        let s = saturation(&reqs, &steps(&[10.0, 20.0], 10), &objective());
+        let s = saturation(&reqs, &steps(&[10.0, 20.0], 10), &objective(), 0);
         assert_eq!((s.rate, s.first_breach), (None, Some(10.0)));
         assert_eq!(s.steps[1].requests, 100);
     }
@@ -341,7 +481,7 @@ mod tests {
     fn one_bad_window_breaks_a_long_step() {
         let mut reqs = load(0, 10, 10, 50.0, 0);
         reqs.extend(load(10, 20, 10, 700.0, 0));
-        let s = saturation(&reqs, &steps(&[10.0], 20), &objective());
+        let s = saturation(&reqs, &steps(&[10.0], 20), &objective(), 0);
         assert_eq!(s.steps[0].windows, 2);
         assert!(!s.steps[0].met);
     }
@@ -355,7 +495,7 @@ mod tests {
         // Just over a bound breaks it: the next step has 501ms or 2 of 100 failed.
         reqs.extend(load(10, 20, 10, 501.0, 0));
         reqs.extend(load(20, 30, 10, 500.0, 50));
-        let s = saturation(&reqs, &steps(&[10.0, 20.0, 30.0], 10), &objective());
+        let s = saturation(&reqs, &steps(&[10.0, 20.0, 30.0], 10), &objective(), 0);
         assert_eq!(s.steps[0].p99_ms, Some(500.0));
         assert!((s.steps[0].error_rate - 0.01).abs() < 1e-12);
         assert!(s.steps[0].met);

@@ -154,8 +154,11 @@ struct RunDefinition<'a> {
     depends_on: Vec<String>,
     /// What the executor does beyond the plan's words, where it changed what a run
     /// measures: a step ramp with `stop-on-breach` stops its load at the knee since
-    /// `ramp-stops-at-knee`; round 1 ran every step, so those runs hash differently. Absent
-    /// for every other run, whose hash it leaves as it was.
+    /// `ramp-stops-at-knee` (round 1 ran every step), and goes on past a transient breach
+    /// to the first sustained one when `confirm-steps` is above 0 since
+    /// `ramp-stops-at-sustained-breach` (before, it stopped `confirm-steps` after the first
+    /// breach, refuted or not), so those runs hash differently. Absent for every other run,
+    /// whose hash it leaves as it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     executor: Option<&'static str>,
     /// The digests of the source files the run depends on, by plan path (an init script, a
@@ -171,6 +174,20 @@ struct RunDefinition<'a> {
 
 /// The executor's semantics for step ramps that stop at their knee.
 pub const RAMP_STOPS_AT_KNEE: &str = "ramp-stops-at-knee";
+/// The executor's semantics for step ramps that stop at their first sustained breach (with
+/// `confirm-steps: 0` the first breach is sustained: the same as `ramp-stops-at-knee`).
+pub const RAMP_STOPS_AT_SUSTAINED_BREACH: &str = "ramp-stops-at-sustained-breach";
+
+/// The executor semantics a profile's runs hash with.
+fn executor_semantics(profile: &Profile) -> Option<&'static str> {
+    profile.stops_at_knee().map(|confirm| {
+        if confirm == 0 {
+            RAMP_STOPS_AT_KNEE
+        } else {
+            RAMP_STOPS_AT_SUSTAINED_BREACH
+        }
+    })
+}
 
 #[derive(Serialize)]
 struct TopologyDefinition<'a> {
@@ -321,7 +338,7 @@ pub fn expand_with(plan: &Plan, inputs: Option<RunInputs>) -> Vec<RunSpec> {
                 .iter()
                 .map(|&d| hashes[d].clone().unwrap_or_default())
                 .collect(),
-            executor: profile.stops_at_knee().map(|_| RAMP_STOPS_AT_KNEE),
+            executor: executor_semantics(profile),
             inputs: inputs.map(|of_run| of_run(&contenders[ci], steals(fault))),
             placement: (!plan.placement.is_default()).then_some(&plan.placement),
         };
@@ -448,6 +465,31 @@ mod tests {
         // 0 depends on 2; 1 is free.
         let order = dependencies_first(&[vec![2], vec![], vec![]]);
         assert_eq!(order, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn a_ramp_that_stops_at_a_confirmed_breach_hashes_as_a_new_semantic() {
+        let ramp = |extra: serde_json::Value| -> Profile {
+            let mut p =
+                serde_json::json!({"start": "10", "step": 10, "step-duration": "10s", "max": "40"});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(serde_json::json!({ "step-ramp": p })).unwrap()
+        };
+        use serde_json::json;
+        assert_eq!(
+            executor_semantics(&ramp(json!({}))),
+            Some(RAMP_STOPS_AT_SUSTAINED_BREACH)
+        );
+        assert_eq!(
+            executor_semantics(&ramp(json!({"confirm-steps": 0}))),
+            Some(RAMP_STOPS_AT_KNEE)
+        );
+        assert_eq!(
+            executor_semantics(&ramp(json!({"stop-on-breach": false, "confirm-steps": 2}))),
+            None
+        );
     }
 
     #[test]

@@ -653,16 +653,8 @@ fn profiles(plan: &Plan, f: &mut Findings) {
                 step,
                 step_duration,
                 max,
-                stop_on_breach,
-                confirm_steps,
                 ..
             } => {
-                if confirm_steps.is_some() && !stop_on_breach {
-                    f.warn(
-                        format!("{base}.confirm-steps"),
-                        "confirm-steps has no effect with stop-on-breach: false (every step runs)",
-                    );
-                }
                 if !(step.is_finite() && *step > 0.0) {
                     f.error(
                         format!("{base}.step"),

@@ -1,11 +1,13 @@
-//! A step ramp: the per-step table and saturation under five definitions side by side
-//! (docs/analysis.md, "Step ramps").
+//! A step ramp: the per-step table and saturation under five definitions side by side,
+//! each read at its first sustained breach and at its first breach (docs/analysis.md,
+//! "Step ramps").
 
 use super::latency::{quick_p, ratio, within, Stats};
 use super::out::Out;
 use super::read::Req;
 use super::rows::{BELOW_FIRST_STEP, CENSORED, NOT_REACHED};
 use crate::analysis::objective::{self, Bounds};
+use crate::analysis::saturation::{before, sustained_breach, transients};
 use crate::rundir::frame::{FrameObjective, FrameStep, Span};
 
 /// The definitions, in the order they are reported.
@@ -110,28 +112,70 @@ pub fn verdicts(
         .collect()
 }
 
-/// The saturation (last step met before the first that was not) and the first breach, as
-/// indexes into the steps.
-pub fn saturation(met: &[bool]) -> (Option<usize>, Option<usize>) {
-    match met.iter().position(|m| !m) {
-        Some(0) => (None, Some(0)),
-        Some(i) => (Some(i - 1), Some(i)),
-        None => (met.len().checked_sub(1), None),
-    }
+/// The saturation read at a breach (the step before it) and the breach, as indexes into
+/// the steps.
+pub fn saturation(met: &[bool], breach: Option<usize>) -> (Option<usize>, Option<usize>) {
+    (before(breach, met.len()), breach)
+}
+
+/// How a ramp's rows are read: whether its load stopped at the knee (a definition that did
+/// not breach by then is censored there, not "not reached") and its `confirm-steps`.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    pub stopped: bool,
+    pub confirm: usize,
 }
 
 /// The per-step table and the five definitions' rows; returns the step where the CPU is
-/// looked at (the first breach under `objective-windows`, else the last step). `stopped`:
-/// the ramp's load stopped at its knee, so a definition that did not breach by then is
-/// censored there, not "not reached".
+/// looked at (the first breach under `objective-windows`, else the last step).
 pub fn rows(
     out: &mut Out,
     reqs: &[Req],
     steps: &[FrameStep],
     o: &FrameObjective,
-    stopped: bool,
+    how: Reading,
 ) -> Option<usize> {
-    let unmet = if stopped { CENSORED } else { NOT_REACHED };
+    step_rows(out, reqs, steps);
+    let unmet = if how.stopped { CENSORED } else { NOT_REACHED };
+    let mut look_at = steps.len().checked_sub(1);
+    for d in DEFINITIONS {
+        let met = verdicts(reqs, steps, o, d);
+        let mut x = out.under(d);
+        for (s, m) in steps.iter().zip(&met) {
+            let mut y = x.at_step(s.rate);
+            y.count("step_met", usize::from(*m));
+            x.absorb(y);
+        }
+        let first = met.iter().position(|m| !m);
+        let sustained = sustained_breach(&met, how.confirm);
+        let rate = |i: Option<usize>| i.map(|i| steps[i].rate);
+        for (metric, breach, breach_metric) in [
+            ("saturation", sustained, "sustained_breach"),
+            ("saturation_before_first_breach", first, "first_breach"),
+        ] {
+            let (sat, breach) = saturation(&met, breach);
+            if breach == Some(0) {
+                // The first step already broke it: below that step, an upper bound.
+                x.noted(metric, rate(breach), "1/s", BELOW_FIRST_STEP);
+            } else if breach.is_some() {
+                x.value(metric, rate(sat), "1/s");
+            } else {
+                // No step breached: saturation is at least the last step, not measured.
+                x.noted(metric, rate(sat), "1/s", unmet);
+            }
+            x.or(breach_metric, rate(breach), "1/s", unmet);
+        }
+        x.count("transient_steps", transients(&met, how.confirm).len());
+        if d == "objective-windows" && first.is_some() {
+            look_at = first;
+        }
+        out.absorb(x);
+    }
+    look_at
+}
+
+/// Each step's requests, offered and achieved rates, p99 and failed share.
+fn step_rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep]) {
     for s in steps {
         let span = s.span();
         let st = Stats::of(within(reqs, s.start_ns, s.end_ns));
@@ -151,33 +195,6 @@ pub fn rows(
         x.value("step_failed_share", Some(st.failed_share()), "ratio");
         out.absorb(x);
     }
-    let mut look_at = steps.len().checked_sub(1);
-    for d in DEFINITIONS {
-        let met = verdicts(reqs, steps, o, d);
-        let mut x = out.under(d);
-        for (s, m) in steps.iter().zip(&met) {
-            let mut y = x.at_step(s.rate);
-            y.count("step_met", usize::from(*m));
-            x.absorb(y);
-        }
-        let (sat, breach) = saturation(&met);
-        let rate = |i: Option<usize>| i.map(|i| steps[i].rate);
-        if breach == Some(0) {
-            // The first step already broke it: below that step, an upper bound.
-            x.noted("saturation", rate(breach), "1/s", BELOW_FIRST_STEP);
-        } else if breach.is_some() {
-            x.value("saturation", rate(sat), "1/s");
-        } else {
-            // No step breached: saturation is at least the last step, not measured.
-            x.noted("saturation", rate(sat), "1/s", unmet);
-        }
-        x.or("first_breach", rate(breach), "1/s", unmet);
-        if d == "objective-windows" && breach.is_some() {
-            look_at = breach;
-        }
-        out.absorb(x);
-    }
-    look_at
 }
 
 #[cfg(test)]
@@ -208,11 +225,14 @@ mod tests {
     }
 
     #[test]
-    fn saturation_is_the_last_step_met_before_the_first_breach() {
-        assert_eq!(saturation(&[true, true, false, true]), (Some(1), Some(2)));
-        assert_eq!(saturation(&[false, true]), (None, Some(0)));
-        assert_eq!(saturation(&[true, true]), (Some(1), None));
-        assert_eq!(saturation(&[]), (None, None));
+    fn saturation_is_the_last_step_met_before_the_breach() {
+        assert_eq!(
+            saturation(&[true, true, false, true], Some(2)),
+            (Some(1), Some(2))
+        );
+        assert_eq!(saturation(&[false, true], Some(0)), (None, Some(0)));
+        assert_eq!(saturation(&[true, true], None), (Some(1), None));
+        assert_eq!(saturation(&[], None), (None, None));
     }
 
     #[test]
@@ -243,7 +263,16 @@ mod tests {
             .collect();
         let o = objective();
         let mut out = Out::new(key("slow", "ramp"));
-        rows(&mut out, &reqs, &steps, &o, false);
+        rows(
+            &mut out,
+            &reqs,
+            &steps,
+            &o,
+            Reading {
+                stopped: false,
+                confirm: 1,
+            },
+        );
         let sat = out
             .rows
             .iter()

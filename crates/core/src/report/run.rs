@@ -136,7 +136,10 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
             &reqs,
             &frame.steps,
             &frame.objective,
-            frame.stopped.is_some(),
+            ramp::Reading {
+                stopped: frame.stopped.is_some(),
+                confirm: frame.confirm(),
+            },
         );
         for s in &frame.steps {
             let mut x = out.under("step").at_step(s.rate);

@@ -149,6 +149,15 @@ pub enum RunEvent {
         reason: String,
         at_ns: i128,
     },
+    /// A ramp's step broke the objective and a step within its `confirm-steps` met it
+    /// again: a transient, not the knee; the ramp went on (judged live).
+    RampTransient {
+        step_rate: f64,
+        p99_ms: Option<f64>,
+        failed_share: f64,
+        /// The step that met the objective after it.
+        met_at_rate: f64,
+    },
 }
 
 impl RunEvent {
@@ -168,6 +177,7 @@ impl RunEvent {
             RunEvent::Progress { .. } => "progress",
             RunEvent::WindowJudged { .. } => "window-judged",
             RunEvent::LoadStopped { .. } => "load-stopped",
+            RunEvent::RampTransient { .. } => "ramp-transient",
         }
     }
 }
@@ -203,6 +213,14 @@ impl RunEvent {
                 ),
             ),
             RunEvent::LoadStopped { reason, at_ns } => (format!("{at_ns}"), reason.clone()),
+            RunEvent::RampTransient { step_rate, p99_ms, failed_share, met_at_rate } => (
+                format!("step {step_rate}/s"),
+                format!(
+                    "a transient: p99 {}, failed {:.2} %; the step at {met_at_rate}/s met the objective, the ramp went on",
+                    p99_ms.map_or("none".to_string(), |p| format!("{p:.1} ms")),
+                    failed_share * 100.0
+                ),
+            ),
             RunEvent::WindowJudged {
                 step_rate, from_s, to_s, requests, offered_rate, achieved_rate, p99_ms,
                 p99_bound_ms, failed_share, failed_bound, met,

@@ -127,11 +127,18 @@ pub struct Frame {
     /// above end there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<RampStop>,
+    /// A step ramp's `confirm-steps`: how many steps after a breach must break the
+    /// objective too for it to be sustained. Absent for other profiles, and in run.json
+    /// files written before breaches were confirmed (read as 0: the first breach is the
+    /// sustained one, as those ramps were judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_steps: Option<usize>,
 }
 
-/// A step ramp stopped at its knee (`stop-on-breach`): judged live, the first breaching
-/// step and the last step run (the breach and its `confirm-steps`), and when the load
-/// stopped (the last step's end, unix ns).
+/// A step ramp stopped at its knee (`stop-on-breach`): judged live, the first step of the
+/// sustained breach and the last step run (the breach and its `confirm-steps`), and where
+/// the measured phase ends (the last step's end, unix ns; the load ran on until that step
+/// was judged).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RampStop {
     pub breach_rate: f64,
@@ -255,7 +262,17 @@ impl Frame {
                 latency_tolerance: r.latency_fraction(),
             },
             stopped: i.stopped,
+            confirm_steps: plan
+                .profiles
+                .get(i.run.profile.as_str())
+                .and_then(|p| p.confirm_steps())
+                .map(|c| c as usize),
         }
+    }
+
+    /// The `confirm-steps` the ramp's breaches are judged with (docs/analysis.md).
+    pub fn confirm(&self) -> usize {
+        self.confirm_steps.unwrap_or(0)
     }
 }
 

@@ -83,6 +83,8 @@ pub enum Arg {
     Fault,
     /// The saturation definition; defaults to `objective-windows`.
     Definition,
+    /// Which breach a saturation is read at: `sustained` (default) or `first`.
+    Breach,
     /// Where recovery is timed from: `clear` (default) or `restart`.
     Origin,
     /// The detection kind: `objective-window` (default), `failed-request`, `balancer-down`.
@@ -96,10 +98,11 @@ pub enum Arg {
 }
 
 impl Arg {
-    pub const ALL: [Arg; 8] = [
+    pub const ALL: [Arg; 9] = [
         Arg::Profile,
         Arg::Fault,
         Arg::Definition,
+        Arg::Breach,
         Arg::Origin,
         Arg::Detect,
         Arg::At,
@@ -112,6 +115,7 @@ impl Arg {
             Arg::Profile => "profile",
             Arg::Fault => "fault",
             Arg::Definition => "definition",
+            Arg::Breach => "breach",
             Arg::Origin => "origin",
             Arg::Detect => "detect",
             Arg::At => "at",
@@ -135,6 +139,12 @@ pub const DEFINITIONS: [&str; 5] = [
     "errors-only",
     "throughput-knee",
 ];
+/// The breaches a saturation is read at, and the metric each reads (docs/analysis.md,
+/// "Step ramps"): the first sustained breach (the default), or the first breach.
+pub const BREACHES: [(&str, &str); 2] = [
+    ("sustained", "saturation"),
+    ("first", "saturation_before_first_breach"),
+];
 /// Recovery origins, as the `definition` column of `time_to_recover` names them.
 pub const ORIGINS: [&str; 2] = ["clear", "restart"];
 /// Detection kinds; the metric is `detect_` and the kind with `_` for `-`.
@@ -153,7 +163,8 @@ pub const SPANS: [&str; 2] = ["measured", "first-breach"];
 pub enum Reads {
     /// `metric` with an empty `definition`, `container` and `step_rate` (the measured phase).
     Measured { metric: &'static str },
-    /// `saturation` with `definition` = the `definition:` argument.
+    /// `saturation` (`breach: first`: `saturation_before_first_breach`) with `definition`
+    /// = the `definition:` argument.
     Saturation,
     /// `metric` with `container` = the role's container (`replicas` as written; otherwise
     /// the run's container `<run prefix>-<role>`, spec::topology::run_prefix), and
@@ -223,11 +234,11 @@ pub const FUNCTIONS: [Function; 14] = [
     Function {
         name: "saturation",
         subject: Subject::Contender,
-        args: &[Arg::Profile, Arg::Fault, Arg::Definition],
+        args: &[Arg::Profile, Arg::Fault, Arg::Definition, Arg::Breach],
         dim: Dim::Rate,
         reads: Reads::Saturation,
         needs_ramp: true,
-        summary: "the last step rate that met the definition before the first that did not",
+        summary: "the last step rate that met the definition before its first sustained breach (`breach: first`: before its first breach)",
     },
     measured(
         "throughput",

@@ -8,8 +8,8 @@ use crate::plan::model::{Injection, Plan, Profile, ServiceKind};
 use crate::plan::units::Rate;
 
 use super::functions::{
-    self, literal, Arg, Dim, Function, Reads, Subject, DEFINITIONS, DETECTIONS, FUNCTIONS, ORIGINS,
-    SPANS, STATS,
+    self, literal, Arg, Dim, Function, Reads, Subject, BREACHES, DEFINITIONS, DETECTIONS,
+    FUNCTIONS, ORIGINS, SPANS, STATS,
 };
 use super::parse::{parse, ArgValue, ArithOp, Call, Expr, NamedArg, Word};
 use super::{CheckError, Span};
@@ -259,6 +259,8 @@ impl Checker<'_> {
             }
         };
         let definition = pick(Arg::Definition, &DEFINITIONS, "definition")?;
+        let breaches: Vec<&str> = BREACHES.iter().map(|b| b.0).collect();
+        let breach = pick(Arg::Breach, &breaches, "breach")?;
         let origin = pick(Arg::Origin, &ORIGINS, "origin")?;
         let detect = pick(Arg::Detect, &DETECTIONS, "detection kind")?;
         let stat = pick(Arg::Stat, &STATS, "statistic")?;
@@ -304,7 +306,8 @@ impl Checker<'_> {
             (Reads::Recovery, None, Some(fname)) => Some(self.own_origin(fname).to_string()),
             (_, origin, _) => origin,
         };
-        let (metric, definition) = metric_and_definition(f, &at, definition, origin, detect);
+        let (metric, definition) =
+            metric_and_definition(f, &at, (definition, breach), origin, detect);
         let role = match f.reads {
             Reads::Efficiency => Some(functions::REPLICAS.to_string()),
             _ => role,
@@ -704,11 +707,12 @@ fn subject_word<'c>(f: &Function, call: &'c Call) -> Result<&'c Word, CheckError
 }
 
 /// The metric a function reads and the definition that picks its row: a saturation's
-/// definition, a recovery's origin, a per-container figure's span, a detection's kind.
+/// definition and breach, a recovery's origin, a per-container figure's span, a detection's
+/// kind.
 fn metric_and_definition(
     f: &Function,
     at: &At,
-    definition: Option<String>,
+    (definition, breach): (Option<String>, Option<String>),
     origin: Option<String>,
     detect: Option<String>,
 ) -> (String, String) {
@@ -720,7 +724,11 @@ fn metric_and_definition(
     match f.reads {
         Reads::Measured { metric } => (metric.to_string(), String::new()),
         Reads::Saturation => (
-            "saturation".to_string(),
+            BREACHES
+                .iter()
+                .find(|b| Some(b.0) == breach.as_deref())
+                .map_or(BREACHES[0].1, |b| b.1)
+                .to_string(),
             definition.unwrap_or_else(|| DEFINITIONS[0].to_string()),
         ),
         Reads::PerContainer { metric } => (metric.to_string(), span_definition.to_string()),
@@ -843,6 +851,25 @@ mod tests {
                 "{text}"
             );
         }
+        // A saturation is read at its sustained breach unless the check asks for the first.
+        for (text, metric) in [
+            ("saturation(feed-py) > 1/s", "saturation"),
+            ("saturation(feed-py, breach: sustained) > 1/s", "saturation"),
+            (
+                "saturation(feed-py, breach: first) > 1/s",
+                "saturation_before_first_breach",
+            ),
+        ] {
+            let q = &check(&plan(), text).unwrap()[0];
+            assert_eq!(
+                (q.metric.as_str(), q.definition.as_str()),
+                (metric, "objective-windows"),
+                "{text}"
+            );
+        }
+        let (_, m, h) = err("saturation(feed-py, breach: last) > 1/s");
+        assert!(m.contains("breach"), "{m}");
+        assert!(h.contains("sustained") && h.contains("first"), "{h}");
     }
 
     #[test]

@@ -27,12 +27,13 @@ pub enum Profile {
         step_duration: Duration,
         /// The last step's rate is at most this.
         max: Rate,
-        /// Stop the load after the first step that breaks the objective (and
-        /// `confirm-steps` more), judged while the ramp runs.
+        /// Stop the load at the first sustained breach (a step that breaks the objective
+        /// and the `confirm-steps` after it that break it too), judged while the ramp runs.
         #[serde(default = "yes", rename = "stop-on-breach")]
         stop_on_breach: bool,
-        /// Steps run after the first breaching one before the load stops (default 1; 0
-        /// stops right after the breach). Left out of the run hash when not written.
+        /// How many steps after a breach must break the objective too for it to be
+        /// sustained (default 1; 0: every breach is); with `stop-on-breach` the load stops
+        /// there. Left out of the run hash when not written.
         #[serde(
             default,
             rename = "confirm-steps",
@@ -128,9 +129,17 @@ impl Profile {
         match self {
             Profile::StepRamp {
                 stop_on_breach: true,
-                confirm_steps,
                 ..
-            } => Some(confirm_steps.unwrap_or(1)),
+            } => self.confirm_steps(),
+            _ => None,
+        }
+    }
+
+    /// How many steps after a breach must break the objective too for it to be sustained:
+    /// `Some(n)` for a step ramp (default 1), `None` otherwise.
+    pub fn confirm_steps(&self) -> Option<u32> {
+        match self {
+            Profile::StepRamp { confirm_steps, .. } => Some(confirm_steps.unwrap_or(1)),
             _ => None,
         }
     }
