@@ -546,6 +546,7 @@ class Containers:
                 "unix": unix, "ok": ok, "tick": sub["tick"].to_numpy(),
                 "mem": sub["memory_bytes"].to_numpy(),
                 "rss": sub["memory_rss_bytes"].to_numpy(),
+                "ws": sub["memory_working_set_bytes"].to_numpy(),
             }
         self.replicas = sorted(n for n, c in caps.items() if is_replica_role(c["role"]))
 
@@ -570,15 +571,17 @@ class Containers:
         m = c["ok"] & (c["unix"] >= a) & (c["unix"] < b) & ~np.isnan(v)
         return v[m]
 
-    def replica_rss_ticks(self, a, b):
+    def replica_ticks(self, column, a, b):
+        """Per-tick sums over the replicas of `column` (`rss`, `ws`) of their ok rows with
+        a value in [a, b)."""
         ticks, vals = [], []
         for name in self.replicas:
             c = self.by_name.get(name)
             if c is None:
                 continue
-            m = c["ok"] & (c["unix"] >= a) & (c["unix"] < b) & ~np.isnan(c["rss"])
+            m = c["ok"] & (c["unix"] >= a) & (c["unix"] < b) & ~np.isnan(c[column])
             ticks.append(c["tick"][m])
-            vals.append(c["rss"][m])
+            vals.append(c[column][m])
         if not ticks:
             return np.empty(0)
         t = np.concatenate(ticks)
@@ -593,7 +596,8 @@ def read_containers(path: Path, caps: dict) -> Containers:
         "unix_ns": ("int", True), "offset_s": ("float", True), "tick": ("int", True),
         "container": ("str", True), "status": ("str", True), "cpu_usage_s": ("float", False),
         "memory_bytes": ("float", False), "memory_rss_bytes": ("float", False),
-    }, optional_columns=("memory_rss_bytes",))
+        "memory_working_set_bytes": ("float", False),
+    }, optional_columns=("memory_rss_bytes", "memory_working_set_bytes"))
     return Containers(df, caps)
 
 
@@ -635,6 +639,11 @@ def cpu_memory_rows(out: RunRows, cont: Containers, a, b, definition, step_rate,
                 container=name, **kw)
         out.add("memory_rss_mean", float(rss.mean()) if len(rss) else None, "bytes",
                 container=name, **kw)
+        ws = cont.rows_in(name, "ws", a, b)
+        out.add("memory_working_set_peak", float(ws.max()) if len(ws) else None, "bytes",
+                container=name, **kw)
+        out.add("memory_working_set_mean", float(ws.mean()) if len(ws) else None, "bytes",
+                container=name, **kw)
         mem = cont.rows_in(name, "mem", a, b)
         out.add("memory_usage_peak", float(mem.max()) if len(mem) else None, "bytes",
                 container=name, **kw)
@@ -642,11 +651,13 @@ def cpu_memory_rows(out: RunRows, cont: Containers, a, b, definition, step_rate,
     n_iv = sum(len(d) for d in dcpus)
     rep_secs = float(sum(float(np.sum(d)) for d in dcpus)) if n_iv else None
     out.add("cpu_seconds", rep_secs, "s", container="replicas", **kw)
-    ticks = cont.replica_rss_ticks(a, b)
-    out.add("memory_rss_peak", float(ticks.max()) if len(ticks) else None, "bytes",
-            container="replicas", **kw)
-    out.add("memory_rss_mean", float(ticks.mean()) if len(ticks) else None, "bytes",
-            container="replicas", **kw)
+    for column, peak, mean in (("rss", "memory_rss_peak", "memory_rss_mean"),
+                               ("ws", "memory_working_set_peak", "memory_working_set_mean")):
+        ticks = cont.replica_ticks(column, a, b)
+        out.add(peak, float(ticks.max()) if len(ticks) else None, "bytes",
+                container="replicas", **kw)
+        out.add(mean, float(ticks.mean()) if len(ticks) else None, "bytes",
+                container="replicas", **kw)
     if efficiency_ok is not None:
         eff = efficiency_ok / rep_secs if rep_secs else None
         out.add("requests_per_core_second", eff, "1/core·s", container="replicas", **kw)

@@ -303,7 +303,8 @@ fn usage_table(out: &mut String, r: &RunFigures, definition: &str, step: Option<
                 format!("{}", number(cap.cpus)),
                 x.show("cpu_mean_pct_of_cap", definition, name, step),
                 x.show("cpu_p95_pct_of_cap", definition, name, step),
-                x.show("memory_rss_mean", definition, name, step),
+                x.show("memory_working_set_mean", definition, name, step),
+                x.show("memory_working_set_peak", definition, name, step),
                 x.show("memory_rss_peak", definition, name, step),
             ]
         })
@@ -314,7 +315,8 @@ fn usage_table(out: &mut String, r: &RunFigures, definition: &str, step: Option<
         "".into(),
         "".into(),
         "".into(),
-        x.show("memory_rss_mean", definition, REPLICAS, step),
+        x.show("memory_working_set_mean", definition, REPLICAS, step),
+        x.show("memory_working_set_peak", definition, REPLICAS, step),
         x.show("memory_rss_peak", definition, REPLICAS, step),
     ]);
     table(
@@ -325,8 +327,9 @@ fn usage_table(out: &mut String, r: &RunFigures, definition: &str, step: Option<
             "cap (cores)",
             "CPU mean, % of cap",
             "CPU p95, % of cap",
-            "RSS mean",
-            "RSS peak",
+            "working set mean",
+            "working set peak",
+            "anonymous RSS peak",
         ],
         &rows,
     );
@@ -357,7 +360,7 @@ fn runs(out: &mut String, report: &StudyReport) {
                 row.push(x.show(m, "", "", None));
             }
             row.push(x.show("requests_per_core_second", "measured", REPLICAS, None));
-            row.push(x.show("memory_rss_peak", "measured", REPLICAS, None));
+            row.push(x.show("memory_working_set_peak", "measured", REPLICAS, None));
             row.push(verdict_cell(r, &x));
             row
         })
@@ -379,7 +382,7 @@ fn runs(out: &mut String, report: &StudyReport) {
             "5xx",
             "4xx",
             "requests per replica core-second",
-            "replicas' RSS peak",
+            "replicas' working set peak",
             "objective (windows)",
         ],
         &rows,
@@ -526,7 +529,7 @@ const HEADLINE: [(&str, &str, &str); 6] = [
     ("latency_p99", "", ""),
     ("failed_share", "", ""),
     ("requests_per_core_second", "measured", REPLICAS),
-    ("memory_rss_peak", "measured", REPLICAS),
+    ("memory_working_set_peak", "measured", REPLICAS),
     ("time_to_recover", "clear", ""),
 ];
 

@@ -7,7 +7,7 @@
 //!   window shaded, when it was detected and when the service recovered;
 //! - per run (`cpu-<run>`): each container role's CPU as a share of its cap over time;
 //! - across the study (`study-efficiency`, `study-memory`): requests per replica
-//!   core-second and the replicas' peak RSS, the median over repetitions per contender and
+//!   core-second and the replicas' peak working set, the median over repetitions per contender and
 //!   profile, with the bootstrap interval where there is one.
 //!
 //! Text stays SVG `<text>` (plotters without a font feature reads no font from disk), so
@@ -863,10 +863,14 @@ fn efficiency(report: &StudyReport) -> Result<Plot, PlotError> {
 fn memory(report: &StudyReport) -> Result<Plot, PlotError> {
     bar_plot(
         "study-memory".into(),
-        "Memory: the replicas' peak RSS".into(),
-        &bars_of(&report.summary, "memory_rss_peak", 1.0 / (1024.0 * 1024.0)),
-        "peak RSS of the replicas, summed per sample (MiB), measured phase",
-        "no run has a memory_rss_peak for its replicas (containers.csv had no RSS)",
+        "Memory: the replicas' peak working set".into(),
+        &bars_of(
+            &report.summary,
+            "memory_working_set_peak",
+            1.0 / (1024.0 * 1024.0),
+        ),
+        "peak working set of the replicas (usage less inactive file pages), summed per sample (MiB), measured phase",
+        "no run has a memory_working_set_peak for its replicas (containers.csv had no working set)",
     )
 }
 
@@ -1084,7 +1088,7 @@ mod tests {
             row(
                 key,
                 (None, REPLICAS, "measured"),
-                "memory_rss_peak",
+                "memory_working_set_peak",
                 rss,
                 "bytes",
                 if rss.is_none() { "none" } else { "" },
@@ -1397,12 +1401,12 @@ mod tests {
                 "bar: the median over repetitions",
             ],
         );
-        // The steady run had no RSS: its bar says so, the ramp run's is drawn.
+        // The steady run had no working set: its bar says so, the ramp run's is drawn.
         let mem = get(&out, "study-memory");
         assert_has(
             mem,
             &[
-                "peak RSS of the replicas",
+                "peak working set of the replicas",
                 "(MiB)",
                 "96 (n = 1)",
                 "no data (n = 0)",

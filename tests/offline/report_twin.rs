@@ -69,6 +69,21 @@ fn both_implementations_agree_and_find_the_known_answers() {
         })
         .and_then(|r| r.value);
     assert!(cpu.is_some_and(|v| (v - 50.0).abs() < 1e-9), "{cpu:?}");
+    // The replicas' working set, summed per tick: replica-1 140 + 2t MB, replica-2 120 MB
+    // (none at tick 12), over ticks 2 to 21.
+    let replicas = |metric: &str| {
+        ours.iter()
+            .find(|r| {
+                r.key.run == "feed-rs.indexed/baseline/r1"
+                    && r.metric == metric
+                    && r.definition == "measured"
+                    && r.container == "replicas"
+                    && r.step_rate.is_none()
+            })
+            .and_then(|r| r.value)
+    };
+    assert_eq!(replicas("memory_working_set_peak"), Some(302_000_000.0));
+    assert_eq!(replicas("memory_working_set_mean"), Some(271_000_000.0));
 
     let ramp = "feed-rs.indexed/ramp/r1";
     for (definition, saturation) in [

@@ -74,7 +74,10 @@ fn main() -> std::process::ExitCode {
             the_disk_guard_reads_the_engines_data_root_on_this_host,
         ],
         seed: [a_database_from_its_snapshot_holds_the_rows_its_scripts_make],
-        monitor: [monitors_sample_every_container_every_second],
+        monitor: [
+            monitors_sample_every_container_every_second,
+            the_working_set_counts_the_64_mib_a_container_touched,
+        ],
         run: [
             the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault,
             a_killed_replica_is_marked_down_in_time_and_up_after_its_restart,

@@ -1,6 +1,7 @@
 //! The monitors against the real Docker engine: a CPU-capped stress-ng container, two idle
 //! ones (one killed and restarted mid-way) and an HAProxy, sampled for about nine seconds by
-//! the cgroup source and the engine-API source at once. Every container and the network
+//! the cgroup source and the engine-API source at once; and the working set of a stress-ng
+//! worker that touched 64 MiB against the same worker touching 4 KiB. Every container and the network
 //! carry `feedbench.study=test-monitor` and are removed afterwards, also when a check fails.
 //! The test needs the Docker engine and the images, so it is tier 2's: `-- --ignored`
 //! runs it (scripts/test does), and it fails when the engine or an image is missing.
@@ -62,14 +63,25 @@ fn labels(role: &str) -> HashMap<String, String> {
 }
 
 async fn create(rt: &Runtime, name: &str, image: &str, role: &str, cmd: &[&str], nano_cpus: i64) {
+    create_capped(rt, name, image, role, cmd, (nano_cpus, 64 << 20)).await
+}
+
+async fn create_capped(
+    rt: &Runtime,
+    name: &str,
+    image: &str,
+    role: &str,
+    cmd: &[&str],
+    (nano_cpus, memory): (i64, i64),
+) {
     let config = Config {
         image: Some(image.to_string()),
         cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
         labels: Some(labels(role)),
         host_config: Some(HostConfig {
             nano_cpus: Some(nano_cpus),
-            memory: Some(64 << 20),
-            memory_swap: Some(64 << 20),
+            memory: Some(memory),
+            memory_swap: Some(memory),
             network_mode: Some(NETWORK.to_string()),
             ..Default::default()
         }),
@@ -291,13 +303,14 @@ fn check(dir: &Path, summary: &MonitorSummary, cgroup: bool) {
                 "{label}: {name} memory 0: {r:?}"
             );
             // Resident memory: filled, above zero for a running process, and within the
-            // charge, which adds page cache to it.
+            // charge, which adds page cache to it; the working set between the two.
             let rss = num(r, "memory_rss_bytes");
             assert!(
                 rss > 0.0 && rss <= num(r, "memory_bytes"),
                 "{label}: {name} rss {rss} against memory {}: {r:?}",
                 r["memory_bytes"]
             );
+            assert_working_set_between(r, &format!("{label}: {name}"));
             assert_eq!(r["source"], label);
         }
         if let Some(r) = mine.iter().rev().find(|r| r["status"] == "ok") {
@@ -435,4 +448,166 @@ fn check_balancer(cg_dir: &Path, api_dir: &Path) {
             .all(|r| r["server"].is_empty() && !r["error"].is_empty()),
         "{failed:?}"
     );
+}
+
+/// The kernel charges a cgroup v1's usage in batches of up to 64 pages per CPU (the memory
+/// cgroup's per-CPU stock), so `memory.usage_in_bytes`, which the working set is taken from,
+/// may trail `memory.stat`'s `total_rss` by that much: 256 KiB a CPU.
+fn charge_slack() -> f64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (64 * 4096 * cpus) as f64
+}
+
+/// Anonymous RSS ≤ working set ≤ usage, the first up to the charge batching.
+fn assert_working_set_between(r: &BTreeMap<String, String>, what: &str) {
+    let (rss, ws, usage) = (
+        num(r, "memory_rss_bytes"),
+        num(r, "memory_working_set_bytes"),
+        num(r, "memory_bytes"),
+    );
+    assert!(
+        rss <= ws + charge_slack() && ws <= usage,
+        "{what}: rss {rss}, working set {ws}, usage {usage}: {r:?}"
+    );
+}
+
+const WS_SMALL: &str = "fb-test-monitor-ws-4k";
+const WS_BIG: &str = "fb-test-monitor-ws-64m";
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Working-set memory on this host's cgroup version, by both sources: a stress-ng worker that
+/// allocated and wrote every word of 64 MiB (then holds it: `--vm-hang 0`) reads 64 MiB
+/// ± 10 % above the same worker holding 4 KiB, its idle working set (the program, its
+/// libraries and its page cache are the same in both and cancel out). Each container is
+/// read until its working set has held still (within 256 KiB) for three reads in a row.
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+pub async fn the_working_set_counts_the_64_mib_a_container_touched() {
+    let rt = Runtime::connect().await.unwrap_or_else(|e| {
+        panic!("this test needs the Docker engine, which is unavailable ({e}); install and start Docker (dockerd)")
+    });
+    assert!(
+        rt.docker().inspect_image(STRESS).await.is_ok(),
+        "this test needs image {STRESS}, which is missing; build it with `feedbench images build`"
+    );
+    rt.clean(Some(STUDY)).await.expect("cleaning up before");
+    let outcome = AssertUnwindSafe(working_set(&rt)).catch_unwind().await;
+    rt.clean(Some(STUDY)).await.expect("cleaning up after");
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn working_set(rt: &Runtime) {
+    let net_labels: HashMap<String, String> =
+        [("feedbench.study".to_string(), STUDY.to_string())].into();
+    rt.ensure_network(NETWORK, &net_labels)
+        .await
+        .expect("network");
+    for (name, bytes, role) in [(WS_SMALL, "4k", "database"), (WS_BIG, "64m", "replica")] {
+        let cmd = [
+            "--vm",
+            "1",
+            "--vm-bytes",
+            bytes,
+            "--vm-method",
+            "write64",
+            "--vm-hang",
+            "0",
+            "--timeout",
+            "120s",
+        ];
+        create_capped(rt, name, STRESS, role, &cmd, (500_000_000, 256 << 20)).await;
+        rt.start(name)
+            .await
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    }
+    let targets: Vec<Target> = [(WS_SMALL, "database"), (WS_BIG, "replica")]
+        .into_iter()
+        .map(|(n, r)| Target {
+            name: n.into(),
+            role: r.into(),
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dead = SocketAddr::from(([127, 0, 0, 1], 1));
+    for (source, label) in [
+        (Source::Cgroup, "cgroup"),
+        (Source::EngineApi, "engine-api"),
+    ] {
+        let out = dir.path().join(label);
+        let monitors = monitor::start_with(
+            rt,
+            targets.clone(),
+            Some(dead),
+            &out,
+            MonitorOptions {
+                source,
+                period: Duration::from_millis(500),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("start the monitors");
+        let settled = held_still(monitors.latest()).await;
+        monitors.stop().await.expect("stop the monitors");
+        let (small, big) = (settled[WS_SMALL], settled[WS_BIG]);
+        let above = (big - small) / MIB;
+        eprintln!("{label}: working set {:.2} MiB with 64 MiB touched, {:.2} MiB with 4 KiB: {above:.2} MiB above", big / MIB, small / MIB);
+        assert!(
+            (above - 64.0).abs() <= 6.4,
+            "{label}: the 64 MiB worker's working set is {above:.2} MiB above the 4 KiB one's"
+        );
+        for r in read_csv(&out.join("containers.csv"))
+            .iter()
+            .filter(|r| r["status"] == "ok")
+        {
+            assert_working_set_between(r, label);
+        }
+    }
+}
+
+/// Each container's working set once it has held still for three reads in a row (within
+/// 256 KiB); the reads of a minute at most.
+async fn held_still(
+    latest: tokio::sync::watch::Receiver<monitor::Latest>,
+) -> BTreeMap<&'static str, f64> {
+    let mut seen: BTreeMap<&'static str, Vec<(u64, f64)>> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        for name in [WS_SMALL, WS_BIG] {
+            let row = latest.borrow().rows.get(name).cloned();
+            let Some(ws) = row
+                .as_ref()
+                .and_then(|r| r.counters.memory_working_set_bytes)
+            else {
+                continue;
+            };
+            let reads = seen.entry(name).or_default();
+            let t = row.map_or(0, |r| r.tick);
+            if reads.last().is_none_or(|l| l.0 != t) {
+                reads.push((t, ws as f64));
+            }
+        }
+        let still = |v: &Vec<(u64, f64)>| {
+            v.len() >= 3 && {
+                let last: Vec<f64> = v[v.len() - 3..].iter().map(|r| r.1).collect();
+                let (lo, hi) = last
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+                hi - lo <= 256.0 * 1024.0
+            }
+        };
+        if seen.len() == 2 && seen.values().all(still) {
+            return seen
+                .into_iter()
+                .map(|(k, v)| (k, v[v.len() - 1].1))
+                .collect();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the working sets never held still: {seen:?}"
+        );
+    }
 }

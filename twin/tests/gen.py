@@ -21,7 +21,7 @@ REQUEST_COLUMNS = ["start_ns", "end_ns", "route", "method", "status", "duration_
 CONTAINER_COLUMNS = [
     "unix_ns", "offset_s", "tick", "container", "role", "source", "status", "cpu_usage_s",
     "cpu_user_s", "cpu_system_s", "cpu_periods", "cpu_throttled_periods", "cpu_throttled_s",
-    "memory_bytes", "memory_rss_bytes", "memory_limit_bytes", "oom_kills", "net_rx_bytes",
+    "memory_bytes", "memory_rss_bytes", "memory_working_set_bytes", "memory_limit_bytes", "oom_kills", "net_rx_bytes",
     "net_tx_bytes", "detail",
 ]
 
@@ -66,7 +66,10 @@ def run_id_of(f):
 
 
 def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFrame,
-              events=(), health=(), dropped=0, rss_column=True) -> Path:
+              events=(), health=(), dropped=0, rss_column=True,
+              working_set_column=True) -> Path:
+    """`rss_column` / `working_set_column` False leave `memory_rss_bytes` /
+    `memory_working_set_bytes` out of containers.csv's header, as older files lack them."""
     run_id = run_id_of(f)
     d = Path(root) / run_id.replace("/", "_").replace("+", "_")
     d.mkdir(parents=True, exist_ok=True)
@@ -89,8 +92,9 @@ def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFr
     for c in CONTAINER_COLUMNS:
         if c not in cont:
             cont[c] = "" if c in ("detail", "source") else np.nan
-    cols = CONTAINER_COLUMNS if rss_column else [c for c in CONTAINER_COLUMNS
-                                                 if c != "memory_rss_bytes"]
+    left_out = ({"memory_rss_bytes"} if not rss_column else set()) | (
+        {"memory_working_set_bytes"} if not working_set_column else set())
+    cols = [c for c in CONTAINER_COLUMNS if c not in left_out]
     # the ints stay ints (NaN would make them floats)
     out = cont[cols].astype(object).where(cont[cols].notna(), "")
     out.to_csv(d / "containers.csv", index=False)
@@ -114,22 +118,31 @@ def requests_frame(start, dur_ms, status=None, blocked_ns=None):
     return df.sort_values("end_ns", kind="stable").reset_index(drop=True)
 
 
-def container_rows(name, role, ticks, unix, cpu, mem, rss, status=None, monotonic=None):
+def container_rows(name, role, ticks, unix, cpu, mem, rss, status=None, monotonic=None,
+                   ws=None):
     """`monotonic`: the reads' times on the monitors' clock (unix ns), when the wall clock
-    (`unix`) does not keep it; `offset_s` is taken from it."""
+    (`unix`) does not keep it; `offset_s` is taken from it. `ws`: the working set
+    (`memory_working_set_bytes`); by default halfway between `rss` and `mem`, row by row
+    (empty where either is)."""
     n = len(ticks)
     on_clock = unix if monotonic is None else monotonic
+    if ws is None:
+        ws = (np.asarray(rss, dtype=float) + np.asarray(mem, dtype=float)) / 2
     return pd.DataFrame({
         "unix_ns": np.asarray(unix, dtype=np.int64),
         "offset_s": [(u - T0) / 1e9 for u in on_clock],
         "tick": ticks, "container": name, "role": role, "source": "cgroup",
         "status": status if status is not None else ["ok"] * n,
         "cpu_usage_s": cpu, "memory_bytes": mem, "memory_rss_bytes": rss,
+        "memory_working_set_bytes": ws,
     })
 
 
 def simple_containers(a, b, caps=None, cpu_per_s=None):
-    """One ok row per second per capped container over [a - 1 s, b + 1 s], steady CPU."""
+    """One ok row per second per capped container over [a - 1 s, b + 1 s], steady CPU.
+
+    The i-th container in name order holds memory 100 MB + i, working set 70 MB + i and
+    RSS 50 MB + i (bytes)."""
     caps = caps if caps is not None else DEFAULT_CAPS
     cpu_per_s = cpu_per_s or {}
     ticks = np.arange(0, (b - a) // NS + 3)
@@ -139,7 +152,8 @@ def simple_containers(a, b, caps=None, cpu_per_s=None):
         rate = cpu_per_s.get(name, 0.1)
         parts.append(container_rows(name, c["role"], ticks, unix, rate * ticks + 3.0,
                                     [100_000_000 + i] * len(ticks),
-                                    [50_000_000 + i] * len(ticks)))
+                                    [50_000_000 + i] * len(ticks),
+                                    ws=[70_000_000 + i] * len(ticks)))
     return interleave(parts)
 
 
@@ -153,13 +167,20 @@ def interleave(parts):
 # Scenarios
 
 
-def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False):
+def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False,
+                 working_set_column=True):
     """A constant 10/s run: 20 s measured after 5 s of warm-up.
 
     In measured second k, request j (j = 0..9) starts at k s + j·100 ms and takes
     (j + 1)·(k + 1) ms + shift_ms. Statuses in the measured phase: 2 × 0, 3 × 503, 4 × 404.
     With `native`, requests.csv has `scheduled_ns`: request j was sent 2·j ms after its
     scheduled instant (so its latency from the schedule is its duration + 2·j ms).
+
+    Memory (bytes) at tick t, ticks 2–21 in the measured phase: replica-1 RSS 100 M + t M,
+    working set 140 M + 2t M, usage 200 M; replica-2 RSS 80 M, working set 120 M, usage
+    150 M, down at tick 10 and with an empty working set (an ok row) at tick 12; the others
+    RSS 20 M, working set 25 M, usage 30 M. `rss_column` / `working_set_column` False write
+    containers.csv without that column, as older files.
     """
     ms = T0 + 5 * NS
     me = ms + 20 * NS
@@ -192,7 +213,8 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
     parts.append(container_rows("feedbench-replica-1", "replica-1", ticks, fast,
                                 1.0 + 0.125 * ticks, [200_000_000] * 24,
                                 [100_000_000 + 1_000_000 * t for t in ticks],
-                                monotonic=unix))
+                                monotonic=unix,
+                                ws=[140_000_000 + 2_000_000 * t for t in ticks]))
     # replica-2: 0.05 cores (20 % of its cap); down at tick 10 (breaks the chain); a
     # counter reset without a down row at tick 15 (restarted between two reads)
     cpu2 = [2.0 + 0.05 * t for t in ticks]
@@ -203,15 +225,18 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
         cpu2[t] = 0.05 * (t - 15)
     rss2 = [80_000_000] * 24
     rss2[10] = np.nan
+    ws2 = [120_000_000] * 24
+    ws2[10] = ws2[12] = np.nan
     parts.append(container_rows("feedbench-replica-2", "replica-2", ticks, unix, cpu2,
-                                [150_000_000] * 24, rss2, status2))
+                                [150_000_000] * 24, rss2, status2, ws=ws2))
     for name, c in DEFAULT_CAPS.items():
         if c["role"].startswith("replica"):
             continue
         parts.append(container_rows(name, c["role"], ticks, unix, 0.02 * ticks,
                                     [30_000_000] * 24, [20_000_000] * 24))
     cont = interleave(parts)
-    return write_run(root, f, req, cont, dropped=3, rss_column=rss_column)
+    return write_run(root, f, req, cont, dropped=3, rss_column=rss_column,
+                     working_set_column=working_set_column)
 
 
 RAMP_RATES = (10, 20, 30, 40, 50)
@@ -262,11 +287,11 @@ def ramp_run(root, repetition=1):
 
     ticks = np.arange(0, 53)
     unix = ms - NS + ticks * NS
-    parts = []
+    parts = []  # every container: memory 10 MB, working set 7 MB, RSS 5 MB
     for name, c in DEFAULT_CAPS.items():
         cpu = [cpu_at(u) * (1.0 if c["role"].startswith("replica") else 0.5) for u in unix]
         parts.append(container_rows(name, c["role"], ticks, unix, cpu, [10_000_000] * 53,
-                                    [5_000_000] * 53))
+                                    [5_000_000] * 53, ws=[7_000_000] * 53))
     return write_run(root, f, req, interleave(parts))
 
 
@@ -337,7 +362,7 @@ def stalled_ramp_run(root, repetition=1, confirm_steps=1):
     for name, c in DEFAULT_CAPS.items():
         cpu = [cpu_at(u) * (1.0 if c["role"].startswith("replica") else 0.5) for u in unix]
         parts.append(container_rows(name, c["role"], ticks, unix, cpu, [10_000_000] * n,
-                                    [5_000_000] * n))
+                                    [5_000_000] * n, ws=[7_000_000] * n))
     return write_run(root, f, req, interleave(parts))
 
 

@@ -96,6 +96,11 @@ def read_requests(d):
                 for r in csv.DictReader(f)]
 
 
+def read_containers(d):
+    with open(Path(d) / "containers.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
 class Numbers(unittest.TestCase):
     def test_format(self):
         f = recompute.fmt
@@ -251,6 +256,37 @@ class Scenarios(unittest.TestCase):
         self.assertEqual(self.val(run, "cpu_seconds", container="replicas", **kw), "3.35")
         self.assertEqual(self.val(run, "memory_rss_peak", container="replicas", **kw), "201000000")
         self.assertEqual(self.val(run, "memory_rss_mean", container="replicas", **kw), "187500000")
+        self.assertEqual(self.get(run, "memory_rss_peak", container="replicas", **kw)["unit"],
+                         "bytes")
+        # the working set, ticks 2-21: replica-1 140 M + 2t M; replica-2 120 M but for
+        # tick 10 (down) and tick 12 (an ok row without a value)
+        ws = {"memory_working_set_peak": ("182000000", "120000000", "302000000"),
+              "memory_working_set_mean": ("163000000", "120000000", "271000000")}
+        for rep in ("r1", "r2", "r3"):
+            each = f"feed-rs.indexed/baseline/{rep}"
+            for metric, (v1, v2, vsum) in ws.items():
+                for container, v in ((r1, v1), (r2, v2), ("replicas", vsum)):
+                    row = self.get(each, metric, container=container, **kw)
+                    self.assertEqual((row["value"], row["unit"], row["note"]), (v, "bytes", ""),
+                                     (each, container, metric))
+        # the other containers: halfway between RSS (20 M) and usage (30 M)
+        self.assertEqual(self.val(run, "memory_working_set_peak", container="feedbench-database",
+                                  **kw), "25000000")
+        # against a plain reference: per-tick sums over the replicas' ok rows with a value
+        rows = [r for r in read_containers(self.constant[0])
+                if r["container"] in (r1, r2) and r["status"] == "ok"
+                and r["memory_working_set_bytes"] != ""]
+        f = json.loads((self.constant[0] / "run.json").read_text())["frame"]
+        a, b = f["measured"]["start_ns"], f["measured"]["end_ns"]
+        sums = {}
+        for r in rows:
+            if a <= int(r["unix_ns"]) < b:
+                sums[r["tick"]] = sums.get(r["tick"], 0) + float(r["memory_working_set_bytes"])
+        self.assertEqual(len(sums), 20)
+        self.assertEqual(float(self.val(run, "memory_working_set_peak", container="replicas",
+                                        **kw)), max(sums.values()))
+        self.assertEqual(float(self.val(run, "memory_working_set_mean", container="replicas",
+                                        **kw)), sum(sums.values()) / len(sums))
         row = self.get(run, "requests_per_core_second", container="replicas", **kw)
         self.assertEqual(row["unit"], "1/core·s")
         self.assertAlmostEqual(float(row["value"]), 195 / 3.35, places=9)
@@ -376,6 +412,15 @@ class Scenarios(unittest.TestCase):
         # the step's CPU: intervals ending in [start, end): 9 of the ramp's, 1 before it
         self.assertEqual(self.val(run, "cpu_seconds", step_rate="10", container="replicas",
                                   definition="step"), "0.36")
+        # memory: every container RSS 5 MB, working set 7 MB, usage 10 MB at every tick
+        for rate in ("10", "50"):
+            for container, rss, ws in (("feedbench-replica-1", "5000000", "7000000"),
+                                       ("replicas", "10000000", "14000000")):
+                for stat in ("peak", "mean"):
+                    self.assertEqual(self.val(run, f"memory_rss_{stat}", step_rate=rate,
+                                              container=container, definition="step"), rss)
+                    self.assertEqual(self.val(run, f"memory_working_set_{stat}", step_rate=rate,
+                                              container=container, definition="step"), ws)
         # where the CPU was: the first breach under objective-windows (40/s)
         breach = {k for k in self.m if k[0] == run and k[4] == "first-breach"}
         self.assertTrue(breach)
@@ -384,6 +429,9 @@ class Scenarios(unittest.TestCase):
                                   definition="first-breach"),
                          self.val(run, "cpu_seconds", step_rate="40", container="replicas",
                                   definition="step"))
+        for metric in ("memory_working_set_peak", "memory_working_set_mean"):
+            self.assertEqual(self.val(run, metric, step_rate="40", container="replicas",
+                                      definition="first-breach"), "14000000")
         self.assertEqual(
             self.val(run, "requests_per_core_second", step_rate="40", container="replicas",
                      definition="first-breach"),
@@ -414,6 +462,16 @@ class Scenarios(unittest.TestCase):
         self.assertEqual(self.val(run, "time_to_recover", definition="clear"), "12")
         self.assertEqual(self.val(run, "time_to_recover", definition="restart"), "10")
         self.assertEqual(self.get(run, "time_to_recover", definition="clear")["unit"], "s")
+        # memory: the i-th container by name has working set 70 MB + i, RSS 50 MB + i
+        kw = dict(definition="measured")
+        for container, ws, rss in (("feedbench-replica-1", "70000004", "50000004"),
+                                   ("feedbench-replica-2", "70000005", "50000005"),
+                                   ("replicas", "140000009", "100000009")):
+            for stat in ("peak", "mean"):
+                self.assertEqual(self.val(run, f"memory_working_set_{stat}", container=container,
+                                          **kw), ws)
+                self.assertEqual(self.val(run, f"memory_rss_{stat}", container=container, **kw),
+                                 rss)
 
     def test_fault_variants(self):
         with tempfile.TemporaryDirectory() as t:
@@ -527,6 +585,39 @@ class Reading(unittest.TestCase):
                     self.assertEqual((row["value"], row["note"]), ("", "none"))
             row = m[(run, "", "", "feedbench-replica-1", "measured", "memory_usage_peak")]
             self.assertEqual(row["value"], "200000000")
+            # the working set is read on its own
+            row = m[(run, "", "", "replicas", "measured", "memory_working_set_mean")]
+            self.assertEqual((row["value"], row["note"]), ("271000000", ""))
+
+    def test_working_set_rows_empty_without_the_column(self):
+        # containers.csv as written before memory_working_set_bytes
+        with tempfile.TemporaryDirectory() as t:
+            d = gen.constant_run(Path(t) / "runs", working_set_column=False)
+            header = (d / "containers.csv").read_text().splitlines()[0].split(",")
+            self.assertNotIn("memory_working_set_bytes", header)
+            self.assertEqual(header[header.index("memory_rss_bytes") + 1], "memory_limit_bytes")
+            p = run_twin(Path(t) / "out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+            run = "feed-rs.indexed/baseline/r1"
+            for container in ("feedbench-replica-1", "feedbench-replica-2", "feedbench-database",
+                              "replicas"):
+                for metric in ("memory_working_set_peak", "memory_working_set_mean"):
+                    row = m[(run, "", "", container, "measured", metric)]
+                    self.assertEqual((row["value"], row["unit"], row["note"]),
+                                     ("", "bytes", "none"), (container, metric))
+            row = m[(run, "", "", "feedbench-replica-1", "measured", "memory_rss_peak")]
+            self.assertEqual(row["value"], "121000000")
+            row = m[(run, "", "", "replicas", "measured", "memory_rss_mean")]
+            self.assertEqual(row["value"], "187500000")
+            # every other row as with the column
+            d2 = gen.constant_run(Path(t) / "runs2")
+            p = run_twin(Path(t) / "out2", d2)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m2 = read_metrics(Path(t) / "out2" / "metrics.csv")
+            self.assertEqual(m.keys(), m2.keys())
+            differ = {k[5] for k in m if m[k] != m2[k]}
+            self.assertEqual(differ, {"memory_working_set_peak", "memory_working_set_mean"})
 
     def test_columns_are_read_by_name(self):
         with tempfile.TemporaryDirectory() as t:
@@ -624,6 +715,12 @@ class DamagedInput(unittest.TestCase):
     def test_float_time(self):
         self.edit_line("events.csv", 3, lambda l: l.replace(l.split(",")[0], "1.8e18", 1))
         self.fails("events.csv:3:")
+
+    def test_unparsable_working_set(self):
+        # line 4: the fault-proxy's first row, working set 70000002
+        self.edit_line("containers.csv", 4, lambda l: l.replace(",70000002,", ",7e0x,"))
+        self.fails("containers.csv:4: unparsable row: memory_working_set_bytes '7e0x' "
+                   "is not a finite number")
 
     def test_missing_column(self):
         self.edit_line("containers.csv", 1, lambda l: l.replace("cpu_usage_s", "cpu_usage"))

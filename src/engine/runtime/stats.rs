@@ -70,6 +70,7 @@ fn counters(s: &Stats) -> Option<Counters> {
         cpu_throttled_ns: Some(cpu.throttling_data.throttled_time),
         memory_bytes: mem.usage,
         memory_rss_bytes: resident(mem),
+        memory_working_set_bytes: working_set(mem),
         memory_limit_bytes: mem.limit.filter(|l| *l < 1 << 62),
         oom_kills: None,
         net_rx_bytes: has_net.then_some(rx),
@@ -86,6 +87,17 @@ fn resident(mem: &MemoryStats) -> Option<u64> {
         MemoryStatsStats::V1(v1) => Some(v1.rss),
         MemoryStatsStats::V2(v2) => Some(v2.anon),
     }
+}
+
+/// Working-set memory from the engine's stats: `usage` less the inactive file pages of its
+/// copy of `memory.stat` (v1 `total_inactive_file`, v2 `inactive_file`), as the cgroup
+/// source computes it (`rundir::samples::working_set`).
+fn working_set(mem: &MemoryStats) -> Option<u64> {
+    let inactive = match mem.stats.as_ref()? {
+        MemoryStatsStats::V1(v1) => v1.total_inactive_file,
+        MemoryStatsStats::V2(v2) => v2.inactive_file,
+    };
+    Some(crate::rundir::samples::working_set(mem.usage?, inactive))
 }
 
 #[cfg(test)]
@@ -157,6 +169,8 @@ mod tests {
         assert_eq!(m.usage, Some(48_000_000));
         assert_eq!(resident(&m), Some(6_000_000));
         assert_eq!(resident(&memory(&v1(5_000_000, 0))), Some(5_000_000));
+        // Working set: usage 48,000,000 less total_inactive_file 7.
+        assert_eq!(working_set(&m), Some(47_999_993));
     }
 
     #[test]
@@ -204,6 +218,8 @@ mod tests {
         ));
         assert!(matches!(m.stats, Some(MemoryStatsStats::V2(_))), "{m:?}");
         assert_eq!(resident(&m), Some(3_000_000));
+        // Working set: usage 20,000,000 less inactive_file 9.
+        assert_eq!(working_set(&m), Some(19_999_991));
     }
 
     #[test]
@@ -211,5 +227,6 @@ mod tests {
         // A stopped container's stats, and engines (Windows) without the breakdown.
         assert_eq!(resident(&memory("{}")), None);
         assert_eq!(resident(&memory("{\"usage\":1}")), None);
+        assert_eq!(working_set(&memory("{\"usage\":1}")), None);
     }
 }

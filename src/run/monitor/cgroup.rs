@@ -234,7 +234,12 @@ impl CgroupFiles {
                     parse::single(read_at0(memory_current, buf)?)
                         .ok_or_else(|| bad("memory.current"))?,
                 );
-                c.memory_rss_bytes = parse::v2_anon(read_at0(memory_stat, buf)?);
+                let stat = read_at0(memory_stat, buf)?;
+                c.memory_rss_bytes = parse::v2_anon(stat);
+                c.memory_working_set_bytes = c
+                    .memory_bytes
+                    .zip(parse::v2_inactive_file(stat))
+                    .map(|(usage, inactive)| crate::rundir::samples::working_set(usage, inactive));
                 c.memory_limit_bytes = parse::memory_limit(read_at0(memory_max, buf)?);
                 c.oom_kills = parse::keyed(read_at0(memory_events, buf)?, "oom_kill");
             }
@@ -271,7 +276,12 @@ impl CgroupFiles {
                     parse::single(read_at0(memory_usage, buf)?)
                         .ok_or_else(|| bad("memory.usage_in_bytes"))?,
                 );
-                c.memory_rss_bytes = parse::v1_rss(read_at0(memory_stat, buf)?);
+                let stat = read_at0(memory_stat, buf)?;
+                c.memory_rss_bytes = parse::v1_rss(stat);
+                c.memory_working_set_bytes = c
+                    .memory_bytes
+                    .zip(parse::v1_inactive_file(stat))
+                    .map(|(usage, inactive)| crate::rundir::samples::working_set(usage, inactive));
                 c.memory_limit_bytes = parse::memory_limit(read_at0(memory_limit, buf)?);
                 c.oom_kills = parse::keyed(read_at0(oom_control, buf)?, "oom_kill");
             }
@@ -334,7 +344,7 @@ mod tests {
         std::fs::write(systemd.join("memory.current"), "4096\n").unwrap();
         std::fs::write(
             systemd.join("memory.stat"),
-            "anon 1024\nfile 3072\nanon_thp 0\n",
+            "anon 1024\nfile 3072\nanon_thp 0\ninactive_file 2048\nactive_file 1024\n",
         )
         .unwrap();
         std::fs::write(systemd.join("memory.max"), "max\n").unwrap();
@@ -362,6 +372,7 @@ mod tests {
             ),
             (Some(4096), Some(1024), None, Some(1))
         );
+        assert_eq!(c.memory_working_set_bytes, Some(2048));
         assert_eq!(c.net_rx_bytes, None);
 
         let cgroupfs = root.path().join("docker/def");

@@ -23,6 +23,17 @@ pub fn v2_anon(memory_stat: &str) -> Option<u64> {
     keyed(memory_stat, "anon")
 }
 
+/// Inactive file pages from a cgroup v1 `memory.stat`: `total_inactive_file` (the cgroup
+/// with its descendants), else `inactive_file`.
+pub fn v1_inactive_file(memory_stat: &str) -> Option<u64> {
+    keyed(memory_stat, "total_inactive_file").or_else(|| keyed(memory_stat, "inactive_file"))
+}
+
+/// Inactive file pages from a cgroup v2 `memory.stat`: `inactive_file`.
+pub fn v2_inactive_file(memory_stat: &str) -> Option<u64> {
+    keyed(memory_stat, "inactive_file")
+}
+
 /// A file holding one number.
 pub fn single(text: &str) -> Option<u64> {
     text.trim().parse().ok()
@@ -132,6 +143,34 @@ mod tests {
         assert_eq!(v2_anon(v2), Some(3_145_728));
         // `anon_thp` and `inactive_anon` are not `anon`.
         assert_eq!(v2_anon("anon_thp 2097152\ninactive_anon 5\n"), None);
+    }
+
+    #[test]
+    fn working_set_is_usage_less_inactive_file_pages() {
+        // Recorded on this project's cgroup v1 host: a feed-rs replica's memory.stat and
+        // memory.usage_in_bytes (its total_rss 0.8 MiB, its usage 6.4 MiB).
+        let v1 = "cache 5406720\nrss 835584\nrss_huge 0\nshmem 0\nmapped_file 2703360\n\
+                  inactive_anon 0\nactive_anon 811008\ninactive_file 3784704\nactive_file 1622016\n\
+                  total_cache 5406720\ntotal_rss 835584\ntotal_inactive_file 3784704\n\
+                  total_active_file 1622016\n";
+        let usage = 6_733_824;
+        let inactive = v1_inactive_file(v1).unwrap();
+        assert_eq!(inactive, 3_784_704);
+        let ws = crate::rundir::samples::working_set(usage, inactive);
+        assert_eq!(ws, 2_949_120);
+        assert!(v1_rss(v1).unwrap() <= ws && ws <= usage);
+        // Without the total_ lines, the cgroup's own figure.
+        assert_eq!(v1_inactive_file("inactive_file 4096\n"), Some(4096));
+        // cgroup v2: memory.current less inactive_file.
+        let v2 = "anon 3145728\nfile 20480000\ninactive_anon 3100000\nactive_anon 45728\n\
+                  inactive_file 16384000\nactive_file 4096000\n";
+        let current = 24_117_248;
+        let ws = crate::rundir::samples::working_set(current, v2_inactive_file(v2).unwrap());
+        assert_eq!(ws, 7_733_248);
+        assert!(v2_anon(v2).unwrap() <= ws && ws <= current);
+        assert_eq!(v2_inactive_file("active_file 5\n"), None);
+        // Inactive pages not below the usage (read a moment apart): the usage.
+        assert_eq!(crate::rundir::samples::working_set(4096, 8192), 4096);
     }
 
     #[test]

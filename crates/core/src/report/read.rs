@@ -68,6 +68,8 @@ pub struct Sample {
     pub cpu_usage_s: Option<f64>,
     pub memory_bytes: Option<f64>,
     pub memory_rss_bytes: Option<f64>,
+    /// Absent in a containers.csv written before it was recorded.
+    pub memory_working_set_bytes: Option<f64>,
 }
 
 /// An events.csv row.
@@ -279,10 +281,11 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
         t.column("role")?,
         t.column("status")?,
     );
-    let (cpu, mem, rss) = (
+    let (cpu, mem, rss, ws) = (
         t.optional("cpu_usage_s"),
         t.optional("memory_bytes"),
         t.optional("memory_rss_bytes"),
+        t.optional("memory_working_set_bytes"),
     );
     let mut out = Vec::new();
     t.each(|rec, c| {
@@ -299,6 +302,7 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
             cpu_usage_s: c.opt_num(rec, cpu, "cpu_usage_s")?,
             memory_bytes: c.opt_num(rec, mem, "memory_bytes")?,
             memory_rss_bytes: c.opt_num(rec, rss, "memory_rss_bytes")?,
+            memory_working_set_bytes: c.opt_num(rec, ws, "memory_working_set_bytes")?,
         });
         Ok(())
     })?;
@@ -389,6 +393,7 @@ mod tests {
         let s = samples(dir.path()).unwrap();
         assert_eq!(s[0].cpu_usage_s, Some(1.25));
         assert_eq!(s[0].memory_rss_bytes, None);
+        assert_eq!(s[0].memory_working_set_bytes, None);
         assert!(!s[1].ok && s[1].cpu_usage_s.is_none());
     }
 }

@@ -25,8 +25,18 @@ struct Interval {
 #[derive(Debug, Clone, Default)]
 pub struct Usage {
     intervals: Vec<Interval>,
-    /// `(unix_ns, tick, memory_bytes, memory_rss_bytes)` of its `ok` rows.
-    memory: Vec<(i128, u64, Option<f64>, Option<f64>)>,
+    /// The memory figures of its `ok` rows.
+    memory: Vec<Memory>,
+}
+
+/// One `ok` row's memory figures, placed by its `unix_ns` and `tick`.
+#[derive(Debug, Clone, Copy)]
+struct Memory {
+    unix_ns: i128,
+    tick: u64,
+    usage: Option<f64>,
+    rss: Option<f64>,
+    working_set: Option<f64>,
 }
 
 pub fn is_replica(role: &str) -> bool {
@@ -68,8 +78,13 @@ pub fn prepare(samples: &[Sample], caps: &BTreeMap<String, Cap>) -> BTreeMap<Str
             }
         }
         if s.ok {
-            u.memory
-                .push((s.unix_ns, s.tick, s.memory_bytes, s.memory_rss_bytes));
+            u.memory.push(Memory {
+                unix_ns: s.unix_ns,
+                tick: s.tick,
+                usage: s.memory_bytes,
+                rss: s.memory_rss_bytes,
+                working_set: s.memory_working_set_bytes,
+            });
         }
     }
     out
@@ -116,14 +131,22 @@ impl Usage {
             .collect()
     }
 
-    fn memory(
-        &self,
-        a: i128,
-        b: i128,
-    ) -> impl Iterator<Item = &(i128, u64, Option<f64>, Option<f64>)> {
-        self.memory.iter().filter(move |m| m.0 >= a && m.0 < b)
+    fn memory(&self, a: i128, b: i128) -> impl Iterator<Item = &Memory> {
+        self.memory
+            .iter()
+            .filter(move |m| m.unix_ns >= a && m.unix_ns < b)
     }
 }
+
+/// One memory figure of a row.
+type MemoryFigure = fn(&Memory) -> Option<f64>;
+
+/// The memory figures with a peak and a mean row each: working set (what `docker stats`
+/// shows, the figure the report leads with) and anonymous RSS.
+const MEMORY: [(&str, MemoryFigure); 2] = [
+    ("memory_working_set", |m| m.working_set),
+    ("memory_rss", |m| m.rss),
+];
 
 /// Every capped container's rows over `[a, b)`, the replicas' sum, and the efficiency.
 pub fn rows(
@@ -140,12 +163,14 @@ pub fn rows(
         o.value("cpu_mean_pct_of_cap", m, "%");
         o.value("cpu_p95_pct_of_cap", p95, "%");
         o.value("cpu_seconds", u.cpu_seconds(a, b), "s");
-        let rss: Vec<f64> = u.memory(a, b).filter_map(|m| m.3).collect();
-        o.value("memory_rss_peak", max(rss.iter().copied()), "bytes");
-        o.value("memory_rss_mean", mean(&rss), "bytes");
+        for (metric, of) in MEMORY {
+            let v: Vec<f64> = u.memory(a, b).filter_map(of).collect();
+            o.value(&format!("{metric}_peak"), max(v.iter().copied()), "bytes");
+            o.value(&format!("{metric}_mean"), mean(&v), "bytes");
+        }
         o.value(
             "memory_usage_peak",
-            max(u.memory(a, b).filter_map(|m| m.2)),
+            max(u.memory(a, b).filter_map(|m| m.usage)),
             "bytes",
         );
         out.absorb(o);
@@ -161,17 +186,24 @@ pub fn rows(
         .filter_map(|u| u.cpu_seconds(a, b))
         .fold(None, |s: Option<f64>, c| Some(s.unwrap_or(0.0) + c));
     o.value("cpu_seconds", cpu, "s");
-    let mut by_tick: BTreeMap<u64, f64> = BTreeMap::new();
-    for u in &replicas {
-        for m in u.memory(a, b) {
-            if let Some(rss) = m.3 {
-                *by_tick.entry(m.1).or_default() += rss;
+    for (metric, of) in MEMORY {
+        // The replicas' sum at each tick, of the replica rows of that tick that have it.
+        let mut by_tick: BTreeMap<u64, f64> = BTreeMap::new();
+        for u in &replicas {
+            for m in u.memory(a, b) {
+                if let Some(v) = of(m) {
+                    *by_tick.entry(m.tick).or_default() += v;
+                }
             }
         }
+        let sums: Vec<f64> = by_tick.into_values().collect();
+        o.value(
+            &format!("{metric}_peak"),
+            max(sums.iter().copied()),
+            "bytes",
+        );
+        o.value(&format!("{metric}_mean"), mean(&sums), "bytes");
     }
-    let sums: Vec<f64> = by_tick.into_values().collect();
-    o.value("memory_rss_peak", max(sums.iter().copied()), "bytes");
-    o.value("memory_rss_mean", mean(&sums), "bytes");
     let served = within(reqs, a, b).iter().filter(|r| !r.failed()).count() as f64;
     o.value(
         "requests_per_core_second",
@@ -197,6 +229,7 @@ mod tests {
             cpu_usage_s: cpu,
             memory_bytes: Some(rss * 2.0),
             memory_rss_bytes: Some(rss),
+            memory_working_set_bytes: Some(rss * 1.5),
         }
     }
 
@@ -283,6 +316,9 @@ mod tests {
         // Ticks 0, 2, 3, 4: 110, 300, 20, 30.
         assert_eq!(get(REPLICAS, "memory_rss_peak"), Some(300.0));
         assert_eq!(get(REPLICAS, "memory_rss_mean"), Some(115.0));
+        // The working set, 1.5 times the RSS in every row, sums the same ticks.
+        assert_eq!(get(REPLICAS, "memory_working_set_peak"), Some(450.0));
+        assert_eq!(get(REPLICAS, "memory_working_set_mean"), Some(172.5));
         assert_eq!(get("r1", "memory_usage_peak"), Some(600.0));
     }
 }

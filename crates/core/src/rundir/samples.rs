@@ -38,11 +38,28 @@ pub struct Counters {
     /// Resident anonymous memory, without page cache: v1 `memory.stat` `total_rss`, v2
     /// `anon`.
     pub memory_rss_bytes: Option<u64>,
+    /// Working-set memory: `memory_bytes` less inactive file pages (v1 `memory.stat`
+    /// `total_inactive_file`, v2 `inactive_file`), as `docker stats` and the kubelet compute
+    /// it; `None` when `memory.stat` has no inactive-file figure.
+    pub memory_working_set_bytes: Option<u64>,
     /// `None`: no limit (or unknown).
     pub memory_limit_bytes: Option<u64>,
     pub oom_kills: Option<u64>,
     pub net_rx_bytes: Option<u64>,
     pub net_tx_bytes: Option<u64>,
+}
+
+/// Working-set memory: the cgroup's usage (v1 `memory.usage_in_bytes`, v2
+/// `memory.current`) less its inactive file pages, as `docker stats` and the kubelet compute
+/// it; the usage itself when the inactive pages are not below it. The page cache the kernel
+/// would reclaim first is out; anonymous memory, kernel memory and the active page cache a
+/// process keeps touching are in.
+pub fn working_set(usage: u64, inactive_file: u64) -> u64 {
+    if inactive_file < usage {
+        usage - inactive_file
+    } else {
+        usage
+    }
 }
 
 /// One container at one second.
@@ -84,7 +101,8 @@ pub struct BalancerRow {
 
 pub const CONTAINERS_HEADER: &str = "unix_ns,offset_s,tick,container,role,source,status,\
 cpu_usage_s,cpu_user_s,cpu_system_s,cpu_periods,cpu_throttled_periods,cpu_throttled_s,\
-memory_bytes,memory_rss_bytes,memory_limit_bytes,oom_kills,net_rx_bytes,net_tx_bytes,detail";
+memory_bytes,memory_rss_bytes,memory_working_set_bytes,memory_limit_bytes,oom_kills,\
+net_rx_bytes,net_tx_bytes,detail";
 
 pub const BALANCER_HEADER: &str = "unix_ns,offset_s,tick,backend,server,status,check_status,\
 current_sessions,retries,redispatches,responses_5xx,error";
@@ -137,6 +155,7 @@ impl ContainerRow {
         for v in [
             c.memory_bytes,
             c.memory_rss_bytes,
+            c.memory_working_set_bytes,
             c.memory_limit_bytes,
             c.oom_kills,
             c.net_rx_bytes,
@@ -198,6 +217,7 @@ mod tests {
                 cpu_throttled_ns: Some(42),
                 memory_bytes: Some(4096),
                 memory_rss_bytes: Some(1024),
+                memory_working_set_bytes: Some(2048),
                 ..Default::default()
             },
             detail: String::new(),
@@ -206,7 +226,7 @@ mod tests {
         row.write_csv(&mut line);
         assert_eq!(
             line,
-            "1700000000123456789,2.001200,2,fb-s-r-replica-1,replica,cgroup,ok,1.500000001,,,,,0.000000042,4096,1024,,,,,\n"
+            "1700000000123456789,2.001200,2,fb-s-r-replica-1,replica,cgroup,ok,1.500000001,,,,,0.000000042,4096,1024,2048,,,,,\n"
         );
         assert_eq!(
             line.split(',').count(),
@@ -221,10 +241,11 @@ mod tests {
             .position(|(k, _)| *k == "memory_bytes")
             .unwrap();
         assert_eq!(
-            &by_name[at..at + 3],
+            &by_name[at..at + 4],
             &[
                 ("memory_bytes", "4096"),
                 ("memory_rss_bytes", "1024"),
+                ("memory_working_set_bytes", "2048"),
                 ("memory_limit_bytes", "")
             ]
         );
@@ -237,7 +258,7 @@ mod tests {
         line.clear();
         down.write_csv(&mut line);
         assert!(
-            line.ends_with(",down,,,,,,,,,,,,,\"exited, code 137\"\n"),
+            line.ends_with(",down,,,,,,,,,,,,,,\"exited, code 137\"\n"),
             "{line}"
         );
     }

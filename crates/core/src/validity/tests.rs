@@ -213,7 +213,7 @@ fn assess_reads_the_run_directory() {
             let cpu = if t < 10 { 0.0 } else { (t - 10) as f64 * 0.5 };
             writeln!(
                 containers,
-                "{},{t}.0,{t},{name},{role},cgroup,ok,{cpu},,,{},0,0,1,1,,0,0,0,",
+                "{},{t}.0,{t},{name},{role},cgroup,ok,{cpu},,,{},0,0,1,1,1,,0,0,0,",
                 T0 + t * S,
                 t * 10
             )

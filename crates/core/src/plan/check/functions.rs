@@ -230,7 +230,7 @@ const fn measured(
 }
 
 /// Every metric function, in the order docs/plan.md lists them.
-pub const FUNCTIONS: [Function; 14] = [
+pub const FUNCTIONS: [Function; 15] = [
     Function {
         name: "saturation",
         subject: Subject::Contender,
@@ -310,10 +310,21 @@ pub const FUNCTIONS: [Function; 14] = [
         args: CONTAINER,
         dim: Dim::Bytes,
         reads: Reads::PerContainer {
+            metric: "memory_working_set_peak",
+        },
+        needs_ramp: false,
+        summary: "the peak working-set memory (usage less inactive file pages, as `docker stats` shows it)",
+    },
+    Function {
+        name: "memory-rss",
+        subject: Subject::Role,
+        args: CONTAINER,
+        dim: Dim::Bytes,
+        reads: Reads::PerContainer {
             metric: "memory_rss_peak",
         },
         needs_ramp: false,
-        summary: "the peak resident memory",
+        summary: "the peak resident anonymous memory (heaps and stacks; no page cache)",
     },
     Function {
         name: "efficiency",
