@@ -242,6 +242,38 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
 RAMP_RATES = (10, 20, 30, 40, 50)
 
 
+def ramp_requests(ms, rates, duration):
+    """10 s steps at `rates` from `ms`, each request on its step's even grid; `duration(rate,
+    i, step_start, start)` gives request i's duration in ms, or None for one not sent.
+    Returns the frame's steps, the requests and the ramp's end."""
+    starts, durs, steps = [], [], []
+    t = ms
+    for rate in rates:
+        a, b = t, t + 10 * NS
+        steps.append({"rate": rate, "start_ns": a, "end_ns": b, "offered_arrivals": rate * 10})
+        gap = NS // rate
+        for i in range(rate * 10):
+            d = duration(rate, i, a, a + i * gap)
+            if d is not None:
+                starts.append(a + i * gap)
+                durs.append(d)
+        t = b
+    return steps, requests_frame(starts, durs), t
+
+
+def ramp_cpu(ms, rates, cores_per_rate):
+    """The cumulative CPU seconds at unix ns `u` of a container using `cores_per_rate` cores
+    per 1/s of each 10 s step's rate."""
+    def cpu_at(u):
+        total, tt = 0.0, ms
+        for rate in rates:
+            span = min(max(u - tt, 0), 10 * NS)
+            total += span / 1e9 * cores_per_rate * rate
+            tt += 10 * NS
+        return total
+    return cpu_at
+
+
 def ramp_run(root, repetition=1):
     """Steps of 10 s at 10, 20, 30, 40, 50/s with a 5 s objective window (p99 ≤ 500 ms, 1 %).
 
@@ -253,37 +285,21 @@ def ramp_run(root, repetition=1):
     errors-only 50 not reached, throughput-knee 40 (breach 50).
     """
     ms = T0 + 5 * NS
-    starts, durs = [], []
-    steps = []
-    t = ms
-    for rate in RAMP_RATES:
-        a, b = t, t + 10 * NS
-        steps.append({"rate": rate, "start_ns": a, "end_ns": b, "offered_arrivals": rate * 10})
-        gap = NS // rate
-        for i in range(rate * 10):
-            if rate == 50 and i % 10 == 9:
-                continue  # not sent
-            s = a + i * gap
-            d = 10.0 + (i % 7)
-            if rate == 20 and i == 45:
-                d = 900.0
-            if rate == 40 and i >= 200 and i % 10 < 3:
-                d = 800.0
-            starts.append(s)
-            durs.append(d)
-        t = b
-    me = t
-    req = requests_frame(starts, durs)
+
+    def duration(rate, i, a, s):
+        if rate == 50 and i % 10 == 9:
+            return None  # not sent
+        if rate == 20 and i == 45:
+            return 900.0
+        if rate == 40 and i >= 200 and i % 10 < 3:
+            return 800.0
+        return 10.0 + (i % 7)
+
+    steps, req, me = ramp_requests(ms, RAMP_RATES, duration)
     f = frame(profile="ramp", repetition=repetition, start=ms, end=me, offered=1500,
               steps=steps, window_ns=5 * NS)
     # replicas busier with each step: 0.02 cores per 10/s of rate
-    def cpu_at(u):
-        total, tt = 0.0, ms
-        for rate in RAMP_RATES:
-            span = min(max(u - tt, 0), 10 * NS)
-            total += span / 1e9 * 0.002 * rate
-            tt += 10 * NS
-        return total
+    cpu_at = ramp_cpu(ms, RAMP_RATES, 0.002)
 
     ticks = np.arange(0, 53)
     unix = ms - NS + ticks * NS
@@ -322,38 +338,22 @@ def stalled_ramp_run(root, repetition=1, confirm_steps=1):
     so saturation is 60 and sustained_breach 80, as the first breach; transient_steps 0.
     """
     ms = T0 + 5 * NS
-    starts, durs = [], []
-    steps = []
-    t = ms
-    for rate in STALLED_RATES:
-        a, b = t, t + 10 * NS
-        steps.append({"rate": rate, "start_ns": a, "end_ns": b, "offered_arrivals": rate * 10})
-        gap = NS // rate
-        for i in range(rate * 10):
-            s = a + i * gap
-            d = 10.0 + (i % 7)
-            if rate == 80 and a + 2 * NS <= s < a + 5 * NS:
-                d = 1000.0
-            if rate >= 160 and i % 10 < 3:
-                d = 800.0
-            starts.append(s)
-            durs.append(d)
-        t = b
-    me = t
-    req = requests_frame(starts, durs)
+
+    def duration(rate, i, a, s):
+        if rate == 80 and a + 2 * NS <= s < a + 5 * NS:
+            return 1000.0
+        if rate >= 160 and i % 10 < 3:
+            return 800.0
+        return 10.0 + (i % 7)
+
+    steps, req, me = ramp_requests(ms, STALLED_RATES, duration)
     stopped = {"breach_rate": 160.0, "last_rate": 180.0, "at_ns": me}
     f = frame(profile="stalled-ramp", repetition=repetition, start=ms, end=me,
               offered=sum(STALLED_RATES) * 10, steps=steps, window_ns=5 * NS,
               stopped=stopped, confirm_steps=confirm_steps)
 
     # replicas busier with each step: 0.001 cores per 1/s of rate (72 % of a 0.25 cap at 180/s)
-    def cpu_at(u):
-        total, tt = 0.0, ms
-        for rate in STALLED_RATES:
-            span = min(max(u - tt, 0), 10 * NS)
-            total += span / 1e9 * 0.001 * rate
-            tt += 10 * NS
-        return total
+    cpu_at = ramp_cpu(ms, STALLED_RATES, 0.001)
 
     n = len(STALLED_RATES) * 10 + 3
     ticks = np.arange(0, n)
