@@ -147,21 +147,24 @@ mod tests {
 
     #[test]
     fn working_set_is_usage_less_inactive_file_pages() {
-        // Recorded on this project's cgroup v1 host: a feed-rs replica's memory.stat and
-        // memory.usage_in_bytes (its total_rss 0.8 MiB, its usage 6.4 MiB).
-        let v1 = "cache 5406720\nrss 835584\nrss_huge 0\nshmem 0\nmapped_file 2703360\n\
-                  inactive_anon 0\nactive_anon 811008\ninactive_file 3784704\nactive_file 1622016\n\
-                  total_cache 5406720\ntotal_rss 835584\ntotal_inactive_file 3784704\n\
-                  total_active_file 1622016\n";
-        let usage = 6_733_824;
+        // Recorded on this project's cgroup v1 host (kernel 6.18, Docker with cgroupfs) from
+        // a feed-rs replica of the smoke study, under load: its memory.stat and
+        // memory.usage_in_bytes, read a moment apart.
+        let v1 = include_str!("testdata/v1-feed-rs-replica.memory.stat");
+        let usage = single(include_str!(
+            "testdata/v1-feed-rs-replica.memory.usage_in_bytes"
+        ))
+        .unwrap();
+        assert_eq!(usage, 6_557_696);
         let inactive = v1_inactive_file(v1).unwrap();
-        assert_eq!(inactive, 3_784_704);
+        assert_eq!(inactive, 4_849_664);
         let ws = crate::rundir::samples::working_set(usage, inactive);
-        assert_eq!(ws, 2_949_120);
+        assert_eq!(ws, 1_708_032);
         assert!(v1_rss(v1).unwrap() <= ws && ws <= usage);
         // Without the total_ lines, the cgroup's own figure.
         assert_eq!(v1_inactive_file("inactive_file 4096\n"), Some(4096));
-        // cgroup v2: memory.current less inactive_file.
+        // cgroup v2: memory.current less inactive_file. Not recorded (this host is cgroup
+        // v1): keys the kernel's cgroup-v2 documentation names, with values made up.
         let v2 = "anon 3145728\nfile 20480000\ninactive_anon 3100000\nactive_anon 45728\n\
                   inactive_file 16384000\nactive_file 4096000\n";
         let current = 24_117_248;
