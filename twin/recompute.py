@@ -491,6 +491,9 @@ class Requests:
         self.no_response = status == 0
         self.s5xx = status >= 500
         self.s4xx = (status >= 400) & (status <= 499)
+        self.s2xx = (status >= 200) & (status <= 299)
+        # The workload route of each request; "" for every row of a file without the column.
+        self.route = df["route"].to_numpy()[order]
         self.cum_failed = np.concatenate(([0], np.cumsum(self.failed)))
 
     def span(self, a, b):
@@ -511,8 +514,8 @@ def read_requests(path: Path) -> Requests:
     df = read_table(path, {
         "start_ns": ("int", True), "end_ns": ("int", True),
         "status": ("int", True), "duration_ms": ("float", True),
-        "scheduled_ns": ("int", True),
-    }, optional_columns=("scheduled_ns",))
+        "scheduled_ns": ("int", True), "route": ("str", False),
+    }, optional_columns=("scheduled_ns", "route"))
     return Requests(df)
 
 
@@ -707,6 +710,30 @@ def knees(met, confirm):
     return first, sustained, transients
 
 
+def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offered=None):
+    """The measured phase's request rows over the requests `sel` of req (a slice or an
+    index array) and the phase's length L (s): requests, achieved rate, latencies and the
+    shares; with `offered` (the whole phase), offered_rate too. Returns the failed count."""
+    dur = req.dur[sel]
+    n = len(dur)
+    kw = dict(definition=definition)
+    out.add("requests", n, "count", **kw)
+    if offered is not None:
+        out.add("offered_rate", offered / L if L > 0 else None, "1/s", **kw)
+    out.add("achieved_rate", n / L if L > 0 else None, "1/s", **kw)
+    ps = percentiles(dur, [P50, P90, P95, P99, P999])
+    for name, v in zip(("latency_p50", "latency_p90", "latency_p95", "latency_p99",
+                        "latency_p99_9"), ps):
+        out.add(name, v, "ms", **kw)
+    out.add("latency_max", float(dur.max()) if n else None, "ms", **kw)
+    failed_n = int(req.failed[sel].sum())
+    out.add("failed_share", failed_n / n if n else 0, "ratio", **kw)
+    for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
+                       ("status_4xx_share", req.s4xx), ("status_2xx_share", req.s2xx)):
+        out.add(name, int(mask[sel].sum()) / n if n else 0, "ratio", **kw)
+    return failed_n
+
+
 def compute_run(run_dir: Path):
     run_id, f = read_run_json(run_dir / "run.json")
     req = read_requests(run_dir / "requests.csv")
@@ -718,20 +745,7 @@ def compute_run(run_dir: Path):
     lo, hi = req.span(ms, me)
     n = hi - lo
     L = (me - ms) / 1e9
-    out.add("requests", n, "count")
-    out.add("offered_rate", f["offered"] / L if L > 0 else None, "1/s")
-    out.add("achieved_rate", n / L if L > 0 else None, "1/s")
-    dur = req.dur[lo:hi]
-    ps = percentiles(dur, [P50, P90, P95, P99, P999])
-    for name, v in zip(("latency_p50", "latency_p90", "latency_p95", "latency_p99",
-                        "latency_p99_9"), ps):
-        out.add(name, v, "ms")
-    out.add("latency_max", float(dur.max()) if n else None, "ms")
-    failed_n = int(req.failed_in(lo, hi))
-    out.add("failed_share", failed_n / n if n else 0, "ratio")
-    for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
-                       ("status_4xx_share", req.s4xx)):
-        out.add(name, int(mask[lo:hi].sum()) / n if n else 0, "ratio")
+    failed_n = phase_request_rows(out, req, slice(lo, hi), L, offered=f["offered"])
     out.add("dropped_iterations", f["dropped"], "count")
     # Latency from each request's scheduled instant, where the file has it (docs/analysis.md).
     if req.scheduled is not None and n:
@@ -745,6 +759,12 @@ def compute_run(run_dir: Path):
         met = window_verdicts(req, ms, me, f["W"], f["p99_ms"], f["failed_bound"], True, True)
         out.add("objective_windows", len(met), "count")
         out.add("objective_windows_breached", met.count(False), "count")
+    # The same request figures per route (definition `route:<name>`), over the measured
+    # phase's requests of that route; a file without routes has none.
+    routes = req.route[lo:hi]
+    for name in sorted(r for r in pd.unique(routes) if r != ""):
+        idx = lo + np.flatnonzero(routes == name)
+        phase_request_rows(out, req, idx, L, definition=f"route:{name}")
 
     # --- the per-second series
     K = max(0, (me - ms) // NS)

@@ -111,6 +111,7 @@ pub fn render(report: &StudyReport) -> String {
     super::verdicts::section(&mut out, report);
     ramps(&mut out, &report.runs);
     runs(&mut out, report);
+    routes(&mut out, &report.runs);
     faults(&mut out, report);
     path(&mut out, report);
     repetitions(&mut out, report);
@@ -330,6 +331,47 @@ fn usage_table(out: &mut String, r: &RunFigures, definition: &str, step: Option<
             "working set mean",
             "working set peak",
             "anonymous RSS peak",
+        ],
+        &rows,
+    );
+}
+
+/// Each run's measured phase route by route: the rows with `definition = route:<name>`.
+fn routes(out: &mut String, runs: &[RunFigures]) {
+    let mut rows = Vec::new();
+    for r in runs {
+        let x = Rows(&r.rows);
+        let names = r
+            .rows
+            .iter()
+            .filter(|row| row.metric == "requests" && row.step_rate.is_none())
+            .filter_map(|row| row.definition.strip_prefix("route:"));
+        for name in names {
+            let d = format!("route:{name}");
+            let mut row = vec![run_name(r), format!("`{name}`")];
+            for m in [
+                "requests",
+                "achieved_rate",
+                "latency_p50",
+                "latency_p99",
+                "status_2xx_share",
+                "status_4xx_share",
+                "status_5xx_share",
+                "failed_share",
+            ] {
+                row.push(x.show(m, &d, "", None));
+            }
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("### The measured phase by route\n\nEach route's requests apart (docs/analysis.md, \"The measured phase\"): a route the others hide shows here.\n\n");
+    table(
+        out,
+        &[
+            "run", "route", "requests", "achieved", "p50", "p99", "2xx", "4xx", "5xx", "failed",
         ],
         &rows,
     );
@@ -703,6 +745,7 @@ mod tests {
                     status: 200,
                     duration_ms: ms,
                     scheduled_ns: None,
+                    route: 0,
                 });
             }
         }

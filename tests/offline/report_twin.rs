@@ -82,6 +82,22 @@ fn both_implementations_agree_and_find_the_known_answers() {
             })
             .and_then(|r| r.value)
     };
+    // Route by route: every tenth request is a post answered 404, the rest the feed.
+    let baseline = "feed-rs.indexed/baseline/r1";
+    for (definition, metric, want) in [
+        ("route:feed", "requests", 180.0),
+        ("route:post", "requests", 20.0),
+        ("route:post", "status_4xx_share", 1.0),
+        ("route:post", "latency_p99", 200.0),
+        ("route:feed", "latency_p99", 171.0),
+        ("", "status_2xx_share", 0.86),
+    ] {
+        assert_eq!(
+            value(&ours, baseline, metric, definition).0,
+            Some(want),
+            "{definition} {metric}"
+        );
+    }
     assert_eq!(replicas("memory_working_set_peak"), Some(302_000_000.0));
     assert_eq!(replicas("memory_working_set_mean"), Some(271_000_000.0));
 

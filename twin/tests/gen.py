@@ -67,9 +67,11 @@ def run_id_of(f):
 
 def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFrame,
               events=(), health=(), dropped=0, rss_column=True,
-              working_set_column=True) -> Path:
+              working_set_column=True, route_column=True) -> Path:
     """`rss_column` / `working_set_column` False leave `memory_rss_bytes` /
-    `memory_working_set_bytes` out of containers.csv's header, as older files lack them."""
+    `memory_working_set_bytes` out of containers.csv's header, as older files lack them;
+    `route_column` False leaves `route` out of requests.csv's header. Requests without a
+    route of their own are on route `feed`."""
     run_id = run_id_of(f)
     d = Path(root) / run_id.replace("/", "_").replace("+", "_")
     d.mkdir(parents=True, exist_ok=True)
@@ -86,7 +88,8 @@ def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFr
         if c not in req:
             req[c] = {"route": "feed", "method": "GET", "error": ""}[c]
     # A native load generator's rows also carry their scheduled instant.
-    cols = REQUEST_COLUMNS + (["scheduled_ns"] if "scheduled_ns" in req else [])
+    cols = [c for c in REQUEST_COLUMNS if route_column or c != "route"] + (
+        ["scheduled_ns"] if "scheduled_ns" in req else [])
     req[cols].to_csv(d / "requests.csv", index=False)
     cont = containers.copy()
     for c in CONTAINER_COLUMNS:
@@ -105,7 +108,8 @@ def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFr
     return d
 
 
-def requests_frame(start, dur_ms, status=None, blocked_ns=None):
+def requests_frame(start, dur_ms, status=None, blocked_ns=None, route=None):
+    """`route`: each request's route (by default none: write_run writes `feed`)."""
     start = np.asarray(start, dtype=np.int64)
     dur_ms = np.asarray(dur_ms, dtype=float)
     if status is None:
@@ -114,6 +118,8 @@ def requests_frame(start, dur_ms, status=None, blocked_ns=None):
     end = start + blocked + np.round(dur_ms * MS).astype(np.int64)
     df = pd.DataFrame({"start_ns": start, "end_ns": end, "status": status,
                        "duration_ms": dur_ms})
+    if route is not None:
+        df["route"] = np.asarray(route, dtype=object)
     # k6 writes rows roughly by end time, not by start
     return df.sort_values("end_ns", kind="stable").reset_index(drop=True)
 
@@ -168,11 +174,17 @@ def interleave(parts):
 
 
 def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False,
-                 working_set_column=True):
+                 working_set_column=True, route_column=True):
     """A constant 10/s run: 20 s measured after 5 s of warm-up.
 
     In measured second k, request j (j = 0..9) starts at k s + j·100 ms and takes
-    (j + 1)·(k + 1) ms + shift_ms. Statuses in the measured phase: 2 × 0, 3 × 503, 4 × 404.
+    (j + 1)·(k + 1) ms + shift_ms. Routes: every second's last request (j = 9) is on route
+    `post` and answered 404, the others (j = 0..8) are on route `feed`. Statuses in the
+    measured phase: 2 × 0, 3 × 503 and 3 × 404 on `feed` (the rest 200), 20 × 404 on `post`:
+    23 × 404 in all, 172 × 200. Per route: `post` 20 requests (1/s), durations 10·(k + 1)
+    ms + shift_ms (p99 200 ms + shift_ms), all 404; `feed` 180 requests (9/s), p99 171 ms
+    + shift_ms, 172 × 200, 3 × 404, 5 failed. `route_column` False writes requests.csv
+    without its `route` column.
     With `native`, requests.csv has `scheduled_ns`: request j was sent 2·j ms after its
     scheduled instant (so its latency from the schedule is its duration + 2·j ms).
 
@@ -195,8 +207,12 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
     status[m0 + 3] = 0
     status[m0 + 17] = 0
     status[[m0 + 20, m0 + 21, m0 + 150]] = 503
-    status[[m0 + 30, m0 + 31, m0 + 32, m0 + 199]] = 404
-    req = requests_frame(starts, durs, status)
+    status[[m0 + 30, m0 + 31, m0 + 32]] = 404
+    # every second's last request (m0 + 199 among them): route `post`, 404
+    last = np.arange(len(starts)) % 10 == 9
+    status[last] = 404
+    route = np.where(last, "post", "feed")
+    req = requests_frame(starts, durs, status, route=route)
     if native:
         lag = ((req["start_ns"] - ms) % NS) // (100 * MS) * 2 * MS
         req["scheduled_ns"] = req["start_ns"] - lag
@@ -236,7 +252,7 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
                                     [30_000_000] * 24, [20_000_000] * 24))
     cont = interleave(parts)
     return write_run(root, f, req, cont, dropped=3, rss_column=rss_column,
-                     working_set_column=working_set_column)
+                     working_set_column=working_set_column, route_column=route_column)
 
 
 RAMP_RATES = (10, 20, 30, 40, 50)

@@ -200,7 +200,10 @@ class Scenarios(unittest.TestCase):
         self.assertEqual(self.val(run, "failed_share"), "0.025")
         self.assertEqual(self.val(run, "no_response_share"), "0.01")
         self.assertEqual(self.val(run, "status_5xx_share"), "0.015")
-        self.assertEqual(self.val(run, "status_4xx_share"), "0.02")
+        # 404s: 3 on route `feed` and every second's last request (route `post`), 23 of 200
+        self.assertEqual(self.val(run, "status_4xx_share"), "0.115")
+        row = self.get(run, "status_2xx_share")
+        self.assertEqual((row["value"], row["unit"], row["note"]), ("0.86", "ratio", ""))
         self.assertEqual(self.val(run, "dropped_iterations"), "3")
         self.assertEqual(self.val(run, "latency_max"), "200")
         self.assertEqual(self.get(run, "latency_p99")["unit"], "ms")
@@ -211,6 +214,68 @@ class Scenarios(unittest.TestCase):
         for metric, p in (("latency_p50", 50), ("latency_p90", 90), ("latency_p95", 95),
                           ("latency_p99", 99), ("latency_p99_9", 99.9)):
             self.assertEqual(float(self.val(run, metric)), nearest_rank(durs, p), metric)
+
+    # route: (requests, achieved_rate, latency_p99, failed_share, no_response_share,
+    #         status_2xx_share, status_4xx_share, status_5xx_share) in the constant run r1
+    ROUTES = {
+        "feed": ("180", "9", "171", "0.027777778", "0.011111111", "0.955555556", "0.016666667",
+                 "0.016666667"),
+        "post": ("20", "1", "200", "0", "0", "0", "1", "0"),
+    }
+    ROUTE_METRICS = {
+        "requests": "count", "achieved_rate": "1/s", "latency_p50": "ms", "latency_p90": "ms",
+        "latency_p95": "ms", "latency_p99": "ms", "latency_p99_9": "ms", "latency_max": "ms",
+        "failed_share": "ratio", "no_response_share": "ratio", "status_2xx_share": "ratio",
+        "status_4xx_share": "ratio", "status_5xx_share": "ratio",
+    }
+
+    def test_per_route(self):
+        run = "feed-rs.indexed/baseline/r1"
+        names = ("requests", "achieved_rate", "latency_p99", "failed_share", "no_response_share",
+                 "status_2xx_share", "status_4xx_share", "status_5xx_share")
+        for route, want in self.ROUTES.items():
+            for metric, v in zip(names, want):
+                row = self.get(run, metric, definition=f"route:{route}")
+                self.assertEqual((row["value"], row["note"]), (v, ""), (route, metric))
+        # shifted durations, the same counts: post's p99 is its slowest, 200 ms + 0.5 ms
+        self.assertEqual(self.val("feed-rs.indexed/baseline/r2", "latency_p99",
+                                  definition="route:post"), "200.5")
+        # exactly these rows per route, with the whole phase's units, no step rate, second
+        # or container
+        for r in ("r1", "r2", "r3"):
+            each = f"feed-rs.indexed/baseline/{r}"
+            keys = [k for k in self.m if k[0] == each and k[4].startswith("route:")]
+            self.assertEqual({k[4] for k in keys}, {"route:feed", "route:post"})
+            self.assertEqual(len(keys), 2 * len(self.ROUTE_METRICS), each)
+            for k in keys:
+                self.assertEqual(k[1:4], ("", "", ""), k)
+                row = self.m[k]
+                self.assertEqual(row["unit"], self.ROUTE_METRICS[k[5]], k)
+                self.assertEqual(row["unit"], self.get(each, k[5])["unit"], k)
+                self.assertNotEqual(row["value"], "", k)
+        # against the plain reference
+        f = json.loads((self.constant[0] / "run.json").read_text())["frame"]
+        a, b = f["measured"]["start_ns"], f["measured"]["end_ns"]
+        with open(self.constant[0] / "requests.csv", newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if a <= int(r["start_ns"]) < b]
+        for route in ("feed", "post"):
+            durs = [float(r["duration_ms"]) for r in rows if r["route"] == route]
+            for metric, p in (("latency_p50", 50), ("latency_p90", 90), ("latency_p95", 95),
+                              ("latency_p99", 99), ("latency_p99_9", 99.9)):
+                self.assertEqual(float(self.val(run, metric, definition=f"route:{route}")),
+                                 nearest_rank(durs, p), (route, metric))
+            self.assertEqual(float(self.val(run, "latency_max", definition=f"route:{route}")),
+                             max(durs))
+        # the other runs' requests are all on route `feed`: their figures are the phase's
+        for run in ("feed-rs.indexed/ramp/r1", "feed-rs.indexed/baseline+replica-kill/r1"):
+            for metric in self.ROUTE_METRICS:
+                self.assertEqual(self.val(run, metric, definition="route:feed"),
+                                 self.val(run, metric), (run, metric))
+        # only the measured phase has route rows: none per step, and none of the other
+        # figures of the phase
+        route_keys = [k for k in self.m if k[4].startswith("route:")]
+        self.assertTrue(all(k[1] == "" and k[2] == "" for k in route_keys))
+        self.assertEqual({k[5] for k in route_keys}, set(self.ROUTE_METRICS))
 
     def test_verdict_windows(self):
         # The constant run's 20 s phase is shorter than its 60 s window: judged whole, and its
@@ -558,7 +623,9 @@ class Scenarios(unittest.TestCase):
             s = read_summary(Path(t) / "out" / "summary.csv")
             row = s[("feed-rs", "indexed", "baseline", "", "", "", "", "latency_p90")]
             m = read_metrics(Path(t) / "out" / "metrics.csv")
-            ids = sorted((k[0] for k in m if k[5] == "latency_p90"), key=str.encode)
+            # the whole phase's rows (not the per-route ones)
+            ids = sorted((k[0] for k in m if k[5] == "latency_p90" and k[4] == ""),
+                         key=str.encode)
             self.assertEqual(ids[0], "feed-rs.indexed/baseline/r1")
             self.assertEqual(ids[1], "feed-rs.indexed/baseline/r10")  # bytes, not numbers
             vals = [float(m[(r, "", "", "", "", "latency_p90")]["value"]) for r in ids]
@@ -618,6 +685,26 @@ class Reading(unittest.TestCase):
             self.assertEqual(m.keys(), m2.keys())
             differ = {k[5] for k in m if m[k] != m2[k]}
             self.assertEqual(differ, {"memory_working_set_peak", "memory_working_set_mean"})
+
+    def test_no_route_rows_without_the_column(self):
+        # requests.csv without `route`: no per-route rows; every other row as with it
+        with tempfile.TemporaryDirectory() as t:
+            d = gen.constant_run(Path(t) / "runs", route_column=False)
+            header = (d / "requests.csv").read_text().splitlines()[0].split(",")
+            self.assertNotIn("route", header)
+            p = run_twin(Path(t) / "out", d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+            self.assertFalse([k for k in m if k[4].startswith("route:")])
+            run = "feed-rs.indexed/baseline/r1"
+            row = m[(run, "", "", "", "", "status_2xx_share")]
+            self.assertEqual((row["value"], row["unit"], row["note"]), ("0.86", "ratio", ""))
+            d2 = gen.constant_run(Path(t) / "runs2")
+            p = run_twin(Path(t) / "out2", d2)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m2 = read_metrics(Path(t) / "out2" / "metrics.csv")
+            with_routes = {k: v for k, v in m2.items() if not k[4].startswith("route:")}
+            self.assertEqual(m, with_routes)
 
     def test_columns_are_read_by_name(self):
         with tempfile.TemporaryDirectory() as t:

@@ -363,6 +363,7 @@ mod tests {
                     status: 200,
                     duration_ms: ms,
                     scheduled_ns: None,
+                    route: 0,
                 }
             })
             .collect()

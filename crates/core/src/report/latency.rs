@@ -21,6 +21,7 @@ pub struct Stats {
     pub no_response: usize,
     pub status_5xx: usize,
     pub status_4xx: usize,
+    pub status_2xx: usize,
     /// Every duration, sorted ascending.
     pub sorted_ms: Vec<f64>,
 }
@@ -36,6 +37,7 @@ impl Stats {
         for r in reqs {
             match r.status {
                 0 => s.no_response += 1,
+                200..=299 => s.status_2xx += 1,
                 400..=499 => s.status_4xx += 1,
                 500.. => s.status_5xx += 1,
                 _ => {}
@@ -76,14 +78,25 @@ pub fn quick_p(reqs: &[Req], p: f64, scratch: &mut Vec<f64>) -> Option<f64> {
     Some(*v)
 }
 
-/// The measured phase's rows.
-pub fn measured(out: &mut Out, reqs: &[Req], span: &Span, dropped: Option<u64>) {
+/// The measured phase's rows, then each route's (`definition = route:<name>`).
+pub fn measured(out: &mut Out, reqs: &[Req], routes: &[String], span: &Span, dropped: Option<u64>) {
     let span_reqs = within(reqs, span.start_ns, span.end_ns);
-    let s = Stats::of(span_reqs);
     let len = span.len_s();
-    out.count("requests", s.requests);
     out.value("offered_rate", ratio(span.offered_arrivals, len), "1/s");
-    out.value("achieved_rate", ratio(s.requests as f64, len), "1/s");
+    answers(out, &Stats::of(span_reqs), len);
+    match dropped {
+        Some(d) => out.count("dropped_iterations", d as usize),
+        None => out.empty("dropped_iterations", "count", super::rows::NONE),
+    }
+    from_schedule(out, span_reqs);
+    by_route(out, span_reqs, routes, len);
+}
+
+/// The rows of what a span's requests were answered, over `len_s` seconds: how many, how
+/// fast, and the shares by status class.
+fn answers(out: &mut Out, s: &Stats, len_s: f64) {
+    out.count("requests", s.requests);
+    out.value("achieved_rate", ratio(s.requests as f64, len_s), "1/s");
     for (metric, p) in [
         ("latency_p50", 50.0),
         ("latency_p90", 90.0),
@@ -96,13 +109,33 @@ pub fn measured(out: &mut Out, reqs: &[Req], span: &Span, dropped: Option<u64>) 
     out.value("latency_max", s.sorted_ms.last().copied(), "ms");
     out.value("failed_share", Some(s.failed_share()), "ratio");
     out.value("no_response_share", Some(s.share(s.no_response)), "ratio");
-    out.value("status_5xx_share", Some(s.share(s.status_5xx)), "ratio");
+    out.value("status_2xx_share", Some(s.share(s.status_2xx)), "ratio");
     out.value("status_4xx_share", Some(s.share(s.status_4xx)), "ratio");
-    match dropped {
-        Some(d) => out.count("dropped_iterations", d as usize),
-        None => out.empty("dropped_iterations", "count", super::rows::NONE),
+    out.value("status_5xx_share", Some(s.share(s.status_5xx)), "ratio");
+}
+
+/// Each route's answers over the span (`definition = route:<name>`), routes by name; a
+/// route with an empty name (a file without the column) has none.
+fn by_route(out: &mut Out, span_reqs: &[Req], routes: &[String], len_s: f64) {
+    let mut order: Vec<(usize, &String)> = routes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.is_empty())
+        .collect();
+    order.sort_by_key(|(_, n)| n.as_str());
+    for (id, name) in order {
+        let mine: Vec<Req> = span_reqs
+            .iter()
+            .filter(|r| usize::from(r.route) == id)
+            .copied()
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut x = out.under(&format!("route:{name}"));
+        answers(&mut x, &Stats::of(&mine), len_s);
+        out.absorb(x);
     }
-    from_schedule(out, span_reqs);
 }
 
 /// Latency counted from each request's scheduled instant (`end_ns − scheduled_ns`), free of
@@ -183,6 +216,7 @@ mod tests {
             status,
             duration_ms,
             scheduled_ns: None,
+            route: 0,
         }
     }
 
@@ -216,6 +250,62 @@ mod tests {
         let mut scratch = Vec::new();
         assert_eq!(quick_p(&reqs, 99.0, &mut scratch), Some(99.0));
         assert_eq!(within(&reqs, 10, 20).len(), 10);
+    }
+
+    #[test]
+    fn each_route_is_answered_apart() {
+        // 10 s: 90 feed requests of 10 ms (200) and 10 post requests of 50 ms (404).
+        let reqs: Vec<Req> = (0..100)
+            .map(|i: i128| {
+                let post = i % 10 == 9;
+                let mut r = req(
+                    i * 100_000_000,
+                    if post { 50.0 } else { 10.0 },
+                    if post { 404 } else { 200 },
+                );
+                r.route = if post { 1 } else { 0 };
+                r
+            })
+            .collect();
+        let routes = vec!["feed".to_string(), "post".to_string()];
+        let span = Span {
+            start_ns: 0,
+            end_ns: 10_000_000_000,
+            offered_arrivals: 100.0,
+        };
+        let mut out = Out::new(crate::report::rows::RunKey {
+            run: "r".into(),
+            contender: "c".into(),
+            variant: String::new(),
+            profile: "p".into(),
+            fault: String::new(),
+            repetition: 1,
+        });
+        measured(&mut out, &reqs, &routes, &span, None);
+        let get = |d: &str, m: &str| {
+            out.rows
+                .iter()
+                .find(|r| r.definition == d && r.metric == m)
+                .and_then(|r| r.value)
+        };
+        assert_eq!(get("", "status_2xx_share"), Some(0.9));
+        assert_eq!(get("", "status_4xx_share"), Some(0.1));
+        assert_eq!(get("", "latency_p99"), Some(50.0));
+        assert_eq!(get("route:feed", "requests"), Some(90.0));
+        assert_eq!(get("route:feed", "achieved_rate"), Some(9.0));
+        assert_eq!(get("route:feed", "latency_p99"), Some(10.0));
+        assert_eq!(get("route:feed", "status_4xx_share"), Some(0.0));
+        assert_eq!(get("route:post", "status_4xx_share"), Some(1.0));
+        assert_eq!(get("route:post", "latency_p50"), Some(50.0));
+        // No offered rate per route: the schedule does not say which route each arrival is.
+        assert_eq!(get("route:post", "offered_rate"), None);
+        // Without a route column (no names), no route rows.
+        let mut bare = Out::new(out.rows[0].key.clone());
+        measured(&mut bare, &reqs, &[], &span, None);
+        assert!(bare
+            .rows
+            .iter()
+            .all(|r| !r.definition.starts_with("route:")));
     }
 
     #[test]

@@ -258,6 +258,7 @@ mod tests {
                     status: 200,
                     duration_ms: 900.0,
                     scheduled_ns: None,
+                    route: 0,
                 })
             })
             .collect();
@@ -304,6 +305,7 @@ mod tests {
                     status: if (310..313).contains(&k) { 503 } else { 200 },
                     duration_ms: ms,
                     scheduled_ns: None,
+                    route: 0,
                 }
             })
             .collect();

@@ -46,6 +46,36 @@ pub struct Req {
     /// When the open model scheduled it: requests.csv's `scheduled_ns`, which a native load
     /// generator writes; `None` without the column (k6).
     pub scheduled_ns: Option<i128>,
+    /// Its route: an index into `Requests::routes`.
+    pub route: u16,
+}
+
+/// requests.csv as the report reads it: the requests, sorted by start, and the routes they
+/// name, each once (in the order first seen; empty without a `route` column).
+#[derive(Debug, Clone, Default)]
+pub struct Requests {
+    pub reqs: Vec<Req>,
+    pub routes: Vec<String>,
+}
+
+/// The routes of a file, each named once, as `Req::route` indexes them.
+#[derive(Debug, Default)]
+pub struct RouteNames(Vec<String>);
+
+impl RouteNames {
+    /// The index of `name`, added when new; `None` past 65,536 routes.
+    pub fn id(&mut self, name: &[u8]) -> Option<u16> {
+        if let Some(i) = self.0.iter().position(|n| n.as_bytes() == name) {
+            return u16::try_from(i).ok();
+        }
+        let i = u16::try_from(self.0.len()).ok()?;
+        self.0.push(String::from_utf8_lossy(name).into_owned());
+        Some(i)
+    }
+
+    pub fn into_names(self) -> Vec<String> {
+        self.0
+    }
 }
 
 impl Req {
@@ -223,7 +253,7 @@ impl Cell<'_> {
 
 /// requests.csv, sorted by start: the fast path when the file holds no quote
 /// (`report::scan`), else the general CSV reader.
-pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
+pub fn requests(dir: &Path) -> Result<Requests, ReadError> {
     let path = dir.join(REQUESTS_CSV);
     let bytes = match crate::confine::read(&path) {
         Ok(b) => b,
@@ -237,7 +267,7 @@ pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
     };
     if let Some(fast) = super::scan::requests(&path, &bytes) {
         let mut out = fast?;
-        out.sort_unstable_by_key(|r| r.start_ns);
+        out.reqs.sort_unstable_by_key(|r| r.start_ns);
         return Ok(out);
     }
     drop(bytes);
@@ -249,9 +279,20 @@ pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
         t.column("duration_ms")?,
     );
     let sched = t.column(crate::rundir::requests::SCHEDULED_COLUMN).ok();
+    let route = t.column("route").ok();
+    let mut names = RouteNames::default();
     let mut out = Vec::new();
     t.each(|rec, c| {
         let status = c.text(rec, st);
+        let route = match route {
+            Some(i) => {
+                let name = c.text(rec, i);
+                names
+                    .id(name.as_bytes())
+                    .ok_or_else(|| c.bad("route", name, "one of at most 65,536 routes"))?
+            }
+            None => 0,
+        };
         out.push(Req {
             start_ns: c.int(rec, s, "start_ns")?,
             end_ns: c.int(rec, e, "end_ns")?,
@@ -263,11 +304,15 @@ pub fn requests(dir: &Path) -> Result<Vec<Req>, ReadError> {
                 Some(i) => Some(c.int(rec, i, "scheduled_ns")?),
                 None => None,
             },
+            route,
         });
         Ok(())
     })?;
     out.sort_unstable_by_key(|r| r.start_ns);
-    Ok(out)
+    Ok(Requests {
+        reqs: out,
+        routes: names.into_names(),
+    })
 }
 
 /// containers.csv, in file order.
@@ -356,10 +401,13 @@ mod tests {
             "end_ns,start_ns,route,method,status,duration_ms,error\n30,20,a,GET,200,1.5,\n15,10,a,GET,0,0,\"1212 dial, refused\"\n",
         )
         .unwrap();
-        let r = requests(dir.path()).unwrap();
+        let read = requests(dir.path()).unwrap();
+        let r = &read.reqs;
         assert_eq!(r.len(), 2);
         assert_eq!((r[0].start_ns, r[0].status), (10, 0));
         assert!(r[0].failed() && !r[1].failed());
+        assert_eq!(read.routes, ["a"]);
+        assert_eq!((r[0].route, r[1].route), (0, 0));
     }
 
     #[test]

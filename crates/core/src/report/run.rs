@@ -88,7 +88,7 @@ pub fn key_of(run: &str, frame: &Frame) -> RunKey {
 /// Reads the run directory's files (each once) and computes every figure.
 pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysable> {
     let frame = record.frame.clone().ok_or(NotAnalysable::NoFrame)?;
-    let reqs = read::requests(dir)?;
+    let read::Requests { reqs, routes } = read::requests(dir)?;
     let samples = read::samples(dir)?;
     let events = read::events(dir)?;
     let health = if frame.fault_window.is_some() {
@@ -102,6 +102,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     latency::measured(
         &mut out,
         &reqs,
+        &routes,
         &m,
         record.load.as_ref().map(|l| l.dropped_iterations),
     );

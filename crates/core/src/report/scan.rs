@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::read::{ReadError, Req};
+use super::read::{ReadError, Req, Requests, RouteNames};
 
 /// The fields the report needs, by position in the header.
 struct Columns {
@@ -17,6 +17,7 @@ struct Columns {
     duration: usize,
     /// `scheduled_ns`, which only a native load generator's file has.
     scheduled: Option<usize>,
+    route: Option<usize>,
     count: usize,
 }
 
@@ -42,14 +43,14 @@ fn int(b: &[u8]) -> Option<i128> {
 
 /// Parses `bytes`, the whole of `path`; `None` when the file holds a quote (use the general
 /// reader).
-pub fn requests(path: &Path, bytes: &[u8]) -> Option<Result<Vec<Req>, ReadError>> {
+pub fn requests(path: &Path, bytes: &[u8]) -> Option<Result<Requests, ReadError>> {
     if memchr::memchr(b'"', bytes).is_some() {
         return None;
     }
     Some(parse(path, bytes))
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
+fn parse(path: &Path, bytes: &[u8]) -> Result<Requests, ReadError> {
     let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
     let header: Vec<&[u8]> = trim_cr(&bytes[..header_end])
         .split(|&b| b == b',')
@@ -70,6 +71,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
         status: find("status")?,
         duration: find("duration_ms")?,
         scheduled: find(crate::rundir::requests::SCHEDULED_COLUMN).ok(),
+        route: find("route").ok(),
         count: header.len(),
     };
     // Which of the wanted fields each column is (NONE: not wanted).
@@ -81,6 +83,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
         Some(c.status),
         Some(c.duration),
         c.scheduled,
+        c.route,
     ]
     .into_iter()
     .enumerate()
@@ -91,7 +94,8 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
     }
     let body = bytes.get(header_end + 1..).unwrap_or(&[]);
     let mut out = Vec::with_capacity(body.len() / 48);
-    let mut wanted: [&[u8]; 5] = [&[]; 5];
+    let mut wanted: [&[u8]; 6] = [&[]; 6];
+    let mut routes = RouteNames::default();
     let mut field = 0usize;
     let mut from = 0usize;
     let mut line_no: u64 = 1;
@@ -132,14 +136,29 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Req>, ReadError> {
             });
         }
         field = 0;
-        out.push(request(path, line_no, &wanted, c.scheduled.is_some())?);
+        let mut r = request(path, line_no, &wanted, c.scheduled.is_some())?;
+        if c.route.is_some() {
+            r.route = routes.id(wanted[5]).ok_or_else(|| {
+                bad(
+                    path,
+                    line_no,
+                    "route",
+                    &String::from_utf8_lossy(wanted[5]),
+                    "one of at most 65,536 routes",
+                )
+            })?;
+        }
+        out.push(r);
     }
-    Ok(out)
+    Ok(Requests {
+        reqs: out,
+        routes: routes.into_names(),
+    })
 }
 
 /// One row's request from its wanted fields (start, end, status, duration, and scheduled
-/// when the file has the column).
-fn request(path: &Path, line_no: u64, f: &[&[u8]; 5], scheduled: bool) -> Result<Req, ReadError> {
+/// when the file has the column); its route is set by the caller.
+fn request(path: &Path, line_no: u64, f: &[&[u8]; 6], scheduled: bool) -> Result<Req, ReadError> {
     let text = |i: usize| String::from_utf8_lossy(f[i]).into_owned();
     let start = int(f[0]).ok_or_else(|| bad(path, line_no, "start_ns", &text(0), "an integer"))?;
     let end = int(f[1]).ok_or_else(|| bad(path, line_no, "end_ns", &text(1), "an integer"))?;
@@ -168,6 +187,7 @@ fn request(path: &Path, line_no: u64, f: &[&[u8]; 5], scheduled: bool) -> Result
         status: status as u16,
         duration_ms: duration,
         scheduled_ns,
+        route: 0,
     })
 }
 
@@ -198,10 +218,12 @@ mod tests {
     #[test]
     fn the_fast_path_reads_what_the_general_reader_reads() {
         let text = "start_ns,end_ns,route,method,status,duration_ms,error\n20,30,a,GET,200,1.5,\n10,15,a,GET,0,0,1212 dial: refused\n";
-        let r = requests(Path::new("requests.csv"), text.as_bytes())
+        let read = requests(Path::new("requests.csv"), text.as_bytes())
             .unwrap()
             .unwrap();
+        let r = &read.reqs;
         assert_eq!(r.len(), 2);
+        assert_eq!(read.routes, ["a"]);
         assert_eq!(
             (r[0].start_ns, r[0].end_ns, r[0].status, r[0].duration_ms),
             (20, 30, 200, 1.5)
@@ -236,14 +258,16 @@ mod tests {
         for (eol, last_newline) in [("\n", true), ("\r\n", true), ("\n", false), ("\r\n", false)] {
             // The fast path's file, and the same rows with one quoted error (the general reader's).
             for quoted in [false, true] {
-                let mut text = format!("error,duration_ms,status,method,end_ns,start_ns{eol}");
+                let mut text =
+                    format!("error,duration_ms,status,method,route,end_ns,start_ns{eol}");
                 for (k, (start, end, status, d, i)) in rows.iter().enumerate() {
                     let error = if quoted && k == 7 {
                         "\"dial, refused\"".to_string()
                     } else {
                         format!("e{i}")
                     };
-                    text.push_str(&format!("{error},{d},{status},GET,{end},{start}"));
+                    let route = ["feed", "post", "profile"][*i as usize % 3];
+                    text.push_str(&format!("{error},{d},{status},GET,{route},{end},{start}"));
                     if k + 1 < rows.len() || last_newline {
                         text.push_str(eol);
                     }
@@ -251,18 +275,35 @@ mod tests {
                 let file = dir.path().join(crate::rundir::REQUESTS_CSV);
                 std::fs::write(&file, &text).unwrap();
                 assert_eq!(requests(&file, text.as_bytes()).is_none(), quoted);
-                let got = crate::report::read::requests(dir.path()).unwrap();
-                assert_eq!(got.len(), rows.len(), "{eol:?} {last_newline} {quoted}");
-                let mut want: Vec<(i128, i128, u16, f64)> = rows
+                let read = crate::report::read::requests(dir.path()).unwrap();
+                assert_eq!(
+                    read.reqs.len(),
+                    rows.len(),
+                    "{eol:?} {last_newline} {quoted}"
+                );
+                assert_eq!(read.routes.len(), 3, "{:?}", read.routes);
+                type Row = (i128, i128, u16, f64, String);
+                let mut want: Vec<Row> = rows
                     .iter()
-                    .map(|(s, e, st, d, _)| {
-                        (*s as i128, *e as i128, *st as u16, d.parse().unwrap())
+                    .map(|(s, e, st, d, i)| {
+                        let route = ["feed", "post", "profile"][*i as usize % 3];
+                        (
+                            *s as i128,
+                            *e as i128,
+                            *st as u16,
+                            d.parse().unwrap(),
+                            route.into(),
+                        )
                     })
                     .collect();
                 want.sort_by_key(|w| w.0);
-                let got: Vec<(i128, i128, u16, f64)> = got
+                let got: Vec<Row> = read
+                    .reqs
                     .iter()
-                    .map(|r| (r.start_ns, r.end_ns, r.status, r.duration_ms))
+                    .map(|r| {
+                        let route = read.routes[usize::from(r.route)].clone();
+                        (r.start_ns, r.end_ns, r.status, r.duration_ms, route)
+                    })
                     .collect();
                 assert_eq!(
                     got.iter().map(|g| g.0).collect::<Vec<_>>(),

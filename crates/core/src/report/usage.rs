@@ -292,6 +292,7 @@ mod tests {
                 status: if i == 0 { 500 } else { 200 },
                 duration_ms: 1.0,
                 scheduled_ns: None,
+                route: 0,
             })
             .collect();
         let key = RunKey {

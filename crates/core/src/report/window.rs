@@ -151,6 +151,7 @@ mod tests {
                     // Ties on purpose: durations on a coarse grid.
                     duration_ms: ((state >> 33) % 300) as f64 / 4.0,
                     scheduled_ns: None,
+                    route: 0,
                 }
             })
             .collect();
