@@ -85,6 +85,8 @@ pub enum Arg {
     Definition,
     /// Which breach a saturation is read at: `sustained` (default) or `first`.
     Breach,
+    /// One route of the workload: the measured phase's figures over its requests alone.
+    Route,
     /// Where recovery is timed from: `clear` (default) or `restart`.
     Origin,
     /// The detection kind: `objective-window` (default), `failed-request`, `balancer-down`.
@@ -98,11 +100,12 @@ pub enum Arg {
 }
 
 impl Arg {
-    pub const ALL: [Arg; 9] = [
+    pub const ALL: [Arg; 10] = [
         Arg::Profile,
         Arg::Fault,
         Arg::Definition,
         Arg::Breach,
+        Arg::Route,
         Arg::Origin,
         Arg::Detect,
         Arg::At,
@@ -116,6 +119,7 @@ impl Arg {
             Arg::Fault => "fault",
             Arg::Definition => "definition",
             Arg::Breach => "breach",
+            Arg::Route => "route",
             Arg::Origin => "origin",
             Arg::Detect => "detect",
             Arg::At => "at",
@@ -161,7 +165,8 @@ pub const SPANS: [&str; 2] = ["measured", "first-breach"];
 /// fault and repetition (docs/analysis.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reads {
-    /// `metric` with an empty `definition`, `container` and `step_rate` (the measured phase).
+    /// `metric` with an empty `definition` (with `route:`, `route:<name>`), `container` and
+    /// `step_rate` (the measured phase).
     Measured { metric: &'static str },
     /// `saturation` (`breach: first`: `saturation_before_first_breach`) with `definition`
     /// = the `definition:` argument.
@@ -208,7 +213,7 @@ pub struct Function {
     pub summary: &'static str,
 }
 
-const RUN: &[Arg] = &[Arg::Profile, Arg::Fault];
+const ROUTED: &[Arg] = &[Arg::Profile, Arg::Fault, Arg::Route];
 const SPAN: &[Arg] = &[Arg::Profile, Arg::Fault, Arg::At];
 const CONTAINER: &[Arg] = &[Arg::Of, Arg::Profile, Arg::Fault, Arg::At];
 
@@ -221,7 +226,7 @@ const fn measured(
     Function {
         name,
         subject: Subject::Contender,
-        args: RUN,
+        args: ROUTED,
         dim,
         reads: Reads::Measured { metric },
         needs_ramp: false,

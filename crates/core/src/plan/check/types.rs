@@ -229,26 +229,7 @@ impl Checker<'_> {
             arg_known(f, &a.name)?;
         }
         let arg = |k: Arg| call.args.iter().find(|a| a.name.text == k.key());
-        let subject = subject_word(f, call)?;
-        let contender_word = match f.subject {
-            Subject::Contender => subject,
-            Subject::Role => match arg(Arg::Of) {
-                Some(a) => name_value(a, "contender")?,
-                None => {
-                    return Err(CheckError::new(
-                        call.span,
-                        format!("`{}` needs `of:` naming the contender", f.name),
-                    )
-                    .hint(format!("e.g. `{}({}, of: svc)`", f.name, subject.text)))
-                }
-            },
-        };
-        let ci = self.contender(contender_word)?;
-        let role = match f.subject {
-            Subject::Role => Some(self.role(ci, subject)?),
-            Subject::Contender => None,
-        };
-        self.cpu_share_of_one(f, ci, role.as_deref(), subject)?;
+        let (ci, role) = self.subject(f, call)?;
         let pick = |k: Arg, known: &[&str], what: &str| -> Result<Option<String>, CheckError> {
             let Some(a) = arg(k) else { return Ok(None) };
             let w = name_value(a, what)?;
@@ -296,6 +277,10 @@ impl Checker<'_> {
         if let At::Step(rate) = at {
             self.step(&profile, rate, span_of(Arg::At))?;
         }
+        let route = match arg(Arg::Route) {
+            Some(a) => Some(self.route(&profile, name_value(a, "route")?)?),
+            None => None,
+        };
         if origin.as_deref() == Some("restart") {
             if let Some(fname) = &fault {
                 self.restarts(fname, span_of(Arg::Origin))?;
@@ -306,8 +291,11 @@ impl Checker<'_> {
             (Reads::Recovery, None, Some(fname)) => Some(self.own_origin(fname).to_string()),
             (_, origin, _) => origin,
         };
-        let (metric, definition) =
+        let (metric, mut definition) =
             metric_and_definition(f, &at, (definition, breach), origin, detect);
+        if let Some(r) = route {
+            definition = format!("route:{r}"); // only the measured phase's functions take it
+        }
         let role = match f.reads {
             Reads::Efficiency => Some(functions::REPLICAS.to_string()),
             _ => role,
@@ -333,6 +321,47 @@ impl Checker<'_> {
             span: call.span,
         });
         Ok(f.dim)
+    }
+
+    /// The contender a call is about (its index) and, for a per-container function, the
+    /// role's container.
+    fn subject(&self, f: &Function, call: &Call) -> Result<(usize, Option<String>), CheckError> {
+        let subject = subject_word(f, call)?;
+        let contender_word = match f.subject {
+            Subject::Contender => subject,
+            Subject::Role => match call.args.iter().find(|a| a.name.text == Arg::Of.key()) {
+                Some(a) => name_value(a, "contender")?,
+                None => {
+                    return Err(CheckError::new(
+                        call.span,
+                        format!("`{}` needs `of:` naming the contender", f.name),
+                    )
+                    .hint(format!("e.g. `{}({}, of: svc)`", f.name, subject.text)))
+                }
+            },
+        };
+        let ci = self.contender(contender_word)?;
+        let role = match f.subject {
+            Subject::Role => Some(self.role(ci, subject)?),
+            Subject::Contender => None,
+        };
+        self.cpu_share_of_one(f, ci, role.as_deref(), subject)?;
+        Ok((ci, role))
+    }
+
+    /// A `route:` the profile's workload sends (its rows are `definition = route:<name>`).
+    fn route(&self, profile: &str, w: &Word) -> Result<String, CheckError> {
+        let workload = self
+            .plan
+            .profiles
+            .get(profile)
+            .map_or(&self.plan.workload, |p| self.plan.workload_of(p));
+        let routes: Vec<&str> = workload.routes.keys().map(|n| n.as_str()).collect();
+        if routes.contains(&w.text.as_str()) {
+            Ok(w.text.clone())
+        } else {
+            Err(unknown(w, "route", &routes))
+        }
     }
 
     /// The replicas' sum row has CPU seconds, not a share of a cap (docs/analysis.md): a CPU
@@ -867,6 +896,17 @@ mod tests {
                 "{text}"
             );
         }
+        // A route's figures: the measured phase's rows of that route.
+        let q = &check(&plan(), "p99(feed-py, route: feed) < 1s").unwrap()[0];
+        assert_eq!(
+            (q.metric.as_str(), q.definition.as_str()),
+            ("latency_p99", "route:feed")
+        );
+        let (_, m, h) = err("failed(feed-py, route: fed) < 1%");
+        assert!(m.contains("unknown route `fed`"), "{m}");
+        assert!(h.contains("`feed`"), "{h}");
+        let (_, m, _) = err("saturation(feed-py, route: feed) > 1/s");
+        assert!(m.contains("route"), "{m}");
         let (_, m, h) = err("saturation(feed-py, breach: last) > 1/s");
         assert!(m.contains("breach"), "{m}");
         assert!(h.contains("sustained") && h.contains("first"), "{h}");
