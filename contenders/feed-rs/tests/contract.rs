@@ -535,9 +535,13 @@ fn sections_over_budget_are_dropped_and_named() {
     }
     let degraded_pages = seen.iter().filter(|d| !d.is_empty()).count();
     eprintln!("1 ms budget: degraded {seen:?}");
+    // How many sections finish within 1 ms is the host's speed, not the contract: a quiet
+    // CI host ran every section of 3 pages in 10 under it (7 degraded; 8 were asked once).
+    // A budget not enforced drops none; which section overran, and that the page is whole,
+    // is asserted on every page above, and the lock below makes every section overrun.
     assert!(
-        degraded_pages >= 8,
-        "only {degraded_pages} of 10 pages degraded with a 1 ms budget"
+        degraded_pages >= 1,
+        "no page of 10 degraded with a 1 ms budget: the budget is not enforced"
     );
 
     // Every section blocked by a lock: each overruns its 300 ms budget, the page is still 200.
