@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::{Receiver, Sender};
 
-use crate::analysis::live::{LiveRamp, Stop};
+use crate::analysis::live::{LiveRamp, Stop, Transient};
 use crate::analysis::saturation::{Request, StepVerdict};
 use crate::engine::runtime::Runtime;
 use crate::plan::model::LoadGeneratorKind;
@@ -54,8 +54,8 @@ pub struct Look {
     /// Steps judged since the last look, with their index.
     pub judged: Vec<(usize, StepVerdict)>,
     pub stop: Option<Stop>,
-    /// Every transient known so far (step indexes, in step order).
-    pub transients: Vec<usize>,
+    /// Every transient known so far, in step order.
+    pub transients: Vec<Transient>,
     /// The latest request end seen (unix ns, the load generator's clock).
     pub watermark: Option<i128>,
     pub trouble: Option<String>,

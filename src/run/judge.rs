@@ -4,7 +4,7 @@
 
 use indexmap::IndexMap;
 
-use crate::analysis::live::LiveRamp;
+use crate::analysis::live::{LiveRamp, Transient};
 use crate::analysis::saturation;
 use crate::plan::model::Plan;
 use crate::plan::units::Name;
@@ -90,17 +90,15 @@ pub(super) fn live_judge(
     ))
 }
 
-/// The event of a transient at step `i`, from the steps' verdicts so far: it broke the
-/// objective, and a later step met it again.
-pub(super) fn transient(i: usize, verdicts: &[saturation::StepVerdict]) -> Option<RunEvent> {
-    let v = verdicts.get(i)?;
-    let again = verdicts.get(i + 1..)?.iter().find(|w| w.met)?;
-    Some(RunEvent::RampTransient {
-        step_rate: v.rate,
-        p99_ms: v.p99_ms,
-        failed_share: v.error_rate,
-        met_at_rate: again.rate,
-    })
+/// The event of a transient: the step that broke the objective, and the later step that met
+/// it again.
+pub(super) fn transient(t: &Transient) -> RunEvent {
+    RunEvent::RampTransient {
+        step_rate: t.breached.rate,
+        p99_ms: t.breached.p99_ms,
+        failed_share: t.breached.error_rate,
+        met_at_rate: t.met_again.rate,
+    }
 }
 
 /// The event of window `i`, judged `v`.
@@ -169,29 +167,20 @@ mod tests {
 
     #[test]
     fn a_transient_names_its_step_and_the_step_that_met_the_objective_again() {
-        let v = [
-            verdict(20.0, true),
-            verdict(40.0, false),
-            verdict(60.0, false),
-            verdict(80.0, true),
-        ];
-        for i in [1, 2] {
-            let Some(RunEvent::RampTransient {
-                step_rate,
-                p99_ms,
-                met_at_rate,
-                ..
-            }) = transient(i, &v)
-            else {
-                panic!("step {i}: no transient");
-            };
-            assert_eq!(
-                (step_rate, p99_ms, met_at_rate),
-                (v[i].rate, Some(900.0), 80.0)
-            );
-        }
-        // Not yet known: no later step has met the objective.
-        assert!(transient(1, &v[..3]).is_none());
-        assert!(transient(9, &v).is_none());
+        let t = Transient {
+            step: 1,
+            breached: verdict(40.0, false),
+            met_again: verdict(80.0, true),
+        };
+        let RunEvent::RampTransient {
+            step_rate,
+            p99_ms,
+            met_at_rate,
+            ..
+        } = transient(&t)
+        else {
+            panic!("not a transient");
+        };
+        assert_eq!((step_rate, p99_ms, met_at_rate), (40.0, Some(900.0), 80.0));
     }
 }

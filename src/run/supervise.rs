@@ -15,7 +15,6 @@ use super::guards::{self, HostProbe, Trip};
 use super::inject::{perform, undo};
 use super::judge::{live_judge, transient, window_judged, Shown};
 use super::monitor::{Latest, MonitorHandle};
-use crate::analysis::saturation::StepVerdict;
 use crate::engine::balancer::{self, Traffic};
 use crate::engine::deploy::Deployed;
 use crate::engine::fault_proxy::FaultProxy;
@@ -59,8 +58,7 @@ pub(super) struct Supervisor<'s> {
     stops_at_knee: Option<usize>,
     stopped: Option<RampStop>,
     shown: Vec<Shown>,
-    /// The ramp's steps judged so far, and how many transients the events have told.
-    verdicts: Vec<StepVerdict>,
+    /// How many transients the events have told.
     transients_told: usize,
     /// A host that cannot be read is said once (it may fail every tick).
     host_unread: bool,
@@ -112,7 +110,6 @@ impl<'s> Supervisor<'s> {
                 .map(|c| c as usize),
             stopped: None,
             shown: Vec::new(),
-            verdicts: Vec::new(),
             transients_told: 0,
             host_unread: false,
             last_image_check: now,
@@ -244,16 +241,13 @@ impl<'s> Supervisor<'s> {
             if let Some(e) = window_judged(*i, v, &self.shown) {
                 events.emit(e);
             }
-            self.verdicts.push(v.clone());
         }
-        for &i in look
+        for t in look
             .transients
             .get(self.transients_told..)
             .unwrap_or_default()
         {
-            if let Some(e) = transient(i, &self.verdicts) {
-                events.emit(e);
-            }
+            events.emit(transient(t));
         }
         self.transients_told = self.transients_told.max(look.transients.len());
     }

@@ -214,7 +214,8 @@ impl CgroupFiles {
             )
         };
         let mut c = Counters::default();
-        match &self.files {
+        // Inactive file pages, which the working set leaves out of usage.
+        let inactive_file = match &self.files {
             Files::V2 {
                 cpu_stat,
                 memory_current,
@@ -236,12 +237,10 @@ impl CgroupFiles {
                 );
                 let stat = read_at0(memory_stat, buf)?;
                 c.memory_rss_bytes = parse::v2_anon(stat);
-                c.memory_working_set_bytes = c
-                    .memory_bytes
-                    .zip(parse::v2_inactive_file(stat))
-                    .map(|(usage, inactive)| crate::rundir::samples::working_set(usage, inactive));
+                let inactive = parse::v2_inactive_file(stat);
                 c.memory_limit_bytes = parse::memory_limit(read_at0(memory_max, buf)?);
                 c.oom_kills = parse::keyed(read_at0(memory_events, buf)?, "oom_kill");
+                inactive
             }
             Files::V1 {
                 usage,
@@ -278,14 +277,16 @@ impl CgroupFiles {
                 );
                 let stat = read_at0(memory_stat, buf)?;
                 c.memory_rss_bytes = parse::v1_rss(stat);
-                c.memory_working_set_bytes = c
-                    .memory_bytes
-                    .zip(parse::v1_inactive_file(stat))
-                    .map(|(usage, inactive)| crate::rundir::samples::working_set(usage, inactive));
+                let inactive = parse::v1_inactive_file(stat);
                 c.memory_limit_bytes = parse::memory_limit(read_at0(memory_limit, buf)?);
                 c.oom_kills = parse::keyed(read_at0(oom_control, buf)?, "oom_kill");
+                inactive
             }
-        }
+        };
+        c.memory_working_set_bytes = c
+            .memory_bytes
+            .zip(inactive_file)
+            .map(|(usage, inactive)| crate::rundir::samples::working_set(usage, inactive));
         if let Some(f) = &self.net_dev {
             if let Some((rx, tx)) = read_at0(f, buf).ok().and_then(parse::net_dev) {
                 c.net_rx_bytes = Some(rx);

@@ -29,6 +29,16 @@ pub struct Stop {
     pub last_rate: f64,
 }
 
+/// A breach a met step refuted within `confirm` steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transient {
+    /// The breaching step's index.
+    pub step: usize,
+    pub breached: StepVerdict,
+    /// The first later step that met the objective.
+    pub met_again: StepVerdict,
+}
+
 #[derive(Debug, Clone)]
 pub struct LiveRamp {
     steps: Vec<Step>,
@@ -159,12 +169,21 @@ impl LiveRamp {
         saturation::of_steps(self.judged.clone(), self.confirm)
     }
 
-    /// The transients known so far, by step index in step order: breaching steps a met step
-    /// followed within `confirm` steps.
-    pub fn transients(&self) -> Vec<usize> {
+    /// The transients known so far, in step order: breaching steps before the first sustained
+    /// breach (the offline rule, on the steps judged so far), each with the step that met the
+    /// objective again. A breach still awaiting its confirmations is not one yet.
+    pub fn transients(&self) -> Vec<Transient> {
         let met: Vec<bool> = self.judged.iter().map(|v| v.met).collect();
-        (0..met.len())
-            .filter(|&i| !met[i] && met[i + 1..met.len().min(i + 1 + self.confirm)].contains(&true))
+        saturation::transients(&met, self.confirm)
+            .into_iter()
+            .filter_map(|step| {
+                let again = self.judged[step + 1..].iter().find(|v| v.met)?;
+                Some(Transient {
+                    step,
+                    breached: self.judged[step].clone(),
+                    met_again: again.clone(),
+                })
+            })
             .collect()
     }
 
@@ -375,7 +394,7 @@ mod tests {
         for (r, end) in stream(reqs.clone(), 11) {
             live.push(r, end);
             live.advance();
-            let t = live.transients();
+            let t: Vec<usize> = live.transients().iter().map(|t| t.step).collect();
             if t.len() > transients_seen.len() {
                 // Known once the next step met the objective, and never stopping the ramp.
                 assert_eq!(live.stop(), None);
@@ -406,6 +425,39 @@ mod tests {
         }
         assert_eq!(live.stop().map(|s| s.breach_rate), Some(80.0));
         assert_eq!(live.saturation().rate, Some(60.0));
+    }
+
+    #[test]
+    fn a_met_step_after_the_sustained_breach_makes_no_transient_live_or_offline() {
+        // The stalled ramp run to its top, whose last step (200/s) is fast again: the breach
+        // at 180/s that it follows comes after the sustained one at 160/s.
+        let (steps, mut reqs) = stalled(13);
+        for (r, end) in &mut reqs {
+            if r.start_ns >= steps[9].start_ns {
+                r.duration_ms = 10.0;
+                *end = r.start_ns + S / 100;
+            }
+        }
+        let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 1, false);
+        for (r, end) in stream(reqs.clone(), 13) {
+            live.push(r, end);
+            live.advance();
+        }
+        live.finish();
+        let seen: Vec<(usize, f64)> = live
+            .transients()
+            .iter()
+            .map(|t| (t.step, t.met_again.rate))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![(3, 100.0)],
+            "the stall alone, met again at 100/s"
+        );
+        let offline: Vec<Request> = reqs.iter().map(|r| r.0).collect();
+        let want = saturation::saturation(&offline, &steps, &objective(), 1);
+        assert_eq!(want.transients, vec![80.0]);
+        assert_eq!(live.saturation(), want);
     }
 
     #[test]

@@ -292,6 +292,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn saturation_is_read_at_the_step_before_the_breach() {
+        assert_eq!(before(Some(2), 4), Some(1));
+        assert_eq!(before(Some(0), 2), None, "broken at the first step");
+        assert_eq!(before(None, 2), Some(1), "no breach: the last step");
+        assert_eq!(before(None, 0), None);
+    }
+
+    #[test]
     fn ranks_are_exact() {
         assert_eq!(rank(99.9, 1000), 999);
         assert_eq!(rank(99.0, 100), 99);

@@ -112,12 +112,6 @@ pub fn verdicts(
         .collect()
 }
 
-/// The saturation read at a breach (the step before it) and the breach, as indexes into
-/// the steps.
-pub fn saturation(met: &[bool], breach: Option<usize>) -> (Option<usize>, Option<usize>) {
-    (before(breach, met.len()), breach)
-}
-
 /// How a ramp's rows are read: whether its load stopped at the knee (a definition that did
 /// not breach by then is censored there, not "not reached") and its `confirm-steps`.
 #[derive(Debug, Clone, Copy)]
@@ -153,7 +147,7 @@ pub fn rows(
             ("saturation", sustained, "sustained_breach"),
             ("saturation_before_first_breach", first, "first_breach"),
         ] {
-            let (sat, breach) = saturation(&met, breach);
+            let sat = before(breach, met.len());
             if breach == Some(0) {
                 // The first step already broke it: below that step, an upper bound.
                 x.noted(metric, rate(breach), "1/s", BELOW_FIRST_STEP);
@@ -222,17 +216,6 @@ mod tests {
             fault: String::new(),
             repetition: 1,
         }
-    }
-
-    #[test]
-    fn saturation_is_the_last_step_met_before_the_breach() {
-        assert_eq!(
-            saturation(&[true, true, false, true], Some(2)),
-            (Some(1), Some(2))
-        );
-        assert_eq!(saturation(&[false, true], Some(0)), (None, Some(0)));
-        assert_eq!(saturation(&[true, true], None), (Some(1), None));
-        assert_eq!(saturation(&[], None), (None, None));
     }
 
     #[test]
