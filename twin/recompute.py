@@ -419,6 +419,15 @@ def read_run_json(path: Path):
     elif isinstance(confirm, bool) or not isinstance(confirm, int) or confirm < 0:
         raise _json_error(path, f"frame.confirm_steps is not a non-negative integer: {confirm!r}")
     f["confirm"] = confirm
+    # Each route's declared expected 4xx share (docs/analysis.md, "Expected 4xx"); absent in
+    # older run.json files: none declared.
+    declared = frame.get("expected_4xx") or {}
+    if not isinstance(declared, dict):
+        raise _json_error(path, "frame.expected_4xx is not an object of route → ratio")
+    for route, share in declared.items():
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise _json_error(path, f"frame.expected_4xx.{route} is not a ratio in [0, 1]: {share!r}")
+    f["expected_4xx"] = {str(k): float(v) for k, v in declared.items()}
     o = _get(path, frame, "objective", "frame")
     f["p99_ms"] = _num(path, o, "p99_ms", "frame.objective")
     f["failed_bound"] = _num(path, o, "failed_share", "frame.objective")
@@ -666,6 +675,19 @@ def cpu_memory_rows(out: RunRows, cont: Containers, a, b, definition, step_rate,
         out.add("requests_per_core_second", eff, "1/core·s", container="replicas", **kw)
 
 
+def served(req: Requests, f, lo, hi):
+    """The answers served by requests lo:hi (docs/analysis.md, "Expected 4xx"): every 2xx,
+    and per route its 4xx up to its declared share of its requests (none undeclared)."""
+    ok = int(req.s2xx[lo:hi].sum())
+    routes = req.route[lo:hi]
+    s4xx = req.s4xx[lo:hi]
+    extra = 0.0
+    for name, share in f["expected_4xx"].items():
+        mine = routes == name
+        extra += min(float(s4xx[mine].sum()), share * float(mine.sum()))
+    return ok + extra
+
+
 def window_bounds(a, b, W):
     """The full windows [a + jW, a + (j+1)W) of [a, b), or [a, b) when shorter than W."""
     if b - a < W:
@@ -713,7 +735,7 @@ def knees(met, confirm):
 def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offered=None):
     """The measured phase's request rows over the requests `sel` of req (a slice or an
     index array) and the phase's length L (s): requests, achieved rate, latencies and the
-    shares; with `offered` (the whole phase), offered_rate too. Returns the failed count."""
+    shares; with `offered` (the whole phase), offered_rate too."""
     dur = req.dur[sel]
     n = len(dur)
     kw = dict(definition=definition)
@@ -731,7 +753,6 @@ def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offer
     for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
                        ("status_4xx_share", req.s4xx), ("status_2xx_share", req.s2xx)):
         out.add(name, int(mask[sel].sum()) / n if n else 0, "ratio", **kw)
-    return failed_n
 
 
 def compute_run(run_dir: Path):
@@ -745,7 +766,7 @@ def compute_run(run_dir: Path):
     lo, hi = req.span(ms, me)
     n = hi - lo
     L = (me - ms) / 1e9
-    failed_n = phase_request_rows(out, req, slice(lo, hi), L, offered=f["offered"])
+    phase_request_rows(out, req, slice(lo, hi), L, offered=f["offered"])
     out.add("dropped_iterations", f["dropped"], "count")
     # Latency from each request's scheduled instant, where the file has it (docs/analysis.md).
     if req.scheduled is not None and n:
@@ -765,6 +786,8 @@ def compute_run(run_dir: Path):
     for name in sorted(r for r in pd.unique(routes) if r != ""):
         idx = lo + np.flatnonzero(routes == name)
         phase_request_rows(out, req, idx, L, definition=f"route:{name}")
+        out.add("expected_4xx_share", f["expected_4xx"].get(name, 0.0), "ratio",
+                definition=f"route:{name}")
 
     # --- the per-second series
     K = max(0, (me - ms) // NS)
@@ -792,7 +815,7 @@ def compute_run(run_dir: Path):
         out.add("second_failed", int(sec_failed[k]), "count", second=k)
 
     # --- CPU and memory, efficiency, the measurement path
-    cpu_memory_rows(out, cont, ms, me, "measured", None, efficiency_ok=n - failed_n)
+    cpu_memory_rows(out, cont, ms, me, "measured", None, efficiency_ok=served(req, f, lo, hi))
     for role in PATH_ROLES:
         for name in sorted(c for c, v in f["caps"].items() if v["role"] == role):
             share, _ = cont.cpu(name, ms, me)
@@ -816,7 +839,7 @@ def compute_run(run_dir: Path):
             out.add("step_achieved_rate", achieved, "1/s", step_rate=rate)
             out.add("step_p99", percentile(req.dur[slo:shi], P99), "ms", step_rate=rate)
             out.add("step_failed_share", sfailed / sn if sn else 0, "ratio", step_rate=rate)
-            cpu_memory_rows(out, cont, a, b, "step", rate, efficiency_ok=sn - sfailed)
+            cpu_memory_rows(out, cont, a, b, "step", rate, efficiency_ok=served(req, f, slo, shi))
             W, p99b, fb = f["W"], f["p99_ms"], f["failed_bound"]
             verdicts["objective-windows"].append(windows_met(req, a, b, W, p99b, fb, True, True))
             verdicts["every-second"].append(windows_met(req, a, b, NS, p99b, fb, True, True))
@@ -855,9 +878,8 @@ def compute_run(run_dir: Path):
         first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)
         s = steps[first]
         slo, shi = req.span(s["start"], s["end"])
-        served = (shi - slo) - int(req.failed_in(slo, shi))
         cpu_memory_rows(out, cont, s["start"], s["end"], "first-breach", s["rate"],
-                        efficiency_ok=served)
+                        efficiency_ok=served(req, f, slo, shi))
 
     # --- faults
     if f["fault_window"] is not None:

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use feedbench_core::analysis::routes;
 use feedbench_core::report::ramp::DEFINITIONS;
 use feedbench_core::report::rows::{number, Row, BELOW_FIRST_STEP};
 use feedbench_core::report::run::RunFigures;
@@ -336,9 +337,11 @@ fn usage_table(out: &mut String, r: &RunFigures, definition: &str, step: Option<
     );
 }
 
-/// Each run's measured phase route by route: the rows with `definition = route:<name>`.
+/// Each run's measured phase route by route: the rows with `definition = route:<name>`,
+/// a route more than a point over its declared 4xx share marked and named below.
 fn routes(out: &mut String, runs: &[RunFigures]) {
     let mut rows = Vec::new();
+    let mut over = Vec::new();
     for r in runs {
         let x = Rows(&r.rows);
         let names = r
@@ -356,10 +359,18 @@ fn routes(out: &mut String, runs: &[RunFigures]) {
                 "latency_p99",
                 "status_2xx_share",
                 "status_4xx_share",
+                "expected_4xx_share",
                 "status_5xx_share",
                 "failed_share",
             ] {
                 row.push(x.show(m, &d, "", None));
+            }
+            let value = |m: &str| x.find(m, &d, "", None).and_then(|r| r.value);
+            if let Some(share) = value("status_4xx_share") {
+                if routes::over_expected(share, value("expected_4xx_share")) {
+                    row[7].push_str(" ⚠");
+                    over.push(format!("`{name}` in {}", run_name(r)));
+                }
             }
             rows.push(row);
         }
@@ -367,14 +378,31 @@ fn routes(out: &mut String, runs: &[RunFigures]) {
     if rows.is_empty() {
         return;
     }
-    out.push_str("### The measured phase by route\n\nEach route's requests apart (docs/analysis.md, \"The measured phase\"): a route the others hide shows here.\n\n");
+    out.push_str("### The measured phase by route\n\nEach route's requests apart (docs/analysis.md, \"The measured phase\"): a route the others hide shows here. A 4xx share more than a point over the route's declared `expected-4xx` (none declared: 0 %) is marked ⚠; only the declared share of 4xx counts as served work (docs/analysis.md, \"Expected 4xx\").\n\n");
     table(
         out,
         &[
-            "run", "route", "requests", "achieved", "p50", "p99", "2xx", "4xx", "5xx", "failed",
+            "run",
+            "route",
+            "requests",
+            "achieved",
+            "p50",
+            "p99",
+            "2xx",
+            "4xx",
+            "4xx declared",
+            "5xx",
+            "failed",
         ],
         &rows,
     );
+    if !over.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n**4xx over the declared share:** {}.\n",
+            over.join(", ")
+        );
+    }
 }
 
 fn runs(out: &mut String, report: &StudyReport) {

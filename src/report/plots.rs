@@ -1046,6 +1046,7 @@ mod tests {
             },
             stopped: None,
             confirm_steps: None,
+            expected_4xx: BTreeMap::new(),
         }
     }
 

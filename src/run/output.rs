@@ -2,17 +2,19 @@
 //! converted from it, and the figures the run's record takes from them (the frame, a ramp's
 //! saturation, the measured phase's summary).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::execute::{write, EventLog, ExecuteError, Running};
 use super::judge::ramp_terms;
 use crate::analysis::live::LiveRamp;
 use crate::analysis::objective::JudgedWindows;
+use crate::analysis::routes::{self, Tally};
 use crate::analysis::saturation::{self, Saturation};
 use crate::engine::runtime::RuntimeError;
 use crate::rundir;
 use crate::rundir::events::RunEvent;
-use crate::rundir::frame::{Frame, FrameInputs, RampStop};
+use crate::rundir::frame::{Frame, FrameInputs, RampStop, Span};
 use crate::rundir::record::{Ending, Measured, RunRecord};
 use crate::rundir::requests::{self, LoadSummary, RequestsError};
 use crate::spec::load::LoadScript;
@@ -57,16 +59,6 @@ pub(super) fn keep(
         requests: summary.requests,
         dropped_iterations: summary.dropped_iterations,
     });
-    let reqs = match read_requests(&r.dir.join(rundir::REQUESTS_CSV)) {
-        Ok(reqs) => reqs,
-        Err(e) => {
-            record.load = Some(summary);
-            record.execution = Ending::Failed {
-                reason: e.to_string(),
-            };
-            return Ok(Vec::new());
-        }
-    };
     record.frame = summary.scenario_start_ns.map(|t0| {
         Frame::of(&FrameInputs {
             plan: r.plan,
@@ -78,6 +70,22 @@ pub(super) fn keep(
             stopped,
         })
     });
+    let measured = record.frame.as_ref().map(|f| f.measured);
+    let (reqs, tallies) = match read_requests(&r.dir.join(rundir::REQUESTS_CSV), measured) {
+        Ok(read) => read,
+        Err(e) => {
+            record.load = Some(summary);
+            record.execution = Ending::Failed {
+                reason: e.to_string(),
+            };
+            return Ok(Vec::new());
+        }
+    };
+    if let Some(f) = &record.frame {
+        for u in routes::unexpected(&tallies, &f.expected_4xx) {
+            record.warnings.push(u.to_string());
+        }
+    }
     record.saturation = record
         .frame
         .as_ref()
@@ -157,26 +165,40 @@ fn phase_windows(frame: &Frame, reqs: &[saturation::Request]) -> Option<JudgedWi
     ))
 }
 
-/// requests.csv as analysis reads it, read once, just after it was written: a row that
-/// does not read back fails the run, naming the file and the row.
-fn read_requests(requests_csv: &Path) -> Result<Vec<saturation::Request>, ExecuteError> {
+/// requests.csv as analysis reads it, read once, just after it was written, with each
+/// route's tally over the measured phase (none without a frame): a row that does not read
+/// back fails the run, naming the file and the row.
+fn read_requests(
+    requests_csv: &Path,
+    measured: Option<Span>,
+) -> Result<(Vec<saturation::Request>, BTreeMap<String, Tally>), ExecuteError> {
     let file = std::fs::File::open(requests_csv).map_err(|source| ExecuteError::Write {
         path: requests_csv.to_path_buf(),
         source,
     })?;
-    requests::read(std::io::BufReader::new(file))
-        .map(|r| {
-            let r = r.map_err(|e| ExecuteError::Requests {
-                path: requests_csv.to_path_buf(),
-                source: e,
-            })?;
-            Ok(saturation::Request {
-                start_ns: r.start_ns as i128,
-                duration_ms: r.duration_ms,
-                status: r.status,
-            })
-        })
-        .collect()
+    let mut reqs = Vec::new();
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for r in requests::read(std::io::BufReader::new(file)) {
+        let r = r.map_err(|e| ExecuteError::Requests {
+            path: requests_csv.to_path_buf(),
+            source: e,
+        })?;
+        let start_ns = r.start_ns as i128;
+        if measured.is_some_and(|m| (m.start_ns..m.end_ns).contains(&start_ns)) {
+            if !tallies.contains_key(&r.route) {
+                tallies.insert(r.route.clone(), Tally::default());
+            }
+            if let Some(t) = tallies.get_mut(&r.route) {
+                t.add(r.status);
+            }
+        }
+        reqs.push(saturation::Request {
+            start_ns,
+            duration_ms: r.duration_ms,
+            status: r.status,
+        });
+    }
+    Ok((reqs, tallies))
 }
 
 /// A warning when the live judgment of the ramp differs from the one made afterwards from
@@ -217,4 +239,43 @@ fn ramp_saturation(frame: &Frame, reqs: &[saturation::Request]) -> Option<Satura
         &objective,
         frame.confirm(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_routes_measured_requests_are_tallied_and_every_request_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(rundir::REQUESTS_CSV);
+        let mut text = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
+        // Warm-up (t = 0, 1) then the measured phase [2, 12): post answers 404 at odd t.
+        for t in 0..12u64 {
+            let (route, status) = if t % 2 == 1 {
+                ("post", 404)
+            } else {
+                ("feed", 200)
+            };
+            text.push_str(&format!("{t},{},{route},GET,{status},1,\n", t + 1));
+        }
+        std::fs::write(&path, text).unwrap();
+        let measured = Span {
+            start_ns: 2,
+            end_ns: 12,
+            offered_arrivals: 10.0,
+        };
+        let (reqs, tallies) = read_requests(&path, Some(measured)).unwrap();
+        assert_eq!(reqs.len(), 12, "the warm-up's requests are kept");
+        let t = |route: &str| (tallies[route].requests, tallies[route].status_4xx);
+        assert_eq!((t("feed"), t("post")), ((5, 0), (5, 5)));
+        // Undeclared, the post route's 404s are named; declared at 100 %, they are not.
+        let named = routes::unexpected(&tallies, &BTreeMap::new());
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].route, "post");
+        let declared = BTreeMap::from([("post".to_string(), 1.0)]);
+        assert!(routes::unexpected(&tallies, &declared).is_empty());
+        // Without a frame, nothing is tallied.
+        assert!(read_requests(&path, None).unwrap().1.is_empty());
+    }
 }

@@ -64,6 +64,16 @@ fn a_study_reports_verifies_and_catches_an_edit() {
         kill.contains("| 12 s |") && kill.contains("| 10 s |"),
         "{kill}"
     );
+    // The baseline's feed route answered 1.67 % 4xx and declares none: named; its post
+    // route answered 100 % against a declared 99.5 %: within a point.
+    let over = md
+        .lines()
+        .find(|l| l.starts_with("**4xx over the declared share:**"))
+        .unwrap_or_else(|| panic!("no route named over its 4xx share:\n{md}"));
+    assert!(
+        over.contains("`feed` in") && !over.contains("`post`"),
+        "{over}"
+    );
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("metrics.json")).unwrap()).unwrap();
     assert_eq!(json["format_version"], 1);

@@ -91,6 +91,9 @@ fn both_implementations_agree_and_find_the_known_answers() {
         ("route:post", "latency_p99", 200.0),
         ("route:feed", "latency_p99", 171.0),
         ("", "status_2xx_share", 0.86),
+        // post declares 99.5 % of its answers 4xx, feed none
+        ("route:post", "expected_4xx_share", 0.995),
+        ("route:feed", "expected_4xx_share", 0.0),
     ] {
         assert_eq!(
             value(&ours, baseline, metric, definition).0,
@@ -99,6 +102,13 @@ fn both_implementations_agree_and_find_the_known_answers() {
         );
     }
     assert_eq!(replicas("memory_working_set_peak"), Some(302_000_000.0));
+    // Served answers over the replicas' 3.35 core-seconds: 172 × 200 and 19.9 of the post
+    // route's 20 404s (its declared share); feed's 3 undeclared 404s and 5 failed are not.
+    let efficiency = replicas("requests_per_core_second").unwrap();
+    assert!(
+        (efficiency - (172.0 + 19.9) / 3.35).abs() < 1e-9,
+        "{efficiency}"
+    );
     assert_eq!(replicas("memory_working_set_mean"), Some(271_000_000.0));
 
     let ramp = "feed-rs.indexed/ramp/r1";

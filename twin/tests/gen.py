@@ -38,9 +38,10 @@ DEFAULT_CAPS = {
 def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=None,
           repetition=1, start, end, offered, steps=(), p99_ms=500, failed_share=0.01,
           window_ns=60 * NS, fault_window=None, caps=None, recovery=None, stopped=None,
-          confirm_steps=None):
-    """run.json's frame. `stopped` (a ramp stopped at its knee) and `confirm_steps` are
-    written only when given, as older run.json files lack them."""
+          confirm_steps=None, expected_4xx=None):
+    """run.json's frame. `stopped` (a ramp stopped at its knee), `confirm_steps` and
+    `expected_4xx` (route → declared 4xx share) are written only when given, as older
+    run.json files lack them."""
     f = {
         "contender": contender, "variant": variant, "profile": profile, "fault": fault,
         "repetition": repetition,
@@ -56,6 +57,8 @@ def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=N
         f["stopped"] = stopped
     if confirm_steps is not None:
         f["confirm_steps"] = confirm_steps
+    if expected_4xx is not None:
+        f["expected_4xx"] = expected_4xx
     return f
 
 
@@ -183,7 +186,9 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
     measured phase: 2 × 0, 3 × 503 and 3 × 404 on `feed` (the rest 200), 20 × 404 on `post`:
     23 × 404 in all, 172 × 200. Per route: `post` 20 requests (1/s), durations 10·(k + 1)
     ms + shift_ms (p99 200 ms + shift_ms), all 404; `feed` 180 requests (9/s), p99 171 ms
-    + shift_ms, 172 × 200, 3 × 404, 5 failed. `route_column` False writes requests.csv
+    + shift_ms, 172 × 200, 3 × 404, 5 failed. The post route declares an expected 4xx share
+    of 99.5 % (its 100 % is within a point of it; 19.9 of its 20 404s are served answers),
+    the feed route none (its 1.67 % is over). `route_column` False writes requests.csv
     without its `route` column.
     With `native`, requests.csv has `scheduled_ns`: request j was sent 2·j ms after its
     scheduled instant (so its latency from the schedule is its duration + 2·j ms).
@@ -216,7 +221,8 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
     if native:
         lag = ((req["start_ns"] - ms) % NS) // (100 * MS) * 2 * MS
         req["scheduled_ns"] = req["start_ns"] - lag
-    f = frame(repetition=repetition, start=ms, end=me, offered=202)
+    f = frame(repetition=repetition, start=ms, end=me, offered=202,
+              expected_4xx={"post": 0.995})
 
     # containers: rows every second, unix a little late, over [ms - 2 s, me + 1 s]
     ticks = np.arange(0, 24)

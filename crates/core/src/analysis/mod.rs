@@ -2,4 +2,5 @@
 
 pub mod live;
 pub mod objective;
+pub mod routes;
 pub mod saturation;

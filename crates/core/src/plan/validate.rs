@@ -539,6 +539,13 @@ fn workload(plan: &Plan, w: &Workload, at: &str, f: &mut Findings) {
             )
             .hint("remove the route to leave it out of the mix");
         }
+        if let Some(share) = r.expected_4xx.filter(|s| s.percent > 100.0) {
+            f.error(
+                format!("{base}.expected-4xx"),
+                format!("a share of the route's requests cannot be {share}"),
+            )
+            .hint("give the share of its requests whose right answer is a 4xx, 0% to 100%");
+        }
         if !r.path.starts_with('/') || r.path.contains(char::is_whitespace) {
             f.error(
                 format!("{base}.path"),

@@ -1,8 +1,11 @@
 //! Requests over a span: counts by class, nearest-rank latency percentiles, and the
 //! per-second series (docs/analysis.md, "The measured phase" and "The per-second series").
 
+use std::collections::BTreeMap;
+
 use super::out::Out;
 use super::read::Req;
+use crate::analysis::routes;
 use crate::analysis::saturation::percentile;
 use crate::rundir::frame::Span;
 
@@ -66,6 +69,48 @@ impl Stats {
     }
 }
 
+/// A run's requests with each route's declared expected 4xx share (by `Req::route`).
+pub struct Answers<'a> {
+    pub reqs: &'a [Req],
+    expected: Vec<Option<f64>>,
+}
+
+impl<'a> Answers<'a> {
+    pub fn of(reqs: &'a [Req], routes: &[String], declared: &BTreeMap<String, f64>) -> Self {
+        Answers {
+            reqs,
+            expected: routes.iter().map(|n| declared.get(n).copied()).collect(),
+        }
+    }
+
+    /// The route's declared expected 4xx share.
+    pub fn expected(&self, route: u16) -> Option<f64> {
+        self.expected.get(usize::from(route)).copied().flatten()
+    }
+
+    /// The answers served by the requests that started in `[a, b)`: the 2xx, and each
+    /// route's 4xx up to its declared share of its requests (docs/analysis.md, "Expected
+    /// 4xx").
+    pub fn served(&self, a: i128, b: i128) -> f64 {
+        let mut by_route: BTreeMap<u16, (usize, usize)> = BTreeMap::new();
+        let mut ok = 0usize;
+        for r in within(self.reqs, a, b) {
+            let t = by_route.entry(r.route).or_default();
+            t.0 += 1;
+            match r.status {
+                200..=299 => ok += 1,
+                400..=499 => t.1 += 1,
+                _ => {}
+            }
+        }
+        let declared_4xx: f64 = by_route
+            .iter()
+            .map(|(&route, &(n, n4xx))| routes::served_4xx(n4xx, n, self.expected(route)))
+            .sum();
+        ok as f64 + declared_4xx
+    }
+}
+
 /// The nearest-rank percentile of a span's durations without sorting them all.
 pub fn quick_p(reqs: &[Req], p: f64, scratch: &mut Vec<f64>) -> Option<f64> {
     if reqs.is_empty() {
@@ -79,22 +124,28 @@ pub fn quick_p(reqs: &[Req], p: f64, scratch: &mut Vec<f64>) -> Option<f64> {
 }
 
 /// The measured phase's rows, then each route's (`definition = route:<name>`).
-pub fn measured(out: &mut Out, reqs: &[Req], routes: &[String], span: &Span, dropped: Option<u64>) {
-    let span_reqs = within(reqs, span.start_ns, span.end_ns);
+pub fn measured(
+    out: &mut Out,
+    answers: &Answers<'_>,
+    routes: &[String],
+    span: &Span,
+    dropped: Option<u64>,
+) {
+    let span_reqs = within(answers.reqs, span.start_ns, span.end_ns);
     let len = span.len_s();
     out.value("offered_rate", ratio(span.offered_arrivals, len), "1/s");
-    answers(out, &Stats::of(span_reqs), len);
+    answer_rows(out, &Stats::of(span_reqs), len);
     match dropped {
         Some(d) => out.count("dropped_iterations", d as usize),
         None => out.empty("dropped_iterations", "count", super::rows::NONE),
     }
     from_schedule(out, span_reqs);
-    by_route(out, span_reqs, routes, len);
+    by_route(out, answers, span_reqs, routes, len);
 }
 
 /// The rows of what a span's requests were answered, over `len_s` seconds: how many, how
 /// fast, and the shares by status class.
-fn answers(out: &mut Out, s: &Stats, len_s: f64) {
+fn answer_rows(out: &mut Out, s: &Stats, len_s: f64) {
     out.count("requests", s.requests);
     out.value("achieved_rate", ratio(s.requests as f64, len_s), "1/s");
     for (metric, p) in [
@@ -116,7 +167,13 @@ fn answers(out: &mut Out, s: &Stats, len_s: f64) {
 
 /// Each route's answers over the span (`definition = route:<name>`), routes by name; a
 /// route with an empty name (a file without the column) has none.
-fn by_route(out: &mut Out, span_reqs: &[Req], routes: &[String], len_s: f64) {
+fn by_route(
+    out: &mut Out,
+    answers: &Answers<'_>,
+    span_reqs: &[Req],
+    routes: &[String],
+    len_s: f64,
+) {
     let mut order: Vec<(usize, &String)> = routes
         .iter()
         .enumerate()
@@ -133,7 +190,10 @@ fn by_route(out: &mut Out, span_reqs: &[Req], routes: &[String], len_s: f64) {
             continue;
         }
         let mut x = out.under(&format!("route:{name}"));
-        answers(&mut x, &Stats::of(&mine), len_s);
+        answer_rows(&mut x, &Stats::of(&mine), len_s);
+        // Declared or not: a route without a declaration expects none.
+        let expected = answers.expected(id as u16).unwrap_or(0.0);
+        x.value("expected_4xx_share", Some(expected), "ratio");
         out.absorb(x);
     }
 }
@@ -281,7 +341,14 @@ mod tests {
             fault: String::new(),
             repetition: 1,
         });
-        measured(&mut out, &reqs, &routes, &span, None);
+        let declared = BTreeMap::from([("post".to_string(), 1.0)]);
+        measured(
+            &mut out,
+            &Answers::of(&reqs, &routes, &declared),
+            &routes,
+            &span,
+            None,
+        );
         let get = |d: &str, m: &str| {
             out.rows
                 .iter()
@@ -297,11 +364,23 @@ mod tests {
         assert_eq!(get("route:feed", "status_4xx_share"), Some(0.0));
         assert_eq!(get("route:post", "status_4xx_share"), Some(1.0));
         assert_eq!(get("route:post", "latency_p50"), Some(50.0));
+        assert_eq!(get("route:post", "expected_4xx_share"), Some(1.0));
+        assert_eq!(
+            get("route:feed", "expected_4xx_share"),
+            Some(0.0),
+            "none declared"
+        );
         // No offered rate per route: the schedule does not say which route each arrival is.
         assert_eq!(get("route:post", "offered_rate"), None);
         // Without a route column (no names), no route rows.
         let mut bare = Out::new(out.rows[0].key.clone());
-        measured(&mut bare, &reqs, &[], &span, None);
+        measured(
+            &mut bare,
+            &Answers::of(&reqs, &[], &declared),
+            &[],
+            &span,
+            None,
+        );
         assert!(bare
             .rows
             .iter()

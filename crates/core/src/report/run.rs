@@ -99,9 +99,10 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     let key = key_of(&record.run_id, &frame);
     let mut out = Out::new(key.clone());
     let m = frame.measured;
+    let answers = latency::Answers::of(&reqs, &routes, &frame.expected_4xx);
     latency::measured(
         &mut out,
-        &reqs,
+        &answers,
         &routes,
         &m,
         record.load.as_ref().map(|l| l.dropped_iterations),
@@ -114,7 +115,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
 
     let usage = usage::prepare(&samples, &frame.caps);
     let mut x = out.under("measured");
-    usage::rows(&mut x, &usage, &frame.caps, &reqs, m.start_ns, m.end_ns);
+    usage::rows(&mut x, &usage, &frame.caps, &answers, m.start_ns, m.end_ns);
     out.absorb(x);
     for (name, cap) in &frame.caps {
         if matches!(
@@ -144,13 +145,13 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         );
         for s in &frame.steps {
             let mut x = out.under("step").at_step(s.rate);
-            usage::rows(&mut x, &usage, &frame.caps, &reqs, s.start_ns, s.end_ns);
+            usage::rows(&mut x, &usage, &frame.caps, &answers, s.start_ns, s.end_ns);
             out.absorb(x);
         }
         if let Some(i) = look {
             let s = frame.steps[i];
             let mut x = out.under("first-breach").at_step(s.rate);
-            usage::rows(&mut x, &usage, &frame.caps, &reqs, s.start_ns, s.end_ns);
+            usage::rows(&mut x, &usage, &frame.caps, &answers, s.start_ns, s.end_ns);
             out.absorb(x);
         }
     }

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::latency::within;
+use super::latency::Answers;
 use super::out::Out;
-use super::read::{Req, Sample};
+use super::read::Sample;
 use crate::analysis::saturation::percentile;
 use crate::rundir::frame::Cap;
 
@@ -153,7 +153,7 @@ pub fn rows(
     out: &mut Out,
     usage: &BTreeMap<String, Usage>,
     caps: &BTreeMap<String, Cap>,
-    reqs: &[Req],
+    answers: &Answers<'_>,
     a: i128,
     b: i128,
 ) {
@@ -204,7 +204,7 @@ pub fn rows(
         );
         o.value(&format!("{metric}_mean"), mean(&sums), "bytes");
     }
-    let served = within(reqs, a, b).iter().filter(|r| !r.failed()).count() as f64;
+    let served = answers.served(a, b);
     o.value(
         "requests_per_core_second",
         cpu.filter(|c| *c > 0.0).map(|c| served / c),
@@ -216,6 +216,7 @@ pub fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::read::Req;
     use crate::report::rows::RunKey;
 
     fn sample(name: &str, role: &str, t_s: i128, cpu: Option<f64>, rss: f64) -> Sample {
@@ -285,16 +286,25 @@ mod tests {
         assert_eq!(u.cpu_share(0, 10_000_000_000), (Some(50.0), Some(50.0)));
         // The down row broke r2's chain: only 3 → 4 counts.
         assert_eq!(usage["r2"].cpu_seconds(0, 10_000_000_000), Some(0.5));
+        // A 500, then five feeds and a post answered 200, then three posts answered 404: the
+        // post route declares half its answers 404.
         let reqs: Vec<Req> = (0..10)
             .map(|i| Req {
                 start_ns: i * 100_000_000,
                 end_ns: i * 100_000_000 + 1,
-                status: if i == 0 { 500 } else { 200 },
+                status: match i {
+                    0 => 500,
+                    7.. => 404,
+                    _ => 200,
+                },
                 duration_ms: 1.0,
                 scheduled_ns: None,
-                route: 0,
+                route: u16::from(i >= 6),
             })
             .collect();
+        let routes = ["feed".to_string(), "post".to_string()];
+        let declared = BTreeMap::from([("post".to_string(), 0.5)]);
+        let answers = Answers::of(&reqs, &routes, &declared);
         let key = RunKey {
             run: "r".into(),
             contender: "c".into(),
@@ -304,7 +314,7 @@ mod tests {
             repetition: 1,
         };
         let mut out = Out::new(key);
-        rows(&mut out, &usage, &caps, &reqs, 0, 10_000_000_000);
+        rows(&mut out, &usage, &caps, &answers, 0, 10_000_000_000);
         let get = |c: &str, m: &str| {
             out.rows
                 .iter()
@@ -312,8 +322,9 @@ mod tests {
                 .and_then(|r| r.value)
         };
         assert_eq!(get(REPLICAS, "cpu_seconds"), Some(1.0));
-        // 9 served over 1 core-second.
-        assert_eq!(get(REPLICAS, "requests_per_core_second"), Some(9.0));
+        // 6 answered 200 and 2 of the 3 404s (half the post route's 4) served over 1
+        // core-second.
+        assert_eq!(get(REPLICAS, "requests_per_core_second"), Some(8.0));
         // Ticks 0, 2, 3, 4: 110, 300, 20, 30.
         assert_eq!(get(REPLICAS, "memory_rss_peak"), Some(300.0));
         assert_eq!(get(REPLICAS, "memory_rss_mean"), Some(115.0));

@@ -133,6 +133,10 @@ pub struct Frame {
     /// sustained one, as those ramps were judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm_steps: Option<usize>,
+    /// The routes of the profile's workload that declare an expected 4xx share (a ratio),
+    /// by name. Absent in run.json files written before routes declared one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub expected_4xx: BTreeMap<String, f64>,
 }
 
 /// A step ramp stopped at its knee (`stop-on-breach`): judged live, the first step of the
@@ -158,6 +162,18 @@ pub struct FrameInputs<'a> {
     pub scenario_start_ns: i128,
     /// The ramp's stop at its knee, when it stopped.
     pub stopped: Option<RampStop>,
+}
+
+/// The declared expected 4xx shares of the routes of `profile`'s workload, as ratios.
+fn expected_4xx(plan: &Plan, profile: &str) -> BTreeMap<String, f64> {
+    let Some(p) = plan.profiles.get(profile) else {
+        return BTreeMap::new();
+    };
+    plan.workload_of(p)
+        .routes
+        .iter()
+        .filter_map(|(name, r)| Some((name.to_string(), r.expected_4xx?.fraction())))
+        .collect()
 }
 
 fn ns(s: f64) -> i128 {
@@ -267,6 +283,7 @@ impl Frame {
                 .get(i.run.profile.as_str())
                 .and_then(|p| p.confirm_steps())
                 .map(|c| c as usize),
+            expected_4xx: expected_4xx(plan, &i.run.profile),
         }
     }
 

@@ -17,7 +17,7 @@ pub enum Dim {
     /// Arrivals or requests per second.
     Rate,
     Bytes,
-    /// Requests per replica core-second.
+    /// Served answers (2xx and each route's declared share of 4xx) per replica core-second.
     Efficiency,
 }
 
@@ -338,7 +338,7 @@ pub const FUNCTIONS: [Function; 15] = [
         dim: Dim::Efficiency,
         reads: Reads::Efficiency,
         needs_ramp: false,
-        summary: "requests that did not fail per replica core-second",
+        summary: "answers served (2xx, and declared 4xx) per replica core-second",
     },
     Function {
         name: "recovery",

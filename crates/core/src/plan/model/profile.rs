@@ -197,6 +197,12 @@ pub struct Route {
     /// The links this route's requests cross (so a fault's effect can be checked).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub touches: Vec<Name>,
+    /// The share of this route's requests whose right answer is a 4xx (e.g. a post the
+    /// anonymous viewer may not see), derived from the seed data. The report flags a route
+    /// whose 4xx share is over it by more than a point, and counts these 4xx as served work.
+    /// Absent: none is expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_4xx: Option<Percent>,
 }
 
 fn get() -> Method {
