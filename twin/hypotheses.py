@@ -64,6 +64,16 @@ def _is_segment_char(c):
     return _is_letter(c) or _is_digit(c) or c in "-_"
 
 
+def _is_status_class(text, i):
+    """Whether a status class (`2xx`, `4xx`, `5xx`, …) starts at i: one digit, `xx`, and
+    then no letter, digit or `_`."""
+    if not (_is_digit(text[i]) and text.startswith("xx", i + 1)):
+        return False
+    after = i + 3
+    return after >= len(text) or not (_is_letter(text[after]) or _is_digit(text[after])
+                                      or text[after] == "_")
+
+
 class Token:
     __slots__ = ("kind", "text", "start", "end", "value")
 
@@ -92,6 +102,11 @@ def tokenize(text: str):
             i += 1
             continue
         start = i
+        if _is_status_class(text, i):
+            # a status class (`5xx`): a name, not a number with a unit
+            toks.append(Token("name", text[i:i + 3], i, i + 3))
+            i += 3
+            continue
         if _is_digit(c):
             while i < n and _is_digit(text[i]):
                 i += 1

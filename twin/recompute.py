@@ -496,6 +496,7 @@ class Requests:
         self.scheduled = (df["scheduled_ns"].to_numpy()[order]
                           if "scheduled_ns" in df.columns and not df["scheduled_ns"].isna().any()
                           else None)
+        self.status = status
         self.failed = (status == 0) | (status >= 500)
         self.no_response = status == 0
         self.s5xx = status >= 500
@@ -743,16 +744,147 @@ def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offer
     if offered is not None:
         out.add("offered_rate", offered / L if L > 0 else None, "1/s", **kw)
     out.add("achieved_rate", n / L if L > 0 else None, "1/s", **kw)
-    ps = percentiles(dur, [P50, P90, P95, P99, P999])
-    for name, v in zip(("latency_p50", "latency_p90", "latency_p95", "latency_p99",
-                        "latency_p99_9"), ps):
-        out.add(name, v, "ms", **kw)
-    out.add("latency_max", float(dur.max()) if n else None, "ms", **kw)
+    latency_rows(out, dur, definition)
     failed_n = int(req.failed[sel].sum())
     out.add("failed_share", failed_n / n if n else 0, "ratio", **kw)
     for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
                        ("status_4xx_share", req.s4xx), ("status_2xx_share", req.s2xx)):
         out.add(name, int(mask[sel].sum()) / n if n else 0, "ratio", **kw)
+
+
+def latency_rows(out: RunRows, dur: np.ndarray, definition):
+    """latency_p50 … latency_p99_9 (nearest rank) and latency_max of the durations `dur`,
+    empty (note `none`) without any."""
+    ps = percentiles(dur, [P50, P90, P95, P99, P999])
+    for name, v in zip(("latency_p50", "latency_p90", "latency_p95", "latency_p99",
+                        "latency_p99_9"), ps):
+        out.add(name, v, "ms", definition=definition)
+    out.add("latency_max", float(dur.max()) if len(dur) else None, "ms", definition=definition)
+
+
+# The status classes of the `status:` qualifier (docs/analysis.md, "qualified rows"):
+# name, lowest and highest status (None: no bound).
+STATUS_CLASSES = (("2xx", 200, 299), ("4xx", 400, 499), ("5xx", 500, None))
+
+
+def qualifier(at="", route="", status=""):
+    """A qualified row's definition: `at:`, `route:`, `status:` in that order, joined by a
+    space, the defaults (empty) left out."""
+    parts = (f"at:{at}" if at else "", f"route:{route}" if route else "",
+             f"status:{status}" if status else "")
+    return " ".join(p for p in parts if p)
+
+
+def request_spans(f, instants, down=None):
+    """The spans of the qualified rows, (at, start, end): the measured phase (at ""), and for
+    a run whose fault was applied (`instants` (applied, cleared or None), else None)
+    `fault`, [applied, cleared) or [applied, measured end); with the balancer's first DOWN
+    of the fault's target (`down`, fault_down's) `until-down`, [applied, down); and with a
+    clear `observe`, [cleared, observe end); each cut to the measured phase."""
+    ms, me = f["start"], f["end"]
+    spans = [("", ms, me)]
+    if instants is None:
+        return spans
+
+    def cut(a, b):
+        a = min(max(a, ms), me)
+        return a, max(a, min(b, me))
+    applied, cleared = instants
+    spans.append(("fault",) + cut(applied, me if cleared is None else cleared))
+    if down is not None:
+        spans.append(("until-down",) + cut(applied, down))
+    if cleared is not None:
+        spans.append(("observe",) + cut(cleared, cleared + f["fault_window"]["observe"]))
+    return spans
+
+
+def fault_health(run_dir: Path, f):
+    """health.csv's (wall_ns, state, ours): `ours` marks the rows the fault reads, its
+    target server's (the part after `backend/`), or every server's for a fault aimed at
+    none."""
+    health = read_table(run_dir / "health.csv", {"wall_ns": ("int", True), "server": ("str", True),
+                                                 "state": ("str", True)})
+    hw = health["wall_ns"].to_numpy()
+    hstate = health["state"].to_numpy()
+    hserver = health["server"].to_numpy().astype(str)
+    server = f["fault_window"]["server"]
+    if server is not None:
+        ours = np.array([s.rsplit("/", 1)[-1] == server for s in hserver], dtype=bool)
+    else:
+        ours = np.ones(len(hw), dtype=bool)
+    return hw, hstate, ours
+
+
+def observe_end(f, instants):
+    """The observe window's end: cleared + observe cut at the measured end; without a
+    clear, the measured end (not before `applied`)."""
+    applied, cleared = instants
+    me = f["end"]
+    clear_o = cleared if cleared is not None else max(me, applied)
+    return max(clear_o, min(clear_o + f["fault_window"]["observe"], me))
+
+
+def first_down(hw, hstate, ours, applied, obs_b):
+    """The earliest DOWN the fault reads in [applied, obs_b), or None."""
+    down = np.sort(hw[ours & (hstate == "DOWN") & (hw >= applied) & (hw < obs_b)])
+    return int(down[0]) if len(down) else None
+
+
+def status_selections(status: np.ndarray):
+    """(status qualifier, mask over `status`): the classes 2xx, 4xx, 5xx always, then each
+    status code other than 0 that occurs, ascending."""
+    for name, low, high in STATUS_CLASSES:
+        mask = status >= low
+        if high is not None:
+            mask &= status <= high
+        yield name, mask
+    for code in np.unique(status[status != 0]):
+        yield str(int(code)), status == code
+
+
+def status_rows(out: RunRows, req: Requests, idx: np.ndarray, mask: np.ndarray, L, definition):
+    """The rows of the requests idx[mask] (those with one status of the requests idx):
+    requests, achieved_rate over L s, the latencies, and status_share over all of idx."""
+    n, total = int(mask.sum()), len(idx)
+    out.add("requests", n, "count", definition=definition)
+    out.add("achieved_rate", n / L if L > 0 else None, "1/s", definition=definition)
+    latency_rows(out, req.dur[idx[mask]], definition)
+    out.add("status_share", n / total if total else 0, "ratio", definition=definition)
+
+
+def qualified_rows(out: RunRows, req: Requests, f, instants, down=None):
+    """The qualified rows (docs/analysis.md, "qualified rows"): each span, route (none, then
+    by name each route of the span's requests, as the measured phase's `route:` rows take
+    the routes of its requests) and status, but the measured phase's own rows and its
+    `route:` rows, which are written already."""
+    for at, a, b in request_spans(f, instants, down):
+        lo, hi = req.span(a, b)
+        L = (b - a) / 1e9
+        in_span = np.arange(lo, hi)
+        span_routes = req.route[lo:hi]
+        for route in [""] + sorted(r for r in pd.unique(span_routes) if r != ""):
+            idx = in_span if not route else in_span[span_routes == route]
+            if at:
+                phase_request_rows(out, req, idx, L, definition=qualifier(at, route))
+            for status, mask in status_selections(req.status[idx]):
+                status_rows(out, req, idx, mask, L, qualifier(at, route, status))
+
+
+def read_fault_instants(run_dir: Path, f):
+    """(applied, cleared) of a run's fault from its events.csv (docs/analysis.md, "Faults"):
+    the first `fault-applied` in time order and the first `fault-cleared` at or after it
+    (None without one); None when it was never applied."""
+    ev = read_table(run_dir / "events.csv", {"wall_ns": ("int", True), "event": ("str", True)})
+    wall = ev["wall_ns"].to_numpy()
+    kind = ev["event"].to_numpy()
+    order = np.argsort(wall, kind="stable")
+    wall, kind = wall[order], kind[order]
+    applied_at = wall[kind == "fault-applied"]
+    if len(applied_at) == 0:
+        return None
+    applied = int(applied_at[0])
+    cleared_at = wall[(kind == "fault-cleared") & (wall >= applied)]
+    return applied, (int(cleared_at[0]) if len(cleared_at) else None)
 
 
 def compute_run(run_dir: Path):
@@ -761,6 +893,8 @@ def compute_run(run_dir: Path):
     cont = read_containers(run_dir / "containers.csv", f["caps"])
     out = RunRows(run_id, f)
     ms, me = f["start"], f["end"]
+    # the fault's instants, for the qualified rows and the fault's own
+    instants = read_fault_instants(run_dir, f) if f["fault_window"] is not None else None
 
     # --- the measured phase
     lo, hi = req.span(ms, me)
@@ -788,6 +922,12 @@ def compute_run(run_dir: Path):
         phase_request_rows(out, req, idx, L, definition=f"route:{name}")
         out.add("expected_4xx_share", f["expected_4xx"].get(name, 0.0), "ratio",
                 definition=f"route:{name}")
+    # The same over the fault's spans, and by status (definitions `at:… route:… status:…`).
+    down = None
+    if instants is not None:
+        hw, hstate, ours = fault_health(run_dir, f)
+        down = first_down(hw, hstate, ours, instants[0], observe_end(f, instants))
+    qualified_rows(out, req, f, instants, down)
 
     # --- the per-second series
     K = max(0, (me - ms) // NS)
@@ -883,7 +1023,7 @@ def compute_run(run_dir: Path):
 
     # --- faults
     if f["fault_window"] is not None:
-        fault_rows(out, run_dir, f, req, sec_thr, sec_p99)
+        fault_rows(out, run_dir, f, req, sec_thr, sec_p99, instants)
     return out
 
 
@@ -898,41 +1038,25 @@ FAULT_METRICS = (
 )
 
 
-def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
-    ev = read_table(run_dir / "events.csv", {"wall_ns": ("int", True), "event": ("str", True)})
-    health = read_table(run_dir / "health.csv", {"wall_ns": ("int", True), "server": ("str", True),
-                                                 "state": ("str", True)})
+def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99, instants):
+    """The fault's rows; `instants` is read_fault_instants's (applied, cleared) or None."""
     ms, me = f["start"], f["end"]
     fw, rec = f["fault_window"], f["recovery"]
-    wall = ev["wall_ns"].to_numpy()
-    kind = ev["event"].to_numpy()
-    order = np.argsort(wall, kind="stable")
-    wall, kind = wall[order], kind[order]
-
-    applied_at = wall[kind == "fault-applied"]
-    if len(applied_at) == 0:
+    if instants is None:
         for metric, unit, definition in FAULT_METRICS:
             out.add(metric, None, unit, NOT_OBSERVED, definition=definition)
         return
-    applied = int(applied_at[0])
-    cleared_at = wall[(kind == "fault-cleared") & (wall >= applied)]
-    cleared = int(cleared_at[0]) if len(cleared_at) else None
+    applied, cleared = instants
     # Without a `fault-cleared`, the fault lasts to the measured phase's end and the
     # observe window is empty.
     clear_o = cleared if cleared is not None else max(me, applied)
     obs_a = clear_o
-    obs_b = max(obs_a, min(clear_o + fw["observe"], me))
+    obs_b = observe_end(f, instants)
     # Only a fault that kills or stops a replica has a `restart` origin: a replica marked
     # DOWN while its database link was cut and UP after is no restart (`not applicable`).
     # The health rows this fault reads: its target server's (the part after `backend/`), or
     # every server's for a fault aimed at none. A bystander's UP is no restart.
-    hw = health["wall_ns"].to_numpy()
-    hstate = health["state"].to_numpy()
-    hserver = health["server"].to_numpy().astype(str)
-    if fw["server"] is not None:
-        ours = np.array([s.rsplit("/", 1)[-1] == fw["server"] for s in hserver], dtype=bool)
-    else:
-        ours = np.ones(len(hw), dtype=bool)
+    hw, hstate, ours = fault_health(run_dir, f)
     restart = None
     if cleared is not None and fw["injection"] in RESTARTING_INJECTIONS:
         up = np.sort(hw[ours & (hstate == "UP") & (hw >= cleared) & (hw < obs_b)])
@@ -942,8 +1066,8 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99):
         return (x - applied) / 1e9
 
     # detection: the first DOWN it reads
-    down = np.sort(hw[ours & (hstate == "DOWN") & (hw >= applied) & (hw < obs_b)])
-    v = secs(int(down[0])) if len(down) else None
+    down = first_down(hw, hstate, ours, applied, obs_b)
+    v = secs(down) if down is not None else None
     out.add("detect_balancer_down", v, "s", "" if v is not None else NOT_OBSERVED)
     fe = req.end[req.failed & (req.end >= applied)]
     first_fail = int(fe.min()) if len(fe) else None

@@ -1241,6 +1241,7 @@ mod tests {
                 cleared: Some(T0 + 25 * S),
                 restart: Some(T0 + 27 * S),
                 observe_end: T0 + 45 * S,
+                down: None,
             }),
             cpu: cpu_series(),
             oom_kills: Vec::new(),

@@ -24,11 +24,67 @@ pub fn python() -> String {
     twin().python
 }
 
+/// Every figure of the run directories, as `feedbench report` computes them.
+pub fn analysed(dirs: &[PathBuf]) -> Vec<feedbench_core::report::rows::Row> {
+    dirs.iter()
+        .flat_map(|d| {
+            let record = feedbench_core::rundir::record::RunRecord::read(d).unwrap();
+            feedbench_core::report::run::analyse(d, &record)
+                .unwrap()
+                .rows
+        })
+        .collect()
+}
+
+/// The twin's figures of the run directories are `ours`, row for row.
+pub fn assert_the_twin_agrees(dirs: &[PathBuf], ours: &[feedbench_core::report::rows::Row]) {
+    let theirs = twin().recompute(dirs, None, &[]).unwrap().rows;
+    let d = feedbench_core::report::rows::compare(ours, &theirs);
+    assert!(
+        d.is_empty(),
+        "{} rows differ, e.g. {:#?}",
+        d.len(),
+        &d[..d.len().min(10)]
+    );
+}
+
+/// Each hypothesis of `plan` resolved against `standing` and evaluated from `rows`: its
+/// evaluation by id, and the resolved checks (for the twin).
+pub fn judge_all(
+    plan: &feedbench_core::plan::model::Plan,
+    standing: &feedbench_core::report::verdicts::Standing,
+    rows: &[feedbench_core::report::rows::Row],
+) -> (
+    Vec<(String, feedbench_core::report::verdicts::Evaluation)>,
+    Vec<feedbench_core::report::verdicts::Resolved>,
+) {
+    use feedbench_core::report::verdicts::{evaluate, resolve, RowIndex, CURRENT};
+    let index = RowIndex::new(rows);
+    let mut out = Vec::new();
+    let mut resolved = Vec::new();
+    for h in &plan.study.hypotheses {
+        let r = resolve(plan, &h.id, CURRENT, h.check.as_deref().unwrap(), standing);
+        out.push((h.id.clone(), evaluate(&r, &index)));
+        resolved.push(r);
+    }
+    (out, resolved)
+}
+
 /// The generator's run directories, by what they hold.
 pub fn generated(root: &Path) -> Vec<PathBuf> {
+    generate(root, &[])
+}
+
+/// The generator's runs for tests/plans/valid/findings.yaml.
+pub fn generated_findings(root: &Path) -> Vec<PathBuf> {
+    generate(root, &["--findings"])
+}
+
+fn generate(root: &Path, args: &[&str]) -> Vec<PathBuf> {
     let out = Command::new(python())
         .arg(project().join("twin/tests/gen.py"))
         .arg(root)
+        .args(args)
         .output()
         .unwrap();
     assert!(

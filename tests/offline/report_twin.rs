@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::repo;
@@ -13,15 +12,6 @@ use common::report::{generated, python};
 use feedbench_core::report::rows::{self, Row};
 use feedbench_core::report::run;
 use feedbench_core::rundir::record::RunRecord;
-
-fn ours(dirs: &[PathBuf]) -> Vec<Row> {
-    dirs.iter()
-        .flat_map(|d| {
-            let record = RunRecord::read(d).unwrap();
-            run::analyse(d, &record).unwrap().rows
-        })
-        .collect()
-}
 
 fn value(rows: &[Row], run: &str, metric: &str, definition: &str) -> (Option<f64>, String) {
     let r = rows
@@ -42,18 +32,8 @@ fn value(rows: &[Row], run: &str, metric: &str, definition: &str) -> (Option<f64
 fn both_implementations_agree_and_find_the_known_answers() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = generated(tmp.path());
-    let ours = ours(&dirs);
-    let theirs = common::report::twin()
-        .recompute(&dirs, None, &[])
-        .unwrap()
-        .rows;
-    let d = rows::compare(&ours, &theirs);
-    assert!(
-        d.is_empty(),
-        "{} rows differ, e.g. {:#?}",
-        d.len(),
-        &d[..d.len().min(10)]
-    );
+    let ours = common::report::analysed(&dirs);
+    common::report::assert_the_twin_agrees(&dirs, &ours);
     assert!(ours.len() > 500, "{} rows", ours.len());
     // Every rate's time base is the monitors' clock: in the generated baseline replica-1's
     // wall clock runs 1 % fast, and its CPU is 50 % of its cap (49.5 % over the wall clock)
@@ -224,7 +204,7 @@ fn both_implementations_agree_and_find_the_known_answers() {
 fn a_raw_value_edited_afterwards_is_caught() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = generated(tmp.path());
-    let before = ours(&dirs);
+    let before = common::report::analysed(&dirs);
     // A request of the kill run's control (20 s into the measured phase, after 10 s of
     // warm-up at 100/s) takes 4 s: the run's slowest, so its max latency changes.
     let kill = dirs

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use common::repo;
 use feedbench_core::plan::{load_str, validate::Context};
 use feedbench_core::report::rows::{self, Row, RunKey};
-use feedbench_core::report::verdicts::{
-    evaluate, resolve, twin, Evaluation, RowIndex, Standing, CURRENT,
-};
+use feedbench_core::report::verdicts::{twin, Evaluation, Standing};
 
 const PLAN: &str = "tests/plans/valid/verdicts.yaml";
 /// The run that does not stand.
@@ -262,22 +260,7 @@ fn judged() -> (
             standing.containers.insert(r.id.as_str(), roles);
         }
     }
-    let rows = rows();
-    let index = RowIndex::new(&rows);
-    let mut out = Vec::new();
-    let mut resolved = Vec::new();
-    for h in &plan.study.hypotheses {
-        let r = resolve(
-            &plan,
-            &h.id,
-            CURRENT,
-            h.check.as_deref().unwrap(),
-            &standing,
-        );
-        out.push((h.id.clone(), evaluate(&r, &index)));
-        resolved.push(r);
-    }
-    (out, resolved)
+    common::report::judge_all(&plan, &standing, &rows())
 }
 
 #[test]

@@ -473,6 +473,53 @@ def fault_run(root, repetition=1, observe_s=60, injection="kill-replica", restar
     return write_run(root, f, req, cont, events=events, health=health)
 
 
+def findings_run(root, fault, injection):
+    """100/s for 125 s measured after 10 s of warm-up, a fault 60 s in, cleared 5 s later,
+    observed 60 s; every 4th request an `upload` (20 ms), the rest `feed` (10 ms).
+    `db-cut`: every request during the cut is answered 503 in 20 ms. `store-latency`: the
+    uploads during it take 170 ms, the feeds 10 ms as before. For the seeds' findings as
+    checks (tests/plans/valid/findings.yaml)."""
+    warm = 10 * NS
+    ms = T0 + warm
+    applied = ms + 60 * NS
+    cleared = applied + 5 * NS
+    me = cleared + 60 * NS
+    i = np.arange((me - T0) // (10 * MS))
+    starts = T0 + i * 10 * MS
+    upload = i % 4 == 3
+    durs = np.where(upload, 20.0, 10.0)
+    status = np.full(len(i), 200)
+    in_fault = (starts >= applied) & (starts < cleared)
+    if fault == "db-cut":
+        status[in_fault] = 503
+        durs[in_fault] = 20.0
+    elif fault == "store-latency":
+        durs[in_fault & upload] = 170.0
+    else:
+        raise ValueError(fault)
+    req = requests_frame(starts, durs, status, route=np.where(upload, "upload", "feed"))
+    fw = {"name": fault, "injection": injection, "observe_ns": 60 * NS}
+    f = frame(fault=fault, start=ms, end=me, offered=12500, window_ns=10 * NS,
+              fault_window=fw)
+    events = [
+        (T0 - NS, -1.0, "phase", "measure", ""),
+        (applied, 70.0, "fault-applied", fault, injection),
+        (cleared, 75.0, "fault-cleared", fault, ""),
+    ]
+    return write_run(root, f, req, simple_containers(ms, me), events=events)
+
+
+def findings_runs(root):
+    """The runs tests/plans/valid/findings.yaml's checks read: a database cut, the kill
+    (fault_run's: every request 1000 ms until replica-1 is marked DOWN 2.5 s in) and a slow
+    object store."""
+    return [
+        findings_run(root, "db-cut", "link-down"),
+        fault_run(root),
+        findings_run(root, "store-latency", "link-latency"),
+    ]
+
+
 def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0):
     """A run of n_requests at 300/s with random latencies, for the benchmark."""
     rng = np.random.default_rng(seed + repetition)
@@ -510,8 +557,13 @@ if __name__ == "__main__":
     ap.add_argument("root", type=Path)
     ap.add_argument("--big", type=int, default=0, help="write this many big runs instead")
     ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--findings", action="store_true",
+                    help="write the runs of tests/plans/valid/findings.yaml instead")
     a = ap.parse_args()
-    if a.big:
+    if a.findings:
+        for d in findings_runs(a.root):
+            print(d)
+    elif a.big:
         for r in range(a.big):
             print(big_run(a.root, a.requests, repetition=r + 1, fault=r % 2 == 0))
     else:

@@ -125,6 +125,39 @@ class Parsing(unittest.TestCase):
         _, calls = h.parse_check("f() < 1")
         self.assertEqual((calls[0].start, calls[0].end, calls[0].subject), (0, 3, None))
 
+    def test_status_classes(self):
+        # one digit, `xx`, then no letter, digit or `_`: a name (a status class), not a
+        # number with a unit
+        toks = h.tokenize("p50(feed-rs, fault: db-cut, at: fault, status: 5xx) < 1s")
+        cls = [t for t in toks if t.text == "5xx"]
+        self.assertEqual([(t.kind, t.start, t.end) for t in cls], [("name", 47, 50)])
+        _, calls = h.parse_check("p50(feed-rs, fault: db-cut, at: fault, status: 5xx) < 1s")
+        self.assertEqual(calls[0].args, {"fault": "db-cut", "at": "fault", "status": "5xx"})
+        for text in ("2xx", "4xx", "5xx"):
+            _, calls = h.parse_check(f"failed(x, status: {text}) < 1%")
+            self.assertEqual(calls[0].args, {"status": text})
+        # at the end of the text, before `)`, `,`, a space or an operator
+        self.assertEqual([(t.kind, t.text) for t in h.tokenize("4xx")],
+                         [("name", "4xx"), ("end", "")])
+        self.assertEqual([(t.kind, t.text) for t in h.tokenize("5xx-1")],
+                         [("name", "5xx"), ("op", "-"), ("num", "1"), ("end", "")])
+        # a code stays a number
+        _, calls = h.parse_check("p50(x, status: 503) < 1s")
+        self.assertEqual(calls[0].args, {"status": "503"})
+        self.assertEqual(h.tokenize("503")[0].kind, "num")
+        # anything else is as before: a number with an unknown unit
+        for text, pos, unit in (("p99(x, status: 5xxy) < 1s", 16, "xxy"),
+                                ("p99(x, status: 5xx1) < 1s", 16, "xx1"),
+                                ("p99(x, status: 5xx_) < 1s", 16, "xx_"),
+                                ("p99(x, status: 55xx) < 1s", 17, "xx"),
+                                ("p99(x, status: 5x) < 1s", 16, "x"),
+                                ("p99(x, status: 1.5xx) < 1s", 18, "xx")):
+            with self.subTest(text=text):
+                with self.assertRaises(h.CheckSyntaxError) as cm:
+                    h.parse_check(text)
+                self.assertEqual(cm.exception.pos, pos, str(cm.exception))
+                self.assertIn(f"unknown unit `{unit}`", str(cm.exception))
+
     def test_units(self):
         for text, want in (("500ms", 0.5), ("90%", 0.9), ("1KiB", 1024.0),
                            ("2MiB", 2 * 1024.0 ** 2), ("1GiB", 1024.0 ** 3), ("20/s", 20.0),

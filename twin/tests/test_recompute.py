@@ -96,6 +96,97 @@ def read_requests(d):
                 for r in csv.DictReader(f)]
 
 
+def is_route_row(key):
+    """A measured route row: definition exactly `route:<name>`, no `at:` or `status:`."""
+    return key[4].startswith("route:") and " " not in key[4]
+
+
+def read_routed_requests(d):
+    """(start_ns, status, duration_ms, route) of each request."""
+    with open(Path(d) / "requests.csv", newline="") as f:
+        return [(int(r["start_ns"]), int(r["status"]), float(r["duration_ms"]), r["route"])
+                for r in csv.DictReader(f)]
+
+
+def plain_spans(d):
+    """docs/analysis.md's spans of the qualified rows, (at, start, end), straight from
+    run.json and events.csv: the measured phase; with a `fault-applied` (the first in time),
+    `at:fault` to the first `fault-cleared` at or after it (the measured end without one),
+    `at:until-down` to the first DOWN row of the fault's target before the observe window's
+    end, and, with a clear, `at:observe` for observe_ns; each cut to the measured phase."""
+    f = json.loads((Path(d) / "run.json").read_text())["frame"]
+    ms, me = f["measured"]["start_ns"], f["measured"]["end_ns"]
+    spans = [("", ms, me)]
+    if f["fault_window"] is None:
+        return spans
+    with open(Path(d) / "events.csv", newline="") as fh:
+        events = sorted((int(r["wall_ns"]), r["event"]) for r in csv.DictReader(fh))
+    applied = next((w for w, e in events if e == "fault-applied"), None)
+    if applied is None:
+        return spans
+    cleared = next((w for w, e in events if e == "fault-cleared" and w >= applied), None)
+
+    def cut(a, b):
+        a = min(max(a, ms), me)
+        return a, max(a, min(b, me))
+    spans.append(("at:fault", *cut(applied, me if cleared is None else cleared)))
+    # until the balancer's first DOWN of the target (any server's without one), from
+    # `applied` to the observe window's end
+    observe = f["fault_window"]["observe_ns"]
+    obs_end = min((cleared if cleared is not None else max(me, applied)) + observe, me)
+    if cleared is None:
+        obs_end = max(me, applied)
+    target = f["fault_window"].get("server")
+    with open(Path(d) / "health.csv", newline="") as fh:
+        downs = sorted(int(r["wall_ns"]) for r in csv.DictReader(fh)
+                       if r["state"] == "DOWN" and applied <= int(r["wall_ns"]) < obs_end
+                       and (target is None or r["server"].rsplit("/", 1)[-1] == target))
+    if downs:
+        spans.append(("at:until-down", *cut(applied, downs[0])))
+    if cleared is not None:
+        spans.append(("at:observe", *cut(cleared, cleared + observe)))
+    return spans
+
+
+def plain_qualified(d):
+    """The qualified rows' definitions in order, each with a plain reference of its figures:
+    {definition: {metric: value}} (requests, achieved_rate, latency_p50, latency_max, and
+    status_share with a status or failed_share without)."""
+    reqs = read_routed_requests(d)
+    out = {}
+    for at, a, b in plain_spans(d):
+        L = (b - a) / 1e9
+        # the routes of the span's requests (as the measured phase's route rows take its)
+        for route in [""] + sorted({r for s, _, _, r in reqs if a <= s < b and r}):
+            mine = [(st, du) for s, st, du, r in reqs if a <= s < b and (not route or r == route)]
+            codes = sorted({st for st, _ in mine if st != 0})
+            statuses = [None, "2xx", "4xx", "5xx"] + [str(c) for c in codes]
+            for status in statuses:
+                if not at and status is None:
+                    continue  # the measured phase's own rows and its route rows
+                if status is None:
+                    sel = mine
+                elif status.endswith("xx"):
+                    low = int(status[0]) * 100
+                    sel = [(st, du) for st, du in mine
+                           if low <= st and (st <= low + 99 or low == 500)]
+                else:
+                    sel = [(st, du) for st, du in mine if st == int(status)]
+                durs = [du for _, du in sel]
+                fig = {"requests": len(sel), "achieved_rate": len(sel) / L if L > 0 else None,
+                       "latency_p50": nearest_rank(durs, 50),
+                       "latency_max": max(durs) if durs else None}
+                if status is None:
+                    failed = sum(1 for st, _ in sel if st == 0 or st >= 500)
+                    fig["failed_share"] = failed / len(sel) if sel else 0
+                else:
+                    fig["status_share"] = len(sel) / len(mine) if mine else 0
+                words = [at, f"route:{route}" if route else "",
+                         f"status:{status}" if status else ""]
+                out[" ".join(w for w in words if w)] = fig
+    return out
+
+
 def read_containers(d):
     with open(Path(d) / "containers.csv", newline="") as f:
         return list(csv.DictReader(f))
@@ -241,11 +332,12 @@ class Scenarios(unittest.TestCase):
         # shifted durations, the same counts: post's p99 is its slowest, 200 ms + 0.5 ms
         self.assertEqual(self.val("feed-rs.indexed/baseline/r2", "latency_p99",
                                   definition="route:post"), "200.5")
-        # exactly these rows per route, with the whole phase's units, no step rate, second
-        # or container
+        # exactly these rows per route (definition `route:<name>`, not the qualified rows
+        # by route and status, test_qualified_rows), with the whole phase's units, no step
+        # rate, second or container
         for r in ("r1", "r2", "r3"):
             each = f"feed-rs.indexed/baseline/{r}"
-            keys = [k for k in self.m if k[0] == each and k[4].startswith("route:")]
+            keys = [k for k in self.m if k[0] == each and is_route_row(k)]
             self.assertEqual({k[4] for k in keys}, {"route:feed", "route:post"})
             self.assertEqual(len(keys), 2 * len(self.ROUTE_METRICS), each)
             for k in keys:
@@ -274,10 +366,158 @@ class Scenarios(unittest.TestCase):
                 self.assertEqual(self.val(run, metric, definition="route:feed"),
                                  self.val(run, metric), (run, metric))
         # only the measured phase has route rows: none per step, and none of the other
-        # figures of the phase
-        route_keys = [k for k in self.m if k[4].startswith("route:")]
-        self.assertTrue(all(k[1] == "" and k[2] == "" for k in route_keys))
+        # figures of the phase; nor has any qualified row naming a route
+        route_keys = [k for k in self.m if is_route_row(k)]
+        self.assertTrue(route_keys)
+        self.assertTrue(all(k[1] == "" and k[2] == "" for k in self.m if "route:" in k[4]))
         self.assertEqual({k[5] for k in route_keys}, set(self.ROUTE_METRICS))
+
+    # the rows of a qualified definition without a status (a route's, but its declared share)
+    # and with one
+    SPAN_METRICS = {k: v for k, v in ROUTE_METRICS.items() if k != "expected_4xx_share"}
+    STATUS_METRICS = {
+        "requests": "count", "achieved_rate": "1/s", "latency_p50": "ms", "latency_p90": "ms",
+        "latency_p95": "ms", "latency_p99": "ms", "latency_p99_9": "ms", "latency_max": "ms",
+        "status_share": "ratio",
+    }
+
+    def assertQualifiedRows(self, m, run, d):
+        """Every qualified row of `run` (directory `d`) in `m` against plain_qualified: the
+        definitions in order, their metrics and units, and their figures."""
+        want = plain_qualified(d)
+        got = list(dict.fromkeys(
+            k[4] for k in m if k[0] == run and ("at:" in k[4] or "status:" in k[4])))
+        self.assertEqual(got, list(want), run)
+        for definition, fig in want.items():
+            keys = {k[5]: k for k in m if k[0] == run and k[4] == definition}
+            metrics = self.STATUS_METRICS if "status:" in definition else self.SPAN_METRICS
+            self.assertEqual(set(keys), set(metrics), definition)
+            for metric, k in keys.items():
+                self.assertEqual(k[1:4], ("", "", ""), k)
+                self.assertEqual(m[k]["unit"], metrics[metric], k)
+            for metric, v in fig.items():
+                row = m[keys[metric]]
+                if v is None:
+                    self.assertEqual((row["value"], row["note"]), ("", "none"),
+                                     (definition, metric))
+                else:
+                    self.assertEqual(row["note"], "", (definition, metric))
+                    self.assertAlmostEqual(float(row["value"]), v, places=9,
+                                           msg=(definition, metric))
+
+    def test_qualified_rows(self):
+        run = "feed-rs.indexed/baseline+replica-kill/r1"
+        self.assertQualifiedRows(self.m, run, self.fault)
+
+        def row(metric, definition):
+            r = self.get(run, metric, definition=definition)
+            return r["value"], r["note"]
+        # The kill: [applied, cleared) holds 100 + 100 + 40 + 40 + 85 requests of 1000 ms,
+        # 5 of them answered 502; the observe window (60 s, to the measured end) 6000 and the
+        # 100 of the burst, 3 without a response (status 0, which is no status code).
+        self.assertEqual(row("requests", "at:fault"), ("365", ""))
+        self.assertEqual(row("achieved_rate", "at:fault"), ("73", ""))
+        self.assertEqual(row("latency_p50", "at:fault"), ("1000", ""))
+        self.assertEqual(row("failed_share", "at:fault"), (recompute.fmt(5 / 365), ""))
+        self.assertEqual(row("requests", "at:fault status:502"), ("5", ""))
+        self.assertEqual(row("latency_p50", "at:fault status:502"), ("1000", ""))
+        self.assertEqual(row("achieved_rate", "at:fault status:502"), ("1", ""))
+        self.assertEqual(row("status_share", "at:fault status:5xx"), ("0.01369863", ""))
+        self.assertEqual(row("requests", "at:fault status:200"), ("360", ""))
+        self.assertEqual(row("requests", "at:fault route:feed status:2xx"), ("360", ""))
+        self.assertEqual(row("requests", "at:observe route:feed"), ("6100", ""))
+        self.assertEqual(row("no_response_share", "at:observe route:feed"),
+                         (recompute.fmt(3 / 6100), ""))
+        self.assertEqual(row("requests", "at:observe"), ("6100", ""))
+        # the classes are always there: no 4xx anywhere, no 5xx after the clear
+        for definition in ("status:4xx", "at:fault status:4xx", "at:observe status:5xx",
+                           "at:observe route:feed status:4xx"):
+            self.assertEqual(row("requests", definition), ("0", ""), definition)
+            self.assertEqual(row("achieved_rate", definition), ("0", ""), definition)
+            self.assertEqual(row("status_share", definition), ("0", ""), definition)
+            for metric in ("latency_p50", "latency_p99_9", "latency_max"):
+                self.assertEqual(row(metric, definition), ("", "none"), (definition, metric))
+        # a code only where a request has it, never 0
+        for definition in ("at:observe status:502", "at:observe route:feed status:502",
+                           "status:0", "at:fault status:0", "at:observe status:0",
+                           "at:fault status:404"):
+            self.assertFalse([k for k in self.m if k[0] == run and k[4] == definition],
+                             definition)
+        # the whole phase by status: 5 × 502 and the rest 200
+        self.assertEqual(row("requests", "status:502"), ("5", ""))
+        self.assertEqual(row("requests", "route:feed status:502"), ("5", ""))
+        self.assertEqual(int(self.val(run, "requests", definition="status:200")) + 5 + 3,
+                         int(self.val(run, "requests")))
+
+    def test_qualified_rows_without_a_fault(self):
+        # the constant run: by route and status, no `at:` (no fault)
+        run = "feed-rs.indexed/baseline/r1"
+        self.assertQualifiedRows(self.m, run, self.constant[0])
+        self.assertFalse([k for k in self.m if k[0] == run and "at:" in k[4]])
+        self.assertFalse([k for k in self.m if "at:" in k[4] and "+" not in k[0]])
+        # 23 × 404 (20 on post), 3 × 503 on feed, 172 × 200 on feed
+        for definition, requests, share in (
+                ("status:404", "23", "0.115"), ("status:503", "3", "0.015"),
+                ("status:5xx", "3", "0.015"), ("route:post status:404", "20", "1"),
+                ("route:post status:2xx", "0", "0"), ("route:feed status:200", "172",
+                                                      recompute.fmt(172 / 180))):
+            self.assertEqual(self.val(run, "requests", definition=definition), requests,
+                             definition)
+            self.assertEqual(self.val(run, "status_share", definition=definition), share,
+                             definition)
+        self.assertEqual(self.val(run, "latency_max", definition="route:post status:404"),
+                         "200")
+        self.assertFalse([k for k in self.m if k[0] == run and k[4] == "route:post status:200"])
+        # the ramps too have their status rows
+        self.assertEqual(self.val("feed-rs.indexed/ramp/r1", "status_share",
+                                  definition="status:200"), "1")
+
+    def test_qualified_rows_of_a_fault_not_cleared_or_not_applied(self):
+        # Without its `fault-cleared`, the fault lasts to the measured end and there is no
+        # observe window; without its `fault-applied`, there is no fault span at all. In the
+        # first, the requests before the fault are on a route `early` of their own: a span
+        # has the routes of its requests, as the measured phase has.
+        with tempfile.TemporaryDirectory() as t:
+            runs = Path(t) / "runs"
+            open_ = gen.fault_run(runs, fault="db-cut", injection="link-down", restart=False)
+            never = gen.fault_run(runs, repetition=2, fault="db-cut", injection="link-down",
+                                  restart=False)
+            for d, drop in ((open_, "fault-cleared"), (never, "fault-applied")):
+                path = d / "events.csv"
+                lines = path.read_text().splitlines(keepends=True)
+                path.write_text("".join(l for l in lines if f",{drop}," not in l))
+            applied = int(json.loads((open_ / "run.json").read_text())["frame"]["measured"]
+                          ["start_ns"]) + 60 * NS
+            path = open_ / "requests.csv"
+            with open(path, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            for r in rows:
+                if int(r["start_ns"]) < applied:
+                    r["route"] = "early"
+            with open(path, "w", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+            p = run_twin(Path(t) / "out", open_, never)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+            kept = "feed-rs.indexed/baseline+db-cut/r1"
+            self.assertQualifiedRows(m, kept, open_)
+            # 365 in the fault's 5 s and the 6100 after: all to the measured end (65 s)
+            row = m[(kept, "", "", "", "at:fault", "requests")]
+            self.assertEqual(row["value"], "6465")
+            self.assertEqual(m[(kept, "", "", "", "at:fault", "achieved_rate")]["value"],
+                             recompute.fmt(6465 / 65))
+            self.assertFalse([k for k in m if k[0] == kept and "at:observe" in k[4]])
+            self.assertEqual(m[(kept, "", "", "", "route:early status:200", "requests")]
+                             ["value"], "6000")
+            self.assertFalse([k for k in m if k[0] == kept and "at:fault route:early" in k[4]])
+            self.assertEqual(m[(kept, "", "", "", "at:fault route:feed", "requests")]["value"],
+                             "6465")
+            gone = "feed-rs.indexed/baseline+db-cut/r2"
+            self.assertQualifiedRows(m, gone, never)
+            self.assertFalse([k for k in m if k[0] == gone and "at:" in k[4]])
+            self.assertTrue([k for k in m if k[0] == gone and k[4] == "status:502"])
 
     def test_verdict_windows(self):
         # The constant run's 20 s phase is shorter than its 60 s window: judged whole, and its
@@ -699,7 +939,7 @@ class Reading(unittest.TestCase):
             p = run_twin(Path(t) / "out", d)
             self.assertEqual(p.returncode, 0, p.stderr)
             m = read_metrics(Path(t) / "out" / "metrics.csv")
-            self.assertFalse([k for k in m if k[4].startswith("route:")])
+            self.assertFalse([k for k in m if "route:" in k[4]])
             run = "feed-rs.indexed/baseline/r1"
             row = m[(run, "", "", "", "", "status_2xx_share")]
             self.assertEqual((row["value"], row["unit"], row["note"]), ("0.86", "ratio", ""))
@@ -707,7 +947,7 @@ class Reading(unittest.TestCase):
             p = run_twin(Path(t) / "out2", d2)
             self.assertEqual(p.returncode, 0, p.stderr)
             m2 = read_metrics(Path(t) / "out2" / "metrics.csv")
-            with_routes = {k: v for k, v in m2.items() if not k[4].startswith("route:")}
+            with_routes = {k: v for k, v in m2.items() if "route:" not in k[4]}
             self.assertEqual(m.keys(), with_routes.keys())
             # the same but the efficiency: without routes, no 404 is the post route's
             # declared share, so none counts as served

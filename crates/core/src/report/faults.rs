@@ -20,6 +20,9 @@ pub struct Instants {
     pub restart: Option<i128>,
     /// The observe window's end, cut at the measured phase's end.
     pub observe_end: i128,
+    /// The balancer's first DOWN of the fault's target at or after `applied`, before the
+    /// observe window's end (`detect_balancer_down`'s instant); `None` when none came.
+    pub down: Option<i128>,
 }
 
 /// The control: the measured phase before the fault.
@@ -49,11 +52,13 @@ pub fn instants(frame: &Frame, events: &[Event], health: &[Health]) -> Option<In
         (true, Some(c)) => first_seen(fault, health, "UP", c, observe_end).map(|h| h.wall_ns),
         _ => None,
     };
+    let down = first_seen(fault, health, "DOWN", applied, observe_end).map(|h| h.wall_ns);
     Some(Instants {
         applied,
         cleared,
         restart,
         observe_end,
+        down,
     })
 }
 
@@ -255,10 +260,9 @@ pub fn rows(
     };
     let ranks = Ranks::of(reqs);
     // (The server is not written in the row's note: a note on a value makes it a bound.)
-    let down = first_seen(fault, health, "DOWN", i.applied, i.observe_end);
     out.or(
         "detect_balancer_down",
-        down.map(|h| secs(h.wall_ns - i.applied)),
+        i.down.map(|d| secs(d - i.applied)),
         "s",
         NOT_OBSERVED,
     );
@@ -442,6 +446,7 @@ mod tests {
             cleared: Some(APPLIED + 5 * S),
             restart: None,
             observe_end: 200 * S,
+            down: None,
         };
         objective_detection(&frame, &reqs, &i)
     }

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use super::faults::Instants;
 use super::out::Out;
 use super::read::Req;
 use crate::analysis::routes;
 use crate::analysis::saturation::percentile;
+use crate::plan::check::functions::{qualified, REQUEST_SPANS, STATUS_CLASSES};
 use crate::rundir::frame::Span;
 
 /// The requests that started in `[a, b)`, from requests sorted by start.
@@ -143,18 +145,21 @@ pub fn measured(
     by_route(out, answers, span_reqs, routes, len);
 }
 
+/// The latency percentiles every request row set has.
+const PERCENTILES: [(&str, f64); 5] = [
+    ("latency_p50", 50.0),
+    ("latency_p90", 90.0),
+    ("latency_p95", 95.0),
+    ("latency_p99", 99.0),
+    ("latency_p99_9", 99.9),
+];
+
 /// The rows of what a span's requests were answered, over `len_s` seconds: how many, how
 /// fast, and the shares by status class.
 fn answer_rows(out: &mut Out, s: &Stats, len_s: f64) {
     out.count("requests", s.requests);
     out.value("achieved_rate", ratio(s.requests as f64, len_s), "1/s");
-    for (metric, p) in [
-        ("latency_p50", 50.0),
-        ("latency_p90", 90.0),
-        ("latency_p95", 95.0),
-        ("latency_p99", 99.0),
-        ("latency_p99_9", 99.9),
-    ] {
+    for (metric, p) in PERCENTILES {
         out.value(metric, s.p(p), "ms");
     }
     out.value("latency_max", s.sorted_ms.last().copied(), "ms");
@@ -165,8 +170,30 @@ fn answer_rows(out: &mut Out, s: &Stats, len_s: f64) {
     out.value("status_5xx_share", Some(s.share(s.status_5xx)), "ratio");
 }
 
-/// Each route's answers over the span (`definition = route:<name>`), routes by name; a
-/// route with an empty name (a file without the column) has none.
+/// The routes with a request among `reqs`, by name, with their ids; a route with an empty
+/// name (a file without the column) is none.
+fn routes_in<'r>(reqs: &[Req], routes: &'r [String]) -> Vec<(u16, &'r str)> {
+    let mut seen = vec![false; routes.len()];
+    for r in reqs {
+        if let Some(s) = seen.get_mut(usize::from(r.route)) {
+            *s = true;
+        }
+    }
+    let mut order: Vec<(u16, &str)> = routes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| seen[*i] && !n.is_empty())
+        .filter_map(|(i, n)| Some((u16::try_from(i).ok()?, n.as_str())))
+        .collect();
+    order.sort_by_key(|(_, n)| *n);
+    order
+}
+
+fn on_route(reqs: &[Req], id: u16) -> Vec<Req> {
+    reqs.iter().filter(|r| r.route == id).copied().collect()
+}
+
+/// Each route's answers over the span (`definition = route:<name>`), routes by name.
 fn by_route(
     out: &mut Out,
     answers: &Answers<'_>,
@@ -174,26 +201,107 @@ fn by_route(
     routes: &[String],
     len_s: f64,
 ) {
-    let mut order: Vec<(usize, &String)> = routes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !n.is_empty())
-        .collect();
-    order.sort_by_key(|(_, n)| n.as_str());
-    for (id, name) in order {
-        let mine: Vec<Req> = span_reqs
-            .iter()
-            .filter(|r| usize::from(r.route) == id)
-            .copied()
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let mut x = out.under(&format!("route:{name}"));
-        answer_rows(&mut x, &Stats::of(&mine), len_s);
+    for (id, name) in routes_in(span_reqs, routes) {
+        let mut x = out.under(&qualified(None, Some(name), None));
+        answer_rows(&mut x, &Stats::of(&on_route(span_reqs, id)), len_s);
         // Declared or not: a route without a declaration expects none.
-        let expected = answers.expected(id as u16).unwrap_or(0.0);
+        let expected = answers.expected(id).unwrap_or(0.0);
         x.value("expected_4xx_share", Some(expected), "ratio");
+        out.absorb(x);
+    }
+}
+
+/// A span of the qualified request rows: its `at:` qualifier (none for the measured phase)
+/// and `[start_ns, end_ns)`.
+pub type RequestSpan = (Option<&'static str>, i128, i128);
+
+/// The request rows' spans (docs/analysis.md, "qualified rows"): the measured phase, and
+/// for a run whose fault was applied, the fault until its clearing (or the measured end),
+/// until the balancer marked its target DOWN (when it did), and after a clearing its
+/// observe window, each cut to the measured phase.
+pub fn request_spans(m: &Span, fault: Option<&Instants>) -> Vec<RequestSpan> {
+    let mut spans = vec![(None, m.start_ns, m.end_ns)];
+    let Some(i) = fault else {
+        return spans;
+    };
+    let [_, during, until_down, observe] = REQUEST_SPANS;
+    let windows = [
+        (during, Some((i.applied, i.cleared.unwrap_or(m.end_ns)))),
+        (until_down, i.down.map(|d| (i.applied, d))),
+        (observe, i.cleared.map(|c| (c, i.observe_end))),
+    ];
+    for (name, window) in windows {
+        if let Some((a, b)) = window {
+            let (a, b) = (a.max(m.start_ns), b.min(m.end_ns));
+            spans.push((Some(name), a, b.max(a)));
+        }
+    }
+    spans
+}
+
+/// The qualified request rows over each span, route and status, but the measured phase's
+/// own rows and its route rows (written by `measured`).
+pub fn qualified_rows(out: &mut Out, reqs: &[Req], routes: &[String], spans: &[RequestSpan]) {
+    for &(at, a, b) in spans {
+        let span_reqs = within(reqs, a, b);
+        let len = (b - a) as f64 / 1e9;
+        let mut sets = vec![(None, span_reqs.to_vec())];
+        for (id, name) in routes_in(span_reqs, routes) {
+            sets.push((Some(name), on_route(span_reqs, id)));
+        }
+        for (route, mine) in sets {
+            if at.is_some() {
+                let mut x = out.under(&qualified(at, route, None));
+                answer_rows(&mut x, &Stats::of(&mine), len);
+                out.absorb(x);
+            }
+            status_rows(out, &mine, (at, route), len);
+        }
+    }
+}
+
+/// A status's class as the qualified rows name it; none for no response or a 1xx or 3xx.
+fn class_of(status: u16) -> Option<&'static str> {
+    match status {
+        200..=299 => Some(STATUS_CLASSES[0]),
+        400..=499 => Some(STATUS_CLASSES[1]),
+        500.. => Some(STATUS_CLASSES[2]),
+        _ => None,
+    }
+}
+
+/// The rows of `reqs` answered with each status class and each code seen: how many, how
+/// fast, their share of `reqs`.
+fn status_rows(out: &mut Out, reqs: &[Req], (at, route): (Option<&str>, Option<&str>), len: f64) {
+    let mut codes: Vec<u16> = reqs.iter().map(|r| r.status).filter(|s| *s != 0).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    let pick = |of: &dyn Fn(u16) -> bool| -> Vec<Req> {
+        reqs.iter().filter(|r| of(r.status)).copied().collect()
+    };
+    let sets = STATUS_CLASSES
+        .iter()
+        .map(|c| (c.to_string(), pick(&|s| class_of(s) == Some(*c))))
+        .chain(
+            codes
+                .into_iter()
+                .map(|code| (code.to_string(), pick(&|s| s == code))),
+        );
+    for (status, mine) in sets {
+        let s = Stats::of(&mine);
+        let mut x = out.under(&qualified(at, route, Some(&status)));
+        x.count("requests", s.requests);
+        x.value("achieved_rate", ratio(s.requests as f64, len), "1/s");
+        for (metric, p) in PERCENTILES {
+            x.value(metric, s.p(p), "ms");
+        }
+        x.value("latency_max", s.sorted_ms.last().copied(), "ms");
+        let share = if reqs.is_empty() {
+            0.0
+        } else {
+            s.requests as f64 / reqs.len() as f64
+        };
+        x.value("status_share", Some(share), "ratio");
         out.absorb(x);
     }
 }
@@ -278,6 +386,92 @@ mod tests {
             scheduled_ns: None,
             route: 0,
         }
+    }
+
+    #[test]
+    fn the_faults_spans_routes_and_statuses_have_rows_of_their_own() {
+        const S: i128 = 1_000_000_000;
+        // 10 s at 10/s, every other request an upload (route 1), the rest feeds. During
+        // the fault, [4 s, 6 s), the uploads are answered 503 in 300 ms; otherwise every
+        // request 200 in 10 ms. Cleared at 6 s, observed until 8 s.
+        let reqs: Vec<Req> = (0..100)
+            .map(|i: i128| {
+                let t = i * S / 10;
+                let upload = i % 2 == 1;
+                let hit = upload && (4 * S..6 * S).contains(&t);
+                let mut r = req(
+                    t,
+                    if hit { 300.0 } else { 10.0 },
+                    if hit { 503 } else { 200 },
+                );
+                r.route = u16::from(upload);
+                r
+            })
+            .collect();
+        let routes = vec!["feed".to_string(), "upload".to_string()];
+        let m = Span {
+            start_ns: 0,
+            end_ns: 10 * S,
+            offered_arrivals: 100.0,
+        };
+        let fault = Instants {
+            applied: 4 * S,
+            cleared: Some(6 * S),
+            restart: None,
+            observe_end: 8 * S,
+            down: Some(5 * S),
+        };
+        let spans = request_spans(&m, Some(&fault));
+        assert_eq!(
+            spans,
+            [
+                (None, 0, 10 * S),
+                (Some("fault"), 4 * S, 6 * S),
+                (Some("until-down"), 4 * S, 5 * S),
+                (Some("observe"), 6 * S, 8 * S)
+            ]
+        );
+        let mut out = Out::new(crate::report::rows::RunKey {
+            run: "r".into(),
+            contender: "c".into(),
+            variant: String::new(),
+            profile: "p".into(),
+            fault: "f".into(),
+            repetition: 1,
+        });
+        qualified_rows(&mut out, &reqs, &routes, &spans);
+        let get = |d: &str, m: &str| {
+            let r = out.rows.iter().find(|r| r.definition == d && r.metric == m);
+            r.map(|r| (r.value, r.note.clone()))
+        };
+        let value = |d: &str, m: &str| get(d, m).and_then(|v| v.0);
+        // Only uploads felt it: their p99 during the fault, the feed's unchanged.
+        assert_eq!(value("at:fault route:upload", "latency_p99"), Some(300.0));
+        assert_eq!(value("at:fault route:feed", "latency_p99"), Some(10.0));
+        assert_eq!(value("at:observe route:upload", "latency_p99"), Some(10.0));
+        // The 503s' median latency during the fault, and their share of it.
+        assert_eq!(value("at:fault status:503", "requests"), Some(10.0));
+        assert_eq!(value("at:until-down status:503", "requests"), Some(5.0));
+        assert_eq!(value("at:fault status:503", "latency_p50"), Some(300.0));
+        assert_eq!(value("at:fault status:503", "status_share"), Some(0.5));
+        assert_eq!(value("at:fault status:5xx", "achieved_rate"), Some(5.0));
+        assert_eq!(value("at:fault", "failed_share"), Some(0.5));
+        assert_eq!(value("status:503", "status_share"), Some(0.1));
+        // A class always has rows, a code only where seen.
+        assert_eq!(
+            value("at:fault route:feed status:5xx", "requests"),
+            Some(0.0)
+        );
+        assert_eq!(
+            get("at:fault route:feed status:5xx", "latency_p50"),
+            Some((None, crate::report::rows::NONE.to_string()))
+        );
+        assert_eq!(get("at:observe status:503", "requests"), None);
+        // The measured phase's own rows and route rows are `measured`'s, not these.
+        assert_eq!(get("", "requests"), None);
+        assert_eq!(get("route:feed", "requests"), None);
+        // Without a fault, the measured phase's statuses only.
+        assert_eq!(request_spans(&m, None), [(None, 0, 10 * S)]);
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         &m,
         record.load.as_ref().map(|l| l.dropped_iterations),
     );
+    let instants = faults::instants(&frame, &events, &health);
+    let spans = latency::request_spans(&m, instants.as_ref());
+    latency::qualified_rows(&mut out, &reqs, &routes, &spans);
     if frame.steps.is_empty() {
         ramp::phase_rows(&mut out, &reqs, &m, &frame.objective);
     }
@@ -156,7 +159,6 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         }
     }
     faults::rows(&mut out, &frame, &reqs, &events, &health, &seconds);
-    let instants = faults::instants(&frame, &events, &health);
     let seen_down = faults::seen_down(&frame, &events, &health);
     let cpu = frame
         .caps

@@ -85,13 +85,17 @@ pub enum Arg {
     Definition,
     /// Which breach a saturation is read at: `sustained` (default) or `first`.
     Breach,
-    /// One route of the workload: the measured phase's figures over its requests alone.
+    /// One route of the workload: the request figures over its requests alone.
     Route,
+    /// A status class (`2xx`, `4xx`, `5xx`) or code (`503`): the request figures over the
+    /// requests answered with it.
+    Status,
     /// Where recovery is timed from: `clear` (default) or `restart`.
     Origin,
     /// The detection kind: `objective-window` (default), `failed-request`, `balancer-down`.
     Detect,
-    /// The span: `measured` (default), `first-breach`, or a step's rate such as `120/s`.
+    /// The span: `measured` (default), `first-breach`, or a step's rate such as `120/s`;
+    /// for the request figures, `measured`, `fault`, `until-down` or `observe`.
     At,
     /// The contender of a per-container function.
     Of,
@@ -100,12 +104,13 @@ pub enum Arg {
 }
 
 impl Arg {
-    pub const ALL: [Arg; 10] = [
+    pub const ALL: [Arg; 11] = [
         Arg::Profile,
         Arg::Fault,
         Arg::Definition,
         Arg::Breach,
         Arg::Route,
+        Arg::Status,
         Arg::Origin,
         Arg::Detect,
         Arg::At,
@@ -120,6 +125,7 @@ impl Arg {
             Arg::Definition => "definition",
             Arg::Breach => "breach",
             Arg::Route => "route",
+            Arg::Status => "status",
             Arg::Origin => "origin",
             Arg::Detect => "detect",
             Arg::At => "at",
@@ -160,13 +166,31 @@ pub const STATS: [&str; 4] = ["median", "mean", "min", "max"];
 pub const REPLICAS: &str = "replicas";
 /// Named spans for `at:`; a step is named by its rate.
 pub const SPANS: [&str; 2] = ["measured", "first-breach"];
+/// The spans of the request figures (`throughput`, `failed`, `p50` …): the measured phase,
+/// the fault (from its injection to its clearing), the fault until the balancer marked its
+/// target DOWN, and the observe window after the clearing.
+pub const REQUEST_SPANS: [&str; 4] = ["measured", "fault", "until-down", "observe"];
+/// The status classes that have rows; a status code is written as its number.
+pub const STATUS_CLASSES: [&str; 3] = ["2xx", "4xx", "5xx"];
+
+/// The `definition` of a request figure's row over a span other than the measured phase,
+/// one route and one status (docs/analysis.md, "qualified rows"): the qualifiers given, in
+/// this order, joined by a space (`at:fault route:post status:5xx`); none, the measured
+/// phase's own rows.
+pub fn qualified(at: Option<&str>, route: Option<&str>, status: Option<&str>) -> String {
+    [("at", at), ("route", route), ("status", status)]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}:{v}")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// Which metrics.csv rows a function reads, besides the run's contender, variant, profile,
 /// fault and repetition (docs/analysis.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reads {
-    /// `metric` with an empty `definition` (with `route:`, `route:<name>`), `container` and
-    /// `step_rate` (the measured phase).
+    /// `metric` with `definition` = `qualified(at, route, status)` (empty for the measured
+    /// phase of every route and status), empty `container` and `step_rate`.
     Measured { metric: &'static str },
     /// `saturation` (`breach: first`: `saturation_before_first_breach`) with `definition`
     /// = the `definition:` argument.
@@ -213,7 +237,8 @@ pub struct Function {
     pub summary: &'static str,
 }
 
-const ROUTED: &[Arg] = &[Arg::Profile, Arg::Fault, Arg::Route];
+/// The request figures' arguments.
+const ROUTED: &[Arg] = &[Arg::Profile, Arg::Fault, Arg::Route, Arg::Status, Arg::At];
 const SPAN: &[Arg] = &[Arg::Profile, Arg::Fault, Arg::At];
 const CONTAINER: &[Arg] = &[Arg::Of, Arg::Profile, Arg::Fault, Arg::At];
 

@@ -219,6 +219,11 @@ fn number(src: &str, start: usize) -> Result<(Tok, usize), CheckError> {
             .hint("write numbers with digits on both sides of the point, e.g. `0.5`"));
         }
     }
+    // A status class, `2xx` … `5xx`: one digit and `xx`, a name.
+    if i == start + 1 && src[i..].starts_with("xx") && !b.get(i + 2).is_some_and(|c| ident_char(*c))
+    {
+        return Ok((Tok::Ident(src[start..i + 2].to_string()), i + 2));
+    }
     let value: f64 = src[start..i].parse().map_err(|_| {
         CheckError::new(
             Span::new(start, i),
@@ -257,6 +262,16 @@ mod tests {
 
     fn toks(s: &str) -> Vec<Tok> {
         lex(s).unwrap().into_iter().map(|t| t.tok).collect()
+    }
+
+    #[test]
+    fn a_status_class_is_a_name() {
+        assert_eq!(
+            toks("5xx 404"),
+            [Tok::Ident("5xx".into()), Tok::Number(404.0, None), Tok::End]
+        );
+        assert!(lex("5xxy").is_err(), "an unknown unit");
+        assert!(lex("55xx").is_err(), "one digit only");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::plan::units::Rate;
 
 use super::functions::{
     self, literal, Arg, Dim, Function, Reads, Subject, BREACHES, DEFINITIONS, DETECTIONS,
-    FUNCTIONS, ORIGINS, SPANS, STATS,
+    FUNCTIONS, ORIGINS, REQUEST_SPANS, SPANS, STATS, STATUS_CLASSES,
 };
 use super::parse::{parse, ArgValue, ArithOp, Call, Expr, NamedArg, Word};
 use super::{CheckError, Span};
@@ -21,6 +21,12 @@ pub enum At {
     FirstBreach,
     /// A ramp step, by its rate.
     Step(f64),
+    /// The fault, from its injection to its clearing (the request figures only).
+    Fault,
+    /// The fault until the balancer marked its target DOWN (the request figures only).
+    UntilDown,
+    /// The observe window after the fault's clearing (the request figures only).
+    Observe,
 }
 
 /// One metric function call, resolved against the plan: the metrics.csv rows it reads
@@ -251,7 +257,7 @@ impl Checker<'_> {
         let profile = pick(Arg::Profile, &profiles, "profile")?;
         let at = match arg(Arg::At) {
             None => At::Measured,
-            Some(a) => self.at(a)?,
+            Some(a) => self.at(f, a)?,
         };
         if f.needs_fault() && fault.is_none() {
             return Err(CheckError::new(
@@ -264,7 +270,7 @@ impl Checker<'_> {
                 format!("e.g. `fault: {}`", faults[0])
             }));
         }
-        let needs_ramp = f.needs_ramp || at != At::Measured;
+        let needs_ramp = f.needs_ramp || matches!(at, At::FirstBreach | At::Step(_));
         let span_of = |k: Arg| arg(k).map_or(call.span, |a| a.value.span());
         let profile = self.profile(
             ci,
@@ -277,10 +283,7 @@ impl Checker<'_> {
         if let At::Step(rate) = at {
             self.step(&profile, rate, span_of(Arg::At))?;
         }
-        let route = match arg(Arg::Route) {
-            Some(a) => Some(self.route(&profile, name_value(a, "route")?)?),
-            None => None,
-        };
+        let request_rows = self.request_rows(f, call, &profile, fault.as_deref(), &at)?;
         if origin.as_deref() == Some("restart") {
             if let Some(fname) = &fault {
                 self.restarts(fname, span_of(Arg::Origin))?;
@@ -291,11 +294,9 @@ impl Checker<'_> {
             (Reads::Recovery, None, Some(fname)) => Some(self.own_origin(fname).to_string()),
             (_, origin, _) => origin,
         };
-        let (metric, mut definition) =
+        let (metric, definition) =
             metric_and_definition(f, &at, (definition, breach), origin, detect);
-        if let Some(r) = route {
-            definition = format!("route:{r}"); // only the measured phase's functions take it
-        }
+        let definition = request_rows.unwrap_or(definition);
         let role = match f.reads {
             Reads::Efficiency => Some(functions::REPLICAS.to_string()),
             _ => role,
@@ -490,21 +491,22 @@ impl Checker<'_> {
         Err(unknown(w, "role", &shown))
     }
 
-    fn at(&self, a: &NamedArg) -> Result<At, CheckError> {
+    fn at(&self, f: &Function, a: &NamedArg) -> Result<At, CheckError> {
+        let request = matches!(f.reads, Reads::Measured { .. });
         match &a.value {
-            ArgValue::Name(w) => match w.text.as_str() {
-                "measured" => Ok(At::Measured),
-                "first-breach" => Ok(At::FirstBreach),
-                other => {
-                    let mut e = unknown(w, "span", &SPANS);
-                    if self.plan.profiles.contains_key(other) {
-                        e = e.hint(format!(
-                            "the spans are `measured`, `first-breach`, or a step's rate such as `100/s`; for the profile write `profile: {other}`"
-                        ));
-                    }
-                    Err(e)
-                }
+            ArgValue::Name(w) => match (w.text.as_str(), request) {
+                ("measured", _) => Ok(At::Measured),
+                ("first-breach", false) => Ok(At::FirstBreach),
+                ("fault", true) => Ok(At::Fault),
+                ("until-down", true) => Ok(At::UntilDown),
+                ("observe", true) => Ok(At::Observe),
+                (other, _) => Err(self.unknown_span(f, w, other, request)),
             },
+            ArgValue::Number(_, _, span) if request => Err(CheckError::new(
+                *span,
+                format!("`{}` is read over a span, not a step", f.name),
+            )
+            .hint("the request figures' spans are `measured`, `fault`, `until-down` and `observe`; a step's figures are the ramp's, read with `saturation(…)`")),
             ArgValue::Number(v, Some(super::lex::UnitSuffix::PerSecond), _) => Ok(At::Step(*v)),
             ArgValue::Number(_, _, span) => Err(CheckError::new(
                 *span,
@@ -512,6 +514,75 @@ impl Checker<'_> {
             )
             .hint("e.g. `at: 100/s`")),
         }
+    }
+
+    /// An `at:` span the function has no rows for.
+    fn unknown_span(&self, f: &Function, w: &Word, other: &str, request: bool) -> CheckError {
+        let known: &[&str] = if request { &REQUEST_SPANS } else { &SPANS };
+        let e = unknown(w, "span", known);
+        if self.plan.profiles.contains_key(other) {
+            e.hint(format!(
+                "the spans are {}; for the profile write `profile: {other}`",
+                list(known)
+            ))
+        } else if REQUEST_SPANS.contains(&other) {
+            e.hint(format!(
+                "`at: {other}` is for the request figures (throughput, failed, p50 … p99.9); `{}` is read over `measured`, `first-breach` or a step's rate",
+                f.name
+            ))
+        } else if SPANS.contains(&other) || request {
+            e.hint(format!(
+                "`{}` is read over {}",
+                f.name,
+                list(&REQUEST_SPANS)
+            ))
+        } else {
+            e
+        }
+    }
+
+    /// The `definition` a request figure reads (docs/analysis.md, "qualified rows"): its
+    /// span, route and status; `None` for the other functions. `at: fault` and
+    /// `at: observe` need the fault.
+    fn request_rows(
+        &self,
+        f: &Function,
+        call: &Call,
+        profile: &str,
+        fault: Option<&str>,
+        at: &At,
+    ) -> Result<Option<String>, CheckError> {
+        let Reads::Measured { .. } = f.reads else {
+            return Ok(None);
+        };
+        let arg = |k: Arg| call.args.iter().find(|a| a.name.text == k.key());
+        let route = match arg(Arg::Route) {
+            Some(a) => Some(self.route(profile, name_value(a, "route")?)?),
+            None => None,
+        };
+        let status = arg(Arg::Status).map(|a| status(f, a)).transpose()?;
+        let span = match at {
+            At::Fault => Some(REQUEST_SPANS[1]),
+            At::UntilDown => Some(REQUEST_SPANS[2]),
+            At::Observe => Some(REQUEST_SPANS[3]),
+            _ => None,
+        };
+        if let (Some(span), None) = (span, fault) {
+            let a = arg(Arg::At).map_or(call.span, |a| a.value.span());
+            return Err(CheckError::new(
+                a,
+                format!("`at: {span}` needs `fault:` naming the fault whose span it reads"),
+            )
+            .hint(match self.plan.faults.keys().next() {
+                Some(name) => format!("e.g. `fault: {name}, at: {span}`"),
+                None => "the plan declares no faults".to_string(),
+            }));
+        }
+        Ok(Some(functions::qualified(
+            span,
+            route.as_deref(),
+            status.as_deref(),
+        )))
     }
 
     /// The profile of the runs read: as given, or the only one the matrix runs for this
@@ -690,6 +761,36 @@ fn arg_known(f: &Function, name: &Word) -> Result<(), CheckError> {
     }
 }
 
+/// A `status:` value: a class (`5xx`) or a code (`503`). `failed` takes none: the failed
+/// share of one status is 0 or 1 by what the status is.
+fn status(f: &Function, a: &NamedArg) -> Result<String, CheckError> {
+    if matches!(
+        f.reads,
+        Reads::Measured {
+            metric: "failed_share"
+        }
+    ) {
+        return Err(CheckError::new(
+            a.name.span,
+            "the failed share of one status is 0 % or 100 % by what the status is",
+        )
+        .hint("count the requests answered with it instead, e.g. `throughput(…, status: 5xx)`"));
+    }
+    match &a.value {
+        ArgValue::Name(w) if STATUS_CLASSES.contains(&w.text.as_str()) => Ok(w.text.clone()),
+        ArgValue::Name(w) => Err(unknown(w, "status class", &STATUS_CLASSES)
+            .hint("a status is a class, `2xx`, `4xx` or `5xx`, or a code such as `503`")),
+        ArgValue::Number(v, None, _) if v.fract() == 0.0 && (100.0..=599.0).contains(v) => {
+            Ok(format!("{v}"))
+        }
+        ArgValue::Number(_, _, span) => Err(CheckError::new(
+            *span,
+            "a status code is a whole number from 100 to 599",
+        )
+        .hint("e.g. `status: 503`, or a class, `status: 5xx`")),
+    }
+}
+
 fn name_value<'a>(a: &'a NamedArg, what: &str) -> Result<&'a Word, CheckError> {
     match &a.value {
         ArgValue::Name(w) => Ok(w),
@@ -746,7 +847,8 @@ fn metric_and_definition(
     detect: Option<String>,
 ) -> (String, String) {
     let span_definition = match at {
-        At::Measured => "measured",
+        // The fault's spans are the request figures', which read `request_rows`.
+        At::Measured | At::Fault | At::UntilDown | At::Observe => "measured",
         At::FirstBreach => "first-breach",
         At::Step(_) => "step",
     };
@@ -801,6 +903,85 @@ mod tests {
     fn err(src: &str) -> (usize, String, String) {
         let e = check(&plan(), src).unwrap_err().remove(0);
         (e.span.start, e.message, e.hint.unwrap_or_default())
+    }
+
+    #[test]
+    fn request_figures_read_their_span_route_and_status() {
+        for (text, definition) in [
+            ("p99(feed-py, route: feed) < 1s", "route:feed"),
+            (
+                "p50(feed-py, fault: db-latency, at: fault, status: 5xx) < 1s",
+                "at:fault status:5xx",
+            ),
+            (
+                "p99(feed-py, fault: db-latency, at: observe, route: feed) < 1s",
+                "at:observe route:feed",
+            ),
+            (
+                "p99(feed-rs.indexed, fault: replica-kill, at: until-down) > 1s",
+                "at:until-down",
+            ),
+            (
+                "throughput(feed-py, fault: db-latency, status: 503, route: feed, at: fault) > 1/s",
+                "at:fault route:feed status:503",
+            ),
+            (
+                "throughput(feed-py, status: 2xx, at: measured) > 1/s",
+                "status:2xx",
+            ),
+        ] {
+            let q = &check(&plan(), text).unwrap()[0];
+            assert_eq!(q.definition, definition, "{text}");
+            if text.contains("fault:") {
+                assert_eq!(q.profile, "baseline", "{text}: the fault's runs");
+            }
+        }
+        // Refused: a span without its fault, a step, a span of another function's, a class
+        // or code that is none, the failed share of one status.
+        for (text, at, message) in [
+            (
+                "p99(feed-py, at: fault) < 1s",
+                17,
+                "`at: fault` needs `fault:`",
+            ),
+            (
+                "p99(feed-py, at: 30/s) < 1s",
+                17,
+                "read over a span, not a step",
+            ),
+            (
+                "p99(feed-py, at: first-breach) < 1s",
+                17,
+                "unknown span `first-breach`",
+            ),
+            (
+                "cpu(database, of: feed-py, fault: db-latency, at: fault) < 90%",
+                50,
+                "unknown span `fault`",
+            ),
+            (
+                "p99(feed-py, status: 3xx) < 1s",
+                21,
+                "unknown status class `3xx`",
+            ),
+            (
+                "p99(feed-py, status: 700) < 1s",
+                21,
+                "whole number from 100 to 599",
+            ),
+            (
+                "p99(feed-py, status: 50.5) < 1s",
+                21,
+                "whole number from 100 to 599",
+            ),
+            ("failed(feed-py, status: 5xx) < 1%", 16, "0 % or 100 %"),
+        ] {
+            let (start, m, _) = err(text);
+            assert!(m.contains(message), "{text}: {m}");
+            assert_eq!(start, at, "{text}: {m}");
+        }
+        let (_, _, hint) = err("cpu(database, of: feed-py, fault: db-latency, at: fault) < 90%");
+        assert!(hint.contains("for the request figures"), "{hint}");
     }
 
     #[test]
