@@ -45,6 +45,7 @@ BELOW_FIRST_STEP = "below the first step"
 NOT_OBSERVED = "not observed"
 NOT_RECOVERED = "not recovered"
 NOT_APPLICABLE = "not applicable"
+NOT_RECORDED = "not recorded"
 
 PATH_ROLES = ("load-generator", "fault-proxy", "balancer")
 SATURATION_DEFINITIONS = (
@@ -1024,6 +1025,7 @@ def compute_run(run_dir: Path):
     # --- faults
     if f["fault_window"] is not None:
         fault_rows(out, run_dir, f, req, sec_thr, sec_p99, instants)
+        ready_row(out, run_dir, f)
     return out
 
 
@@ -1036,6 +1038,35 @@ FAULT_METRICS = (
     ("seconds_below_90pct", "count", ""), ("control_throughput", "1/s", ""),
     ("control_p95", "ms", ""), ("control_p99", "ms", ""),
 )
+
+
+def ready_row(out: RunRows, run_dir: Path, f):
+    """time_to_ready (docs/analysis.md, "Faults"): for a fault that kills or stops a
+    replica, from the first `replica-starting` event at or after the first `fault-applied`
+    to the end of the first readiness.csv attempt that started then or later and was
+    answered 200; `not recorded` without readiness.csv."""
+    fw = f["fault_window"]
+    if fw["injection"] not in RESTARTING_INJECTIONS:
+        out.add("time_to_ready", None, "s", NOT_APPLICABLE)
+        return
+    path = run_dir / "readiness.csv"
+    if not path.is_file():
+        out.add("time_to_ready", None, "s", NOT_RECORDED)
+        return
+    probe = read_table(path, {"start_ns": ("int", True), "end_ns": ("int", True),
+                              "status": ("int", True)})
+    ev = read_table(run_dir / "events.csv", {"wall_ns": ("int", True), "event": ("str", True)})
+    wall, kind = ev["wall_ns"].to_numpy(), ev["event"].to_numpy()
+    applied = wall[kind == "fault-applied"]
+    value = None
+    if len(applied):
+        starting = wall[(kind == "replica-starting") & (wall >= applied.min())]
+        if len(starting):
+            o = int(starting.min())
+            ok = probe[(probe["status"] == 200) & (probe["start_ns"] >= o)]
+            if len(ok):
+                value = (int(ok["end_ns"].min()) - o) / 1e9
+    out.add("time_to_ready", value, "s", "" if value is not None else NOT_OBSERVED)
 
 
 def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99, instants):

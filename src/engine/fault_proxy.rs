@@ -7,7 +7,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::http::request;
+use crate::rundir::readiness::ReadinessRow;
 use crate::spec::topology::ProxySpec;
+
+/// A readiness probe to start.
+pub struct ProbeSpec<'a> {
+    pub name: &'a str,
+    pub host: &'a str,
+    pub port: u16,
+    pub path: &'a str,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub for_: Duration,
+}
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -89,6 +101,62 @@ impl FaultProxy {
             .unwrap_or_default();
         names.sort();
         Ok(names)
+    }
+
+    /// Starts a readiness probe (feedbench's extension of the API): `GET path` of
+    /// `host:port` from inside the run's network every `interval` until a 200 or `for_`.
+    pub async fn start_probe(&self, p: &ProbeSpec<'_>) -> Result<(), FaultProxyError> {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.call(
+            "POST",
+            "/feedbench/probes",
+            Some(json!({
+                "name": p.name, "host": p.host, "port": p.port, "path": p.path,
+                "interval_ms": ms(p.interval), "timeout_ms": ms(p.timeout), "for_ms": ms(p.for_),
+            })),
+            &format!("probe `{}`", p.name),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// A probe's attempts so far, as readiness.csv rows of `server`, and whether it still
+    /// runs.
+    pub async fn probe(
+        &self,
+        name: &str,
+        server: &str,
+    ) -> Result<(bool, Vec<ReadinessRow>), FaultProxyError> {
+        let what = format!("probe `{name}`");
+        let v = self
+            .call("GET", &format!("/feedbench/probes/{name}"), None, &what)
+            .await?;
+        let fail = |reason: String| FaultProxyError {
+            addr: self.addr,
+            what: what.clone(),
+            reason,
+        };
+        let running = v["running"]
+            .as_bool()
+            .ok_or_else(|| fail(format!("no `running` in {v}")))?;
+        let attempts = v["attempts"]
+            .as_array()
+            .ok_or_else(|| fail(format!("no `attempts` in {v}")))?;
+        let rows = attempts
+            .iter()
+            .map(|a| {
+                let ns = |k: &str| a[k].as_u64().map(i128::from);
+                Some(ReadinessRow {
+                    start_ns: ns("start_ns")?,
+                    end_ns: ns("end_ns")?,
+                    server: server.to_string(),
+                    status: u16::try_from(a["status"].as_u64()?).ok()?,
+                    error: a["error"].as_str()?.to_string(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| fail(format!("an attempt is not one: {v}")))?;
+        Ok((running, rows))
     }
 
     /// Takes a link down (existing connections dropped) or brings it back.

@@ -504,7 +504,7 @@ fn faults(out: &mut String, report: &StudyReport) {
     if with.is_empty() {
         return;
     }
-    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`); a negative recovery is the service back within its control that long before its origin. The balancer's DOWN is the fault's target's for a fault on one replica, and the first replica's marked DOWN for a link or CPU fault, named beside it.\n\n");
+    out.push_str("## Faults\n\nDetection counts from the fault's application; recovery from its clearing (`clear`) and from the replica back in service (`restart`), under the rule of docs/analysis.md (windows of the plan's `analysis.recovery`); a negative recovery is the service back within its control that long before its origin. The first ready is a restarted replica's first 200 on its readiness path, from its start, asked every 100 ms from inside the run's network. The balancer's DOWN is the fault's target's for a fault on one replica, and the first replica's marked DOWN for a link or CPU fault, named beside it.\n\n");
     let rows: Vec<Vec<String>> = with
         .iter()
         .map(|r| {
@@ -527,6 +527,7 @@ fn faults(out: &mut String, report: &StudyReport) {
                 x.show("detect_objective_window", "", "", None),
                 x.show("time_to_recover", "clear", "", None),
                 x.show("time_to_recover", "restart", "", None),
+                x.show("time_to_ready", "", "", None),
                 x.show("fault_failed", "", "", None),
                 x.show("observe_failed", "", "", None),
                 x.show("fault_worst_p99", "", "", None),
@@ -546,6 +547,7 @@ fn faults(out: &mut String, report: &StudyReport) {
             "detect: objective window",
             "time to recover (clear)",
             "time to recover (restart)",
+            "first ready after restart",
             "failed during",
             "failed after",
             "worst p99 during",

@@ -12,6 +12,7 @@ use super::guards::{self, HostProbe, Trip};
 use super::judge::window_judged;
 use super::monitor::{self, MonitorHandle, MonitorOptions, Sampled, Target};
 use super::output;
+use super::readiness;
 use super::supervise::{Load, Supervisor};
 use crate::engine::deploy::{
     deploy_placed, save_logs_placed, teardown_placed, DeployError, Deployed, Seeding,
@@ -412,7 +413,11 @@ async fn measure(
         abort(events, record, &t);
         let _ = load.lg.kill(&load.container, "SIGKILL").await;
     }
-    let (stopped, shown) = supervisor.put_back().await;
+    let ended = supervisor.put_back().await;
+    if let Some(attempts) = ended.readiness {
+        readiness::keep(r.dir, attempts, record);
+    }
+    let (stopped, shown) = (ended.stopped, ended.shown);
     record.monitors = Some(monitors.stop().await?);
     let raw = load
         .lg

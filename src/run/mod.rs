@@ -8,5 +8,6 @@ mod inject;
 mod judge;
 pub mod monitor;
 mod output;
+mod readiness;
 pub mod settle;
 mod supervise;

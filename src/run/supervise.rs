@@ -15,6 +15,7 @@ use super::guards::{self, HostProbe, Trip};
 use super::inject::{perform, undo};
 use super::judge::{live_judge, transient, window_judged, Shown};
 use super::monitor::{Latest, MonitorHandle};
+use super::readiness::ReadinessProbe;
 use crate::engine::balancer::{self, Traffic};
 use crate::engine::deploy::Deployed;
 use crate::engine::fault_proxy::FaultProxy;
@@ -22,6 +23,7 @@ use crate::engine::placement::Placement;
 use crate::engine::runtime::Runtime;
 use crate::rundir::events::RunEvent;
 use crate::rundir::frame::RampStop;
+use crate::rundir::readiness::ReadinessRow;
 use crate::rundir::record::{OomKill, RunRecord};
 use crate::rundir::samples::BalancerRow;
 use crate::spec::faults::{schedule, Action, Edge, Step};
@@ -35,6 +37,14 @@ pub(super) struct Load<'a> {
     pub container: String,
     pub follower: Follower,
     pub started: Instant,
+}
+
+/// What the supervision leaves: where the knee stopped the load, how the live judge's
+/// windows are shown, and the restarted replica's readiness attempts.
+pub(super) struct Ended {
+    pub stopped: Option<RampStop>,
+    pub shown: Vec<Shown>,
+    pub readiness: Option<Result<Vec<ReadinessRow>, String>>,
 }
 
 /// What the supervisor has seen and done so far, beside what it reads.
@@ -60,6 +70,8 @@ pub(super) struct Supervisor<'s> {
     shown: Vec<Shown>,
     /// How many transients the events have told.
     transients_told: usize,
+    /// The restarted replica's readiness probe, once its fault cleared.
+    readiness: Option<ReadinessProbe>,
     /// A host that cannot be read is said once (it may fail every tick).
     host_unread: bool,
     // Engine calls cost the measured host CPU: the load generator's state is asked once a
@@ -111,6 +123,7 @@ impl<'s> Supervisor<'s> {
             stopped: None,
             shown: Vec::new(),
             transients_told: 0,
+            readiness: None,
             host_unread: false,
             last_image_check: now,
             last_state_check: now,
@@ -153,14 +166,23 @@ impl<'s> Supervisor<'s> {
 
     /// A fault still applied (the run ended inside its window) is cleared before teardown,
     /// so that its logs describe a system that was put back. Hands back where the knee
-    /// stopped the load and how the live judge's windows are shown.
-    pub(super) async fn put_back(self) -> (Option<RampStop>, Vec<Shown>) {
+    /// stopped the load, how the live judge's windows are shown, and the restarted
+    /// replica's readiness probe (when a fault restarted one).
+    pub(super) async fn put_back(self) -> Ended {
         for action in self.applied.iter().rev() {
             if let Some(undo) = undo(action) {
                 let _ = self.perform(&undo).await;
             }
         }
-        (self.stopped, self.shown)
+        let readiness = match &self.readiness {
+            Some(p) => Some(p.attempts(self.fp.as_ref()).await),
+            None => None,
+        };
+        Ended {
+            stopped: self.stopped,
+            shown: self.shown,
+            readiness,
+        }
     }
 
     async fn perform(&self, action: &Action) -> Result<(), String> {
@@ -188,6 +210,15 @@ impl<'s> Supervisor<'s> {
         while let Some(step) = self.steps.next_if(|s| now >= measured_at + s.at) {
             let (action, target) = step.action.describe();
             let fault = self.fault_name.clone();
+            if let (
+                Edge::Clear,
+                Action::Start {
+                    role: role @ Role::Replica(_),
+                },
+            ) = (step.edge, &step.action)
+            {
+                self.restarting(*role, events).await;
+            }
             match self.perform(&step.action).await {
                 Ok(()) => {
                     events.emit(match step.edge {
@@ -214,6 +245,22 @@ impl<'s> Supervisor<'s> {
                 }),
             }
         }
+    }
+
+    /// A killed or stopped replica about to be started again: the origin of its
+    /// `time_to_ready`, and its readiness probe started (for the fault's observe window).
+    async fn restarting(&mut self, role: Role, events: &mut EventLog<'_>) {
+        events.emit(RunEvent::ReplicaStarting {
+            replica: role.key(),
+        });
+        let observe = self
+            .r
+            .plan
+            .faults
+            .get(self.fault_name.as_str())
+            .map_or(Duration::ZERO, |f| Duration::from_millis(f.observe.millis));
+        self.readiness =
+            Some(ReadinessProbe::start(self.fp.as_ref(), self.r.topo, role, observe).await);
     }
 
     /// The load generator's output, as it writes it: judged window by window (a ramp step

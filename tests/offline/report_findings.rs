@@ -1,7 +1,7 @@
 //! The seeds' findings about faults as checks (tests/plans/valid/findings.yaml) on runs with
 //! known answers (twin/tests/gen.py --findings): the 503s of a cut database answered at once,
 //! a killed replica's p99 at the connect timeout until the balancer marks it DOWN, a slow
-//! object store felt by the uploads alone. feedbench's rows and the twin's agree, each check
+//! object store felt by the uploads alone, a restarted replica's first readiness. feedbench's rows and the twin's agree, each check
 //! gives the verdict and the values the runs were built to give, and the twin reaches the
 //! same verdicts from the same rows.
 
@@ -55,6 +55,7 @@ fn the_seeds_findings_are_checks_with_known_answers_in_both_implementations() {
             ("H3", "supported"),
             ("H4", "not supported"),
             ("H5", "supported"),
+            ("H6", "supported"),
         ],
         "{judged:#?}"
     );
@@ -71,6 +72,8 @@ fn the_seeds_findings_are_checks_with_known_answers_in_both_implementations() {
     assert_eq!(values[2], [0.17, 0.01, 0.01, 0.01]);
     // No 5xx after the cut was cleared: none at all in the observe window.
     assert_eq!(values[4], [0.0]);
+    // The restarted replica's first 200 came 315 ms after its start.
+    assert!((values[5][0] - 0.315).abs() < 1e-9, "{:?}", values[5]);
 
     let metrics = tmp.path().join("metrics.csv");
     std::fs::write(&metrics, rows::render(&ours)).unwrap();

@@ -174,6 +174,13 @@ fn both_implementations_agree_and_find_the_known_answers() {
         Some(-8.0)
     );
     assert_eq!(value(&ours, late, "time_to_recover", "clear").0, Some(12.0));
+    // The killed replica's first readiness, 315 ms after it was started; none for a cut.
+    let ready = value(&ours, kill, "time_to_ready", "").0.unwrap();
+    assert!((ready - 0.315).abs() < 1e-9, "{ready}");
+    assert_eq!(
+        value(&ours, cut, "time_to_ready", ""),
+        (None, "not applicable".to_string())
+    );
     // report.md names the server whose DOWN it read: the kill's target, the link cut's
     // first replica marked DOWN (the bystander).
     let seen_down = |run: &str| {

@@ -212,6 +212,11 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     for c in &cells[6..8] {
         assert!(c.ends_with(" s") || *c == "(not recovered)", "{kill}");
     }
+    // The restarted replica's first readiness, probed from inside the run's network.
+    assert!(
+        cells[8].ends_with(" s"),
+        "first ready after the restart: {kill}"
+    );
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     let plot = html
         .split("<figure class=\"plot\" id=\"fault-")
@@ -260,10 +265,36 @@ pub fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
         (up - restarted) as f64 / 1e9
     );
     assert!(detection <= 2.0, "detection took {detection} s");
+    assert_probed_until_ready(&dir);
     assert_sampled(&dir);
     assert_eq!(
         rt.block_on(common::leftovers(&engine, "test-kill")),
         (vec![], vec![])
+    );
+}
+
+/// The restarted replica's readiness probe: attempts from its start on, at least 100 ms
+/// apart, answered 200 at the last and only there.
+fn assert_probed_until_ready(dir: &Path) {
+    let starting = event_ns(dir, "replica-starting");
+    let attempts = csv(&dir.join("readiness.csv"));
+    let ns = |row: &BTreeMap<String, String>, k: &str| row[k].parse::<i128>().unwrap();
+    let statuses: Vec<&str> = attempts.iter().map(|a| a["status"].as_str()).collect();
+    assert_eq!(statuses.last(), Some(&"200"), "{attempts:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == "200").count(),
+        1,
+        "{attempts:?}"
+    );
+    assert!(ns(&attempts[0], "start_ns") >= starting, "{attempts:?}");
+    for pair in attempts.windows(2) {
+        assert!(ns(&pair[1], "start_ns") >= ns(&pair[0], "start_ns") + 100_000_000);
+    }
+    let last = &attempts[attempts.len() - 1];
+    eprintln!(
+        "first ready {:.3} s after the start, {} attempt(s)",
+        (ns(last, "end_ns") - starting) as f64 / 1e9,
+        attempts.len()
     );
 }
 

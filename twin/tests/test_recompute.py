@@ -819,6 +819,30 @@ class Scenarios(unittest.TestCase):
             self.assertEqual(row(late_id, "time_to_recover", "restart")["value"], "-8")
             self.assertEqual(row(late_id, "time_to_recover", "clear")["value"], "12")
 
+    def test_time_to_ready(self):
+        # the kill: replica-starting 300 ms before the clear, the first 200 ends 15 ms after
+        self.assertEqual(self.val("feed-rs.indexed/baseline+replica-kill/r1", "time_to_ready"),
+                         "0.315")
+        with tempfile.TemporaryDirectory() as t:
+            runs = Path(t) / "runs"
+            cut = gen.fault_run(runs, injection="link-down", restart=False, fault="db-cut",
+                                up_after_clear=True)
+            unprobed = gen.fault_run(runs, repetition=2)
+            (unprobed / "readiness.csv").unlink()
+            never = gen.fault_run(runs, repetition=3)
+            probe = (never / "readiness.csv").read_text().replace(",200,", ",503,")
+            (never / "readiness.csv").write_text(probe)
+            p = run_twin(Path(t) / "out", cut, unprobed, never)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = read_metrics(Path(t) / "out" / "metrics.csv")
+
+            def note(run):
+                r = m[(run, "", "", "", "", "time_to_ready")]
+                return r["value"], r["note"]
+            self.assertEqual(note("feed-rs.indexed/baseline+db-cut/r1"), ("", "not applicable"))
+            self.assertEqual(note("feed-rs.indexed/baseline+replica-kill/r2"), ("", "not recorded"))
+            self.assertEqual(note("feed-rs.indexed/baseline+replica-kill/r3"), ("", "not observed"))
+
     def test_recovery_just_fits(self):
         # recovery at 12 s needs windows up to 12 + 10 + 10 = 32 s after the clear
         with tempfile.TemporaryDirectory() as t:

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 
 use crate::collection::{to_value, Collection};
 use crate::error::ApiError;
+use crate::probe::Probes;
 use crate::toxic::Toxic;
 
 /// Largest request body accepted.
@@ -45,7 +46,7 @@ impl Reply {
 }
 
 /// Serves the API on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, proxies: Arc<Collection>) {
+pub async fn serve(listener: TcpListener, proxies: Arc<Collection>, probes: Arc<Probes>) {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -56,10 +57,12 @@ pub async fn serve(listener: TcpListener, proxies: Arc<Collection>) {
             }
         };
         let proxies = Arc::clone(&proxies);
+        let probes = Arc::clone(&probes);
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let proxies = Arc::clone(&proxies);
-                async move { Ok::<_, Infallible>(handle(&proxies, req).await) }
+                let probes = Arc::clone(&probes);
+                async move { Ok::<_, Infallible>(handle(&proxies, &probes, req).await) }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -68,7 +71,11 @@ pub async fn serve(listener: TcpListener, proxies: Arc<Collection>) {
     }
 }
 
-async fn handle(proxies: &Collection, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(
+    proxies: &Collection,
+    probes: &Probes,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     // Toxiproxy refuses browsers, so a web page cannot drive the proxy.
     let browser = req
         .headers()
@@ -110,6 +117,19 @@ async fn handle(proxies: &Collection, req: Request<Incoming>) -> Response<Full<B
             None => 201,
         };
         return json_response(status, serde_json::to_vec(&value).unwrap_or_default());
+    }
+    // feedbench's readiness probes, beside Toxiproxy's routes.
+    let probed = match (&method, segments.as_slice()) {
+        (&Method::POST, ["feedbench", "probes"]) => Some(probes.start(&body).map(|v| (201, v))),
+        (&Method::GET, ["feedbench", "probes", name]) => Some(probes.view(name).map(|v| (200, v))),
+        (_, ["feedbench", "probes", ..]) => Some(Err(ApiError::MethodNotAllowed)),
+        _ => None,
+    };
+    if let Some(result) = probed {
+        return match result {
+            Ok((status, v)) => json_response(status, serde_json::to_vec(&v).unwrap_or_default()),
+            Err(e) => error_response(&e),
+        };
     }
     match route(proxies, &method, &segments, &body).await {
         Ok(reply) if reply.status == 204 => response(204, "application/json", Vec::new()),

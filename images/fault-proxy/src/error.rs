@@ -47,6 +47,12 @@ pub enum ApiError {
     /// The route exists but not for this HTTP method.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// No readiness probe has that name (feedbench's extension).
+    #[error("probe not found")]
+    ProbeNotFound,
+    /// A readiness probe with that name exists already (feedbench's extension).
+    #[error("probe already exists")]
+    ProbeAlreadyExists,
 }
 
 impl ApiError {
@@ -57,9 +63,14 @@ impl ApiError {
             | ApiError::MissingField(_)
             | ApiError::InvalidStream
             | ApiError::InvalidToxicType => 400,
-            ApiError::ProxyNotFound | ApiError::ToxicNotFound | ApiError::RouteNotFound => 404,
+            ApiError::ProxyNotFound
+            | ApiError::ToxicNotFound
+            | ApiError::RouteNotFound
+            | ApiError::ProbeNotFound => 404,
             ApiError::MethodNotAllowed => 405,
-            ApiError::ProxyAlreadyExists | ApiError::ToxicAlreadyExists => 409,
+            ApiError::ProxyAlreadyExists
+            | ApiError::ToxicAlreadyExists
+            | ApiError::ProbeAlreadyExists => 409,
             ApiError::Listen { .. } | ApiError::DuplicateProxyName(_) => 500,
         }
     }

@@ -6,6 +6,7 @@ mod cli;
 mod collection;
 mod error;
 mod link;
+mod probe;
 mod proxy;
 mod pump;
 mod toxic;
@@ -102,7 +103,7 @@ async fn serve(opts: Options) -> Result<(), MainError> {
     let bound = listener.local_addr().map_or(addr, |a| a.to_string());
     eprintln!("fault-proxy {} API listening on {bound}", api::VERSION);
     tokio::select! {
-        () = api::serve(listener, proxies) => {}
+        () = api::serve(listener, proxies, Arc::new(probe::Probes::default())) => {}
         () = shutdown_signal() => eprintln!("fault-proxy: shutting down"),
     }
     Ok(())

@@ -4,8 +4,8 @@
 
 use super::latency::{within, Second, Stats};
 use super::out::Out;
-use super::read::{Event, Health, Req};
-use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECOVERED};
+use super::read::{Event, Health, ReadyAttempt, Req};
+use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECORDED, NOT_RECOVERED};
 use super::window::{Ranks, Sliding};
 use crate::analysis::objective::{self, Bounds};
 use crate::rundir::frame::{FaultWindow, Frame};
@@ -231,6 +231,43 @@ fn secs(ns: i128) -> f64 {
     ns as f64 / 1e9
 }
 
+/// `time_to_ready` (docs/analysis.md, "Faults"): from the restarted replica's start (the
+/// first `replica-starting` event at or after the fault's `fault-applied`) to the end of the
+/// first readiness attempt that started then or later and was answered 200.
+pub fn ready_row(
+    out: &mut Out,
+    frame: &Frame,
+    events: &[Event],
+    readiness: Option<&[ReadyAttempt]>,
+) {
+    let Some(fault) = frame.fault_window.as_ref() else {
+        return;
+    };
+    if !fault.restarts_a_replica() {
+        return out.empty("time_to_ready", "s", NOT_APPLICABLE);
+    }
+    let Some(attempts) = readiness else {
+        return out.empty("time_to_ready", "s", NOT_RECORDED);
+    };
+    let first = |kind: &str, from: i128| {
+        events
+            .iter()
+            .filter(|e| e.event == kind && e.wall_ns >= from)
+            .map(|e| e.wall_ns)
+            .min()
+    };
+    let origin = first("fault-applied", i128::MIN).and_then(|a| first("replica-starting", a));
+    let ready = origin.and_then(|o| {
+        attempts
+            .iter()
+            .filter(|a| a.status == 200 && a.start_ns >= o)
+            .map(|a| a.end_ns)
+            .min()
+            .map(|e| secs(e - o))
+    });
+    out.or("time_to_ready", ready, "s", NOT_OBSERVED);
+}
+
 /// Every fault row of a run with a fault.
 pub fn rows(
     out: &mut Out,
@@ -346,6 +383,73 @@ pub fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_to_ready_runs_from_the_replicas_start_to_its_first_200() {
+        let ev = |wall_ns: i128, event: &str| Event {
+            wall_ns,
+            event: event.into(),
+        };
+        let at = |start_s: f64, took_ms: f64, status: u16| ReadyAttempt {
+            start_ns: (start_s * 1e9) as i128,
+            end_ns: ((start_s + took_ms / 1e3) * 1e9) as i128,
+            status,
+        };
+        let events = [
+            ev(10 * S, "fault-applied"),
+            ev(15 * S, "replica-starting"),
+            ev(15 * S + S / 5, "fault-cleared"),
+        ];
+        // A 200 from before the start is not this restart's; refused, 503, then 200.
+        let attempts = [
+            at(14.0, 5.0, 200),
+            at(15.0, 1.0, 0),
+            at(15.1, 2.0, 503),
+            at(15.2, 50.0, 200),
+            at(15.3, 1.0, 200),
+        ];
+        let mut frame = frame();
+        frame.fault_window = Some(FaultWindow {
+            name: "kill".into(),
+            injection: "kill-replica".into(),
+            observe_ns: 60 * S,
+            server: Some("replica-1".into()),
+        });
+        let row = |frame: &Frame, events: &[Event], attempts: Option<&[ReadyAttempt]>| {
+            let mut out = Out::new(crate::report::rows::RunKey {
+                run: "r".into(),
+                contender: "c".into(),
+                variant: String::new(),
+                profile: "p".into(),
+                fault: "kill".into(),
+                repetition: 1,
+            });
+            ready_row(&mut out, frame, events, attempts);
+            let r = &out.rows[0];
+            (r.value.map(|v| (v * 1e6).round() / 1e6), r.note.clone())
+        };
+        assert_eq!(
+            row(&frame, &events, Some(&attempts)),
+            (Some(0.25), String::new())
+        );
+        assert_eq!(
+            row(&frame, &events, Some(&attempts[..3])),
+            (None, NOT_OBSERVED.into())
+        );
+        assert_eq!(row(&frame, &events, None), (None, NOT_RECORDED.into()));
+        assert_eq!(
+            row(&frame, &events[..1], Some(&attempts)),
+            (None, NOT_OBSERVED.into()),
+            "no start, no origin"
+        );
+        if let Some(f) = frame.fault_window.as_mut() {
+            f.injection = "link-down".into();
+        }
+        assert_eq!(
+            row(&frame, &events, Some(&attempts)),
+            (None, NOT_APPLICABLE.into())
+        );
+    }
 
     const S: i128 = 1_000_000_000;
     /// The fault's application.

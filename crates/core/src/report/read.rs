@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, REQUESTS_CSV};
+use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, READINESS_CSV, REQUESTS_CSV};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -367,6 +367,41 @@ pub fn events(dir: &Path) -> Result<Vec<Event>, ReadError> {
         Ok(())
     })?;
     Ok(out)
+}
+
+/// A readiness probe's attempt, as `time_to_ready` needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadyAttempt {
+    pub start_ns: i128,
+    pub end_ns: i128,
+    pub status: u16,
+}
+
+/// readiness.csv, in file order; `None` without the file (no replica was restarted, the
+/// fault proxy could not probe, or the run was recorded before replicas were probed).
+pub fn readiness(dir: &Path) -> Result<Option<Vec<ReadyAttempt>>, ReadError> {
+    let mut t = match Table::open(dir, READINESS_CSV) {
+        Ok(t) => t,
+        Err(ReadError::Missing(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (a, b, s) = (
+        t.column("start_ns")?,
+        t.column("end_ns")?,
+        t.column("status")?,
+    );
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        let status = c.int(rec, s, "status")?;
+        out.push(ReadyAttempt {
+            start_ns: c.int(rec, a, "start_ns")?,
+            end_ns: c.int(rec, b, "end_ns")?,
+            status: u16::try_from(status)
+                .map_err(|_| c.bad("status", c.text(rec, s), "an HTTP status (0 to 65535)"))?,
+        });
+        Ok(())
+    })?;
+    Ok(Some(out))
 }
 
 /// health.csv, in file order.

@@ -39,6 +39,9 @@ pub const BELOW_FIRST_STEP: &str = "below the first step";
 pub const NOT_OBSERVED: &str = "not observed";
 pub const NOT_RECOVERED: &str = "not recovered";
 pub const NOT_APPLICABLE: &str = "not applicable";
+/// A figure its run has no file for (recorded before it was measured, or the measuring
+/// failed, which the run's warnings say).
+pub const NOT_RECORDED: &str = "not recorded";
 
 /// What a run's rows share.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -91,10 +91,10 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     let read::Requests { reqs, routes } = read::requests(dir)?;
     let samples = read::samples(dir)?;
     let events = read::events(dir)?;
-    let health = if frame.fault_window.is_some() {
-        read::health(dir)?
+    let (health, readiness) = if frame.fault_window.is_some() {
+        (read::health(dir)?, read::readiness(dir)?)
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let key = key_of(&record.run_id, &frame);
     let mut out = Out::new(key.clone());
@@ -159,6 +159,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         }
     }
     faults::rows(&mut out, &frame, &reqs, &events, &health, &seconds);
+    faults::ready_row(&mut out, &frame, &events, readiness.as_deref());
     let seen_down = faults::seen_down(&frame, &events, &health);
     let cpu = frame
         .caps

@@ -70,6 +70,12 @@ pub enum RunEvent {
         action: String,
         target: String,
     },
+    /// A killed or stopped replica about to be started again as its fault clears: the
+    /// origin of its `time_to_ready` (docs/analysis.md, "Faults"); its readiness probe
+    /// starts with it.
+    ReplicaStarting {
+        replica: String,
+    },
     /// A fault action that could not be carried out.
     FaultFailed {
         fault: String,
@@ -166,6 +172,7 @@ impl RunEvent {
             RunEvent::Phase { .. } => "phase",
             RunEvent::FaultApplied { .. } => "fault-applied",
             RunEvent::FaultCleared { .. } => "fault-cleared",
+            RunEvent::ReplicaStarting { .. } => "replica-starting",
             RunEvent::FaultFailed { .. } => "fault-failed",
             RunEvent::GuardTripped { .. } => "guard-tripped",
             RunEvent::ContainerRestarted { .. } => "container-restarted",
@@ -191,6 +198,7 @@ impl RunEvent {
             RunEvent::FaultApplied { fault, action, target } | RunEvent::FaultCleared { fault, action, target } => {
                 (fault.clone(), format!("{action} {target}"))
             }
+            RunEvent::ReplicaStarting { replica } => (replica.clone(), String::new()),
             RunEvent::FaultFailed { fault, action, reason } => (fault.clone(), format!("{action}: {reason}")),
             RunEvent::GuardTripped { guard, figure, threshold, unit, detail } => {
                 (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))

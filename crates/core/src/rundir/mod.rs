@@ -10,6 +10,7 @@ pub mod frame;
 pub mod health;
 pub mod layout;
 pub mod native;
+pub mod readiness;
 pub mod record;
 pub mod requests;
 pub mod samples;
@@ -28,6 +29,8 @@ pub const CONTAINERS_CSV: &str = "containers.csv";
 pub const BALANCER_CSV: &str = "balancer.csv";
 /// The balancer's server state changes from its own log (`health::HealthRow`).
 pub const HEALTH_CSV: &str = "health.csv";
+/// A restarted replica's readiness probe, attempt by attempt (`readiness::ReadinessRow`).
+pub const READINESS_CSV: &str = "readiness.csv";
 /// The balancer's configuration as rendered for the run.
 pub const HAPROXY_CFG: &str = "haproxy.cfg";
 /// The k6 script as rendered for the run.
@@ -51,7 +54,7 @@ pub const SUMMARY_CSV: &str = "summary.csv";
 pub const METRICS_JSON: &str = "metrics.json";
 
 /// Every file name above, for checks that no other module spells one.
-pub const FILE_NAMES: [&str; 18] = [
+pub const FILE_NAMES: [&str; 19] = [
     RUN_JSON,
     MANIFEST_JSON,
     EVENTS_CSV,
@@ -59,6 +62,7 @@ pub const FILE_NAMES: [&str; 18] = [
     CONTAINERS_CSV,
     BALANCER_CSV,
     HEALTH_CSV,
+    READINESS_CSV,
     HAPROXY_CFG,
     LOAD_JS,
     K6_CSV_GZ,

@@ -206,6 +206,8 @@ pub enum Reads {
     Recovery,
     /// `detect_<kind>` with an empty `definition`.
     Detect,
+    /// `time_to_ready` with an empty `definition`.
+    Ready,
 }
 
 impl Reads {
@@ -218,7 +220,7 @@ impl Reads {
             Reads::PerContainer { metric } if metric.starts_with("cpu_") => ("%", 1e-2),
             Reads::PerContainer { .. } => ("bytes", 1.0),
             Reads::Efficiency => ("1/core·s", 1.0),
-            Reads::Recovery | Reads::Detect => ("s", 1.0),
+            Reads::Recovery | Reads::Detect | Reads::Ready => ("s", 1.0),
         }
     }
 }
@@ -260,7 +262,7 @@ const fn measured(
 }
 
 /// Every metric function, in the order docs/plan.md lists them.
-pub const FUNCTIONS: [Function; 15] = [
+pub const FUNCTIONS: [Function; 16] = [
     Function {
         name: "saturation",
         subject: Subject::Contender,
@@ -383,6 +385,15 @@ pub const FUNCTIONS: [Function; 15] = [
         needs_ramp: false,
         summary: "time from the fault's start to its detection",
     },
+    Function {
+        name: "ready",
+        subject: Subject::Contender,
+        args: &[Arg::Fault, Arg::Profile],
+        dim: Dim::Time,
+        reads: Reads::Ready,
+        needs_ramp: false,
+        summary: "time from the killed or stopped replica's start to its first 200 on its readiness path",
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Function> {
@@ -397,7 +408,7 @@ impl Function {
 
     /// A fault is required: the rows exist only for runs with one.
     pub fn needs_fault(&self) -> bool {
-        matches!(self.reads, Reads::Recovery | Reads::Detect)
+        matches!(self.reads, Reads::Recovery | Reads::Detect | Reads::Ready)
     }
 }
 

@@ -284,9 +284,12 @@ impl Checker<'_> {
             self.step(&profile, rate, span_of(Arg::At))?;
         }
         let request_rows = self.request_rows(f, call, &profile, fault.as_deref(), &at)?;
-        if origin.as_deref() == Some("restart") {
-            if let Some(fname) = &fault {
-                self.restarts(fname, span_of(Arg::Origin))?;
+        if let Some(fname) = &fault {
+            if origin.as_deref() == Some("restart") {
+                self.restarts(fname, span_of(Arg::Origin), "`origin: restart`")?;
+            }
+            if f.reads == Reads::Ready {
+                self.restarts(fname, span_of(Arg::Fault), "`ready`")?;
             }
         }
         // A recovery is timed from its injection's own origin unless the check names one.
@@ -410,8 +413,8 @@ impl Checker<'_> {
         }
     }
 
-    /// `origin: restart` needs a fault that kills or stops a replica.
-    fn restarts(&self, fault: &str, span: Span) -> Result<(), CheckError> {
+    /// `origin: restart` and `ready` need a fault that kills or stops a replica.
+    fn restarts(&self, fault: &str, span: Span, what: &str) -> Result<(), CheckError> {
         if self.has_restart(fault) {
             return Ok(());
         }
@@ -419,11 +422,15 @@ impl Checker<'_> {
         Err(CheckError::new(
             span,
             format!(
-                "can never be evaluated: `origin: restart` needs a fault that kills or stops a replica, but `{fault}` is {}",
+                "can never be evaluated: {what} needs a fault that kills or stops a replica, but `{fault}` is {}",
                 inject.kind()
             ),
         )
-        .hint("time recovery from the fault's clearing with `origin: clear`"))
+        .hint(if what == "`ready`" {
+            "only a replica started again has a time to its first readiness"
+        } else {
+            "time recovery from the fault's clearing with `origin: clear`"
+        }))
     }
 
     /// The index of the contender a name picks: a contender without variants, or a variant.
@@ -878,6 +885,7 @@ fn metric_and_definition(
             ),
             String::new(),
         ),
+        Reads::Ready => ("time_to_ready".to_string(), String::new()),
     }
 }
 
@@ -980,6 +988,23 @@ mod tests {
             assert!(m.contains(message), "{text}: {m}");
             assert_eq!(start, at, "{text}: {m}");
         }
+        // A restarted replica's time to its first readiness, of a fault that restarts one.
+        let q = &check(&plan(), "ready(feed-rs.indexed, fault: replica-kill) < 1s").unwrap()[0];
+        assert_eq!(
+            (q.metric.as_str(), q.definition.as_str(), q.unit),
+            ("time_to_ready", "", ("s", 1.0))
+        );
+        let (at, m, hint) = err("ready(feed-py, fault: db-latency) < 1s");
+        assert!(
+            m.contains(
+                "can never be evaluated: `ready` needs a fault that kills or stops a replica"
+            ),
+            "{m}"
+        );
+        assert_eq!(at, 22, "{m}");
+        assert!(hint.contains("started again"), "{hint}");
+        let (_, m, _) = err("ready(feed-py) < 1s");
+        assert!(m.contains("`ready` needs `fault:`"), "{m}");
         let (_, _, hint) = err("cpu(database, of: feed-py, fault: db-latency, at: fault) < 90%");
         assert!(hint.contains("for the request figures"), "{hint}");
     }
