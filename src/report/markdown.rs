@@ -348,7 +348,9 @@ fn routes(out: &mut String, runs: &[RunFigures]) {
             .rows
             .iter()
             .filter(|row| row.metric == "requests" && row.step_rate.is_none())
-            .filter_map(|row| row.definition.strip_prefix("route:"));
+            .filter_map(|row| row.definition.strip_prefix("route:"))
+            // The measured phase's own route rows, not a span's or a status's.
+            .filter(|name| !name.contains(' '));
         for name in names {
             let d = format!("route:{name}");
             let mut row = vec![run_name(r), format!("`{name}`")];

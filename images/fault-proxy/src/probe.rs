@@ -23,7 +23,8 @@ pub struct ProbeSpec {
     pub path: String,
     /// From one attempt's start to the next's (an attempt that takes longer delays the next).
     pub interval_ms: u64,
-    /// How long one attempt may take before it counts as no answer.
+    /// How long one attempt may take before it counts as no answer; its connection must be
+    /// made within `interval_ms`.
     pub timeout_ms: u64,
     /// How long the probe goes on without a 200.
     pub for_ms: u64,
@@ -121,7 +122,12 @@ async fn run(state: Arc<Mutex<State>>, spec: ProbeSpec) {
         let start_ns = unix_ns();
         let asked = tokio::time::timeout(
             Duration::from_millis(spec.timeout_ms),
-            ask(&spec.host, spec.port, &spec.path),
+            ask(
+                &spec.host,
+                spec.port,
+                &spec.path,
+                Duration::from_millis(spec.interval_ms),
+            ),
         )
         .await;
         let (status, error) = match asked {
@@ -147,9 +153,18 @@ async fn run(state: Arc<Mutex<State>>, spec: ProbeSpec) {
     lock(&state).running = false;
 }
 
-/// One GET of `path`: the answer's status code.
-async fn ask(host: &str, port: u16, path: &str) -> std::io::Result<u16> {
-    let mut stream = TcpStream::connect((host, port)).await?;
+/// One GET of `path`: the answer's status code. The connection must be made within
+/// `connect_within`: a container still starting can leave a connection unanswered for
+/// seconds, and the next attempt is the one that finds it up, at the probe's resolution.
+async fn ask(host: &str, port: u16, path: &str, connect_within: Duration) -> std::io::Result<u16> {
+    let mut stream = tokio::time::timeout(connect_within, TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within {} ms", connect_within.as_millis()),
+            )
+        })??;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut head = Vec::new();

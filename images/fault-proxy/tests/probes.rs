@@ -45,7 +45,7 @@ fn readiness_server(not_ready: usize) -> (String, Arc<AtomicUsize>) {
 fn probe(port: &str, name: &str) -> String {
     json!({
         "name": name, "host": "127.0.0.1", "port": port.parse::<u16>().unwrap(),
-        "path": "/readyz", "interval_ms": 20, "timeout_ms": 1000, "for_ms": 60_000,
+        "path": "/readyz", "interval_ms": 100, "timeout_ms": 1000, "for_ms": 60_000,
     })
     .to_string()
 }
