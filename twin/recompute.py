@@ -793,7 +793,8 @@ def request_spans(f, instants, down=None):
     applied, cleared = instants
     spans.append(("fault",) + cut(applied, me if cleared is None else cleared))
     if down is not None:
-        spans.append(("until-down",) + cut(applied, down))
+        # cut at the clear: past it the replica is back, whatever the balancer thought
+        spans.append(("until-down",) + cut(applied, down if cleared is None else min(down, cleared)))
     if cleared is not None:
         spans.append(("observe",) + cut(cleared, cleared + f["fault_window"]["observe"]))
     return spans
@@ -831,15 +832,15 @@ def first_down(hw, hstate, ours, applied, obs_b):
     return int(down[0]) if len(down) else None
 
 
-def status_selections(status: np.ndarray):
-    """(status qualifier, mask over `status`): the classes 2xx, 4xx, 5xx always, then each
-    status code other than 0 that occurs, ascending."""
+def status_selections(status: np.ndarray, codes):
+    """(status qualifier, mask over `status`): the classes 2xx, 4xx, 5xx, then each of
+    `codes` (the measured phase's codes other than 0, ascending), with a request or not."""
     for name, low, high in STATUS_CLASSES:
         mask = status >= low
         if high is not None:
             mask &= status <= high
         yield name, mask
-    for code in np.unique(status[status != 0]):
+    for code in codes:
         yield str(int(code)), status == code
 
 
@@ -855,19 +856,23 @@ def status_rows(out: RunRows, req: Requests, idx: np.ndarray, mask: np.ndarray, 
 
 def qualified_rows(out: RunRows, req: Requests, f, instants, down=None):
     """The qualified rows (docs/analysis.md, "qualified rows"): each span, route (none, then
-    by name each route of the span's requests, as the measured phase's `route:` rows take
-    the routes of its requests) and status, but the measured phase's own rows and its
-    `route:` rows, which are written already."""
+    by name each route of the measured phase's requests) and status (the classes, then the
+    measured phase's codes), with requests or not, but the measured phase's own rows and
+    its `route:` rows, which are written already."""
+    mlo, mhi = req.span(f["start"], f["end"])
+    routes = sorted(r for r in pd.unique(req.route[mlo:mhi]) if r != "")
+    measured_status = req.status[mlo:mhi]
+    codes = np.unique(measured_status[measured_status != 0])
     for at, a, b in request_spans(f, instants, down):
         lo, hi = req.span(a, b)
         L = (b - a) / 1e9
         in_span = np.arange(lo, hi)
         span_routes = req.route[lo:hi]
-        for route in [""] + sorted(r for r in pd.unique(span_routes) if r != ""):
+        for route in [""] + routes:
             idx = in_span if not route else in_span[span_routes == route]
             if at:
                 phase_request_rows(out, req, idx, L, definition=qualifier(at, route))
-            for status, mask in status_selections(req.status[idx]):
+            for status, mask in status_selections(req.status[idx], codes):
                 status_rows(out, req, idx, mask, L, qualifier(at, route, status))
 
 
@@ -925,9 +930,11 @@ def compute_run(run_dir: Path):
                 definition=f"route:{name}")
     # The same over the fault's spans, and by status (definitions `at:… route:… status:…`).
     down = None
-    if instants is not None:
+    if f["fault_window"] is not None:
+        # read for every fault run, applied or not, as a damaged file is refused either way
         hw, hstate, ours = fault_health(run_dir, f)
-        down = first_down(hw, hstate, ours, instants[0], observe_end(f, instants))
+        if instants is not None:
+            down = first_down(hw, hstate, ours, instants[0], min(observe_end(f, instants), me))
     qualified_rows(out, req, f, instants, down)
 
     # --- the per-second series
@@ -1042,9 +1049,9 @@ FAULT_METRICS = (
 
 def ready_row(out: RunRows, run_dir: Path, f):
     """time_to_ready (docs/analysis.md, "Faults"): for a fault that kills or stops a
-    replica, from the first `replica-starting` event at or after the first `fault-applied`
-    to the end of the first readiness.csv attempt that started then or later and was
-    answered 200; `not recorded` without readiness.csv."""
+    replica, from readiness.csv's first attempt (its smallest start_ns) to the smallest
+    end_ns of an attempt answered 200, on the fault proxy's clock alone; `not recorded`
+    without readiness.csv."""
     fw = f["fault_window"]
     if fw["injection"] not in RESTARTING_INJECTIONS:
         out.add("time_to_ready", None, "s", NOT_APPLICABLE)
@@ -1055,17 +1062,17 @@ def ready_row(out: RunRows, run_dir: Path, f):
         return
     probe = read_table(path, {"start_ns": ("int", True), "end_ns": ("int", True),
                               "status": ("int", True)})
-    ev = read_table(run_dir / "events.csv", {"wall_ns": ("int", True), "event": ("str", True)})
-    wall, kind = ev["wall_ns"].to_numpy(), ev["event"].to_numpy()
-    applied = wall[kind == "fault-applied"]
+    for column, bad, what in (("status", (probe["status"] < 0) | (probe["status"] > 65535),
+                               "an HTTP status (0 to 65535)"),
+                              ("end_ns", probe["end_ns"] < probe["start_ns"],
+                               "an instant not before start_ns")):
+        if bad.any():
+            line = int(probe["_line"][bad].iloc[0])
+            raise InputError(path, line, f"{column} is not {what}")
     value = None
-    if len(applied):
-        starting = wall[(kind == "replica-starting") & (wall >= applied.min())]
-        if len(starting):
-            o = int(starting.min())
-            ok = probe[(probe["status"] == 200) & (probe["start_ns"] >= o)]
-            if len(ok):
-                value = (int(ok["end_ns"].min()) - o) / 1e9
+    ok = probe[probe["status"] == 200]
+    if len(probe) and len(ok):
+        value = (int(ok["end_ns"].min()) - int(probe["start_ns"].min())) / 1e9
     out.add("time_to_ready", value, "s", "" if value is not None else NOT_OBSERVED)
 
 
@@ -1097,7 +1104,7 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99, 
         return (x - applied) / 1e9
 
     # detection: the first DOWN it reads
-    down = first_down(hw, hstate, ours, applied, obs_b)
+    down = first_down(hw, hstate, ours, applied, min(obs_b, me))
     v = secs(down) if down is not None else None
     out.add("detect_balancer_down", v, "s", "" if v is not None else NOT_OBSERVED)
     fe = req.end[req.failed & (req.end >= applied)]

@@ -368,8 +368,8 @@ fn routes(out: &mut String, runs: &[RunFigures]) {
                 row.push(x.show(m, &d, "", None));
             }
             let value = |m: &str| x.find(m, &d, "", None).and_then(|r| r.value);
-            if let Some(share) = value("status_4xx_share") {
-                if routes::over_expected(share, value("expected_4xx_share")) {
+            if let (Some(share), Some(n)) = (value("status_4xx_share"), value("requests")) {
+                if routes::over_expected(share, value("expected_4xx_share"), n as usize) {
                     row[7].push_str(" ⚠");
                     over.push(format!("`{name}` in {}", run_name(r)));
                 }
@@ -380,7 +380,7 @@ fn routes(out: &mut String, runs: &[RunFigures]) {
     if rows.is_empty() {
         return;
     }
-    out.push_str("### The measured phase by route\n\nEach route's requests apart (docs/analysis.md, \"The measured phase\"): a route the others hide shows here. A 4xx share more than a point over the route's declared `expected-4xx` (none declared: 0 %) is marked ⚠; only the declared share of 4xx counts as served work (docs/analysis.md, \"Expected 4xx\").\n\n");
+    out.push_str("### The measured phase by route\n\nEach route's requests apart (docs/analysis.md, \"The measured phase\"): a route the others hide shows here. A 4xx share over the route's declared `expected-4xx` (none declared: 0 %) by more than a point, or three standard errors of a share of its requests, is marked ⚠; only the declared share of 4xx counts as served work (docs/analysis.md, \"Expected 4xx\").\n\n");
     table(
         out,
         &[

@@ -414,8 +414,13 @@ async fn measure(
         let _ = load.lg.kill(&load.container, "SIGKILL").await;
     }
     let ended = supervisor.put_back().await;
-    if let Some(attempts) = ended.readiness {
-        readiness::keep(r.dir, attempts, record);
+    let fault = r
+        .run
+        .fault
+        .as_ref()
+        .and_then(|f| r.plan.faults.get(f.as_str()));
+    if fault.is_some_and(|f| f.inject.replica().is_some()) {
+        readiness::keep(r.dir, ended.readiness, record);
     }
     let (stopped, shown) = (ended.stopped, ended.shown);
     record.monitors = Some(monitors.stop().await?);

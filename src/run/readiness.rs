@@ -54,28 +54,36 @@ impl ReadinessProbe {
         ReadinessProbe { server, started }
     }
 
-    /// Its attempts, read back from the fault proxy.
-    pub(super) async fn attempts(
-        &self,
-        fp: Option<&FaultProxy>,
-    ) -> Result<Vec<ReadinessRow>, String> {
+    /// Its attempts, read back from the fault proxy, and whether it still ran.
+    pub(super) async fn attempts(&self, fp: Option<&FaultProxy>) -> Attempts {
         self.started.clone()?;
         let fp = fp.ok_or("the fault proxy has no address")?;
-        let (_, rows) = fp
-            .probe(&self.server, &self.server)
+        fp.probe(&self.server, &self.server)
             .await
-            .map_err(|e| e.to_string())?;
-        Ok(rows)
+            .map_err(|e| e.to_string())
     }
 }
 
-/// readiness.csv written from the attempts, or a warning saying why there is none.
-pub(super) fn keep(
-    dir: &Path,
-    attempts: Result<Vec<ReadinessRow>, String>,
-    record: &mut RunRecord,
-) {
-    let written = attempts.and_then(|rows| {
+/// A probe's attempts and whether it was still running when read, or why there are none.
+pub(super) type Attempts = Result<(bool, Vec<ReadinessRow>), String>;
+
+/// readiness.csv written for a run whose fault restarts a replica: the probe's attempts, or
+/// none when the replica was not started again while the load ran (the run ended inside
+/// the fault's window); a warning says why a probe gave no file, or was still running.
+pub(super) fn keep(dir: &Path, attempts: Option<Attempts>, record: &mut RunRecord) {
+    let rows = match attempts {
+        None => Ok(Vec::new()),
+        Some(Ok((running, rows))) => {
+            if running {
+                record.warnings.push(
+                    "the restarted replica's readiness probe was still running when read: its attempts so far are kept".into(),
+                );
+            }
+            Ok(rows)
+        }
+        Some(Err(e)) => Err(e),
+    };
+    let written = rows.and_then(|rows| {
         let text = render(&rows).map_err(|e| e.to_string())?;
         write(dir, rundir::READINESS_CSV, text.as_bytes()).map_err(|e| e.to_string())
     });

@@ -15,7 +15,7 @@ use super::guards::{self, HostProbe, Trip};
 use super::inject::{perform, undo};
 use super::judge::{live_judge, transient, window_judged, Shown};
 use super::monitor::{Latest, MonitorHandle};
-use super::readiness::ReadinessProbe;
+use super::readiness::{Attempts, ReadinessProbe};
 use crate::engine::balancer::{self, Traffic};
 use crate::engine::deploy::Deployed;
 use crate::engine::fault_proxy::FaultProxy;
@@ -23,7 +23,6 @@ use crate::engine::placement::Placement;
 use crate::engine::runtime::Runtime;
 use crate::rundir::events::RunEvent;
 use crate::rundir::frame::RampStop;
-use crate::rundir::readiness::ReadinessRow;
 use crate::rundir::record::{OomKill, RunRecord};
 use crate::rundir::samples::BalancerRow;
 use crate::spec::faults::{schedule, Action, Edge, Step};
@@ -44,7 +43,7 @@ pub(super) struct Load<'a> {
 pub(super) struct Ended {
     pub stopped: Option<RampStop>,
     pub shown: Vec<Shown>,
-    pub readiness: Option<Result<Vec<ReadinessRow>, String>>,
+    pub readiness: Option<Attempts>,
 }
 
 /// What the supervisor has seen and done so far, beside what it reads.

@@ -6,13 +6,27 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// How far a route's 4xx share may exceed its declared share (a ratio: one point) before it
-/// is named; a route that declares none may have this much.
+/// How far a route's 4xx share may exceed its declared share at least (a ratio: one point)
+/// before it is named; a route that declares none may have this much.
 pub const OVER_BY: f64 = 0.01;
 
-/// Whether a 4xx share is more than `OVER_BY` above the declared one (none declared: 0).
-pub fn over_expected(share: f64, expected: Option<f64>) -> bool {
-    share > expected.unwrap_or(0.0) + OVER_BY
+/// How far a share of `requests` may exceed the declared `expected` before it is named:
+/// a point, or three standard errors of a share of that many requests drawn at `expected`
+/// (`3·√(p(1−p)/n)`), whichever is more. A route's requests draw their ids at random, so
+/// its 4xx share is binomial: the post route's 68.4 % over 280 requests has a standard
+/// error of 2.8 points, and a one-point bound alone would name it one run in three.
+pub fn tolerance(expected: Option<f64>, requests: usize) -> f64 {
+    let p = expected.unwrap_or(0.0);
+    if requests == 0 {
+        return OVER_BY;
+    }
+    (3.0 * (p * (1.0 - p) / requests as f64).sqrt()).max(OVER_BY)
+}
+
+/// Whether a 4xx share of `requests` is above the declared one (none declared: 0) by more
+/// than the `tolerance`.
+pub fn over_expected(share: f64, expected: Option<f64>, requests: usize) -> bool {
+    share > expected.unwrap_or(0.0) + tolerance(expected, requests)
 }
 
 /// The 4xx answers counted as served work: as many as were answered, up to the declared
@@ -61,7 +75,7 @@ pub fn unexpected(
         .iter()
         .filter_map(|(route, t)| {
             let e = expected.get(route).copied();
-            over_expected(t.share_4xx(), e).then(|| Unexpected {
+            over_expected(t.share_4xx(), e, t.requests).then(|| Unexpected {
                 route: route.clone(),
                 requests: t.requests,
                 share: t.share_4xx(),
@@ -84,8 +98,10 @@ impl fmt::Display for Unexpected {
         match self.expected {
             Some(e) => write!(
                 f,
-                "over its declared `expected-4xx` of {} by more than a point; a 4xx beyond it is not counted as served",
-                pct(e)
+                "over its declared `expected-4xx` of {} by more than {} (a point, or three standard errors of a share of {} requests); a 4xx beyond the declared share is not counted as served",
+                pct(e),
+                pct(tolerance(Some(e), self.requests)),
+                self.requests
             ),
             None => write!(
                 f,
@@ -100,11 +116,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_route_is_named_only_more_than_a_point_over_its_share() {
-        assert!(!over_expected(0.01, None), "1 % with none declared");
-        assert!(over_expected(0.0101, None));
-        assert!(!over_expected(0.69, Some(0.684)));
-        assert!(over_expected(0.70, Some(0.684)));
+    fn a_route_is_named_only_past_a_point_or_three_standard_errors_over_its_share() {
+        assert!(!over_expected(0.01, None, 280), "1 % with none declared");
+        assert!(over_expected(0.0101, None, 280));
+        // 68.4 % of 280 requests: a standard error of 2.78 points, so 8.3 points of room.
+        let t = tolerance(Some(0.684), 280);
+        assert!(
+            (t - 3.0 * (0.684f64 * 0.316 / 280.0).sqrt()).abs() < 1e-12,
+            "{t}"
+        );
+        assert!(!over_expected(0.76, Some(0.684), 280));
+        assert!(over_expected(0.77, Some(0.684), 280));
+        // Over a million requests the point is the bound.
+        assert!(over_expected(0.70, Some(0.684), 1_000_000));
+        assert!(!over_expected(0.69, Some(0.684), 1_000_000));
+        assert_eq!(tolerance(Some(0.5), 0), OVER_BY);
     }
 
     #[test]
@@ -130,11 +156,11 @@ mod tests {
         assert_eq!(u.len(), 1, "post at 60 % is as declared: {u:?}");
         assert_eq!((u[0].route.as_str(), u[0].requests), ("feed", 3));
         assert!(u[0].to_string().contains("declares none"), "{}", u[0]);
-        let declared = BTreeMap::from([("post".to_string(), 0.5)]);
-        let names: Vec<String> = unexpected(&tallies, &declared)
-            .into_iter()
-            .map(|u| u.route)
-            .collect();
+        // Declared none at all: its 60 % is named, with the bound it broke.
+        let declared = BTreeMap::from([("post".to_string(), 0.0)]);
+        let u = unexpected(&tallies, &declared);
+        let names: Vec<&str> = u.iter().map(|u| u.route.as_str()).collect();
         assert_eq!(names, ["feed", "post"]);
+        assert!(u[1].to_string().contains("by more than 1.0 %"), "{}", u[1]);
     }
 }

@@ -231,15 +231,10 @@ fn secs(ns: i128) -> f64 {
     ns as f64 / 1e9
 }
 
-/// `time_to_ready` (docs/analysis.md, "Faults"): from the restarted replica's start (the
-/// first `replica-starting` event at or after the fault's `fault-applied`) to the end of the
-/// first readiness attempt that started then or later and was answered 200.
-pub fn ready_row(
-    out: &mut Out,
-    frame: &Frame,
-    events: &[Event],
-    readiness: Option<&[ReadyAttempt]>,
-) {
+/// `time_to_ready` (docs/analysis.md, "Faults"): from the readiness probe's first attempt,
+/// which starts as the replica is started again, to the end of the first attempt answered
+/// 200, both on the fault proxy's clock.
+pub fn ready_row(out: &mut Out, frame: &Frame, readiness: Option<&[ReadyAttempt]>) {
     let Some(fault) = frame.fault_window.as_ref() else {
         return;
     };
@@ -249,18 +244,11 @@ pub fn ready_row(
     let Some(attempts) = readiness else {
         return out.empty("time_to_ready", "s", NOT_RECORDED);
     };
-    let first = |kind: &str, from: i128| {
-        events
-            .iter()
-            .filter(|e| e.event == kind && e.wall_ns >= from)
-            .map(|e| e.wall_ns)
-            .min()
-    };
-    let origin = first("fault-applied", i128::MIN).and_then(|a| first("replica-starting", a));
+    let origin = attempts.iter().map(|a| a.start_ns).min();
     let ready = origin.and_then(|o| {
         attempts
             .iter()
-            .filter(|a| a.status == 200 && a.start_ns >= o)
+            .filter(|a| a.status == 200)
             .map(|a| a.end_ns)
             .min()
             .map(|e| secs(e - o))
@@ -385,24 +373,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_to_ready_runs_from_the_replicas_start_to_its_first_200() {
-        let ev = |wall_ns: i128, event: &str| Event {
-            wall_ns,
-            event: event.into(),
-        };
+    fn time_to_ready_runs_from_the_probes_first_attempt_to_its_first_200() {
         let at = |start_s: f64, took_ms: f64, status: u16| ReadyAttempt {
             start_ns: (start_s * 1e9) as i128,
             end_ns: ((start_s + took_ms / 1e3) * 1e9) as i128,
             status,
         };
-        let events = [
-            ev(10 * S, "fault-applied"),
-            ev(15 * S, "replica-starting"),
-            ev(15 * S + S / 5, "fault-cleared"),
-        ];
-        // A 200 from before the start is not this restart's; refused, 503, then 200.
+        // Refused, 503, then 200 (the probe's last; a later one would not count first).
         let attempts = [
-            at(14.0, 5.0, 200),
             at(15.0, 1.0, 0),
             at(15.1, 2.0, 503),
             at(15.2, 50.0, 200),
@@ -415,7 +393,7 @@ mod tests {
             observe_ns: 60 * S,
             server: Some("replica-1".into()),
         });
-        let row = |frame: &Frame, events: &[Event], attempts: Option<&[ReadyAttempt]>| {
+        let row = |frame: &Frame, attempts: Option<&[ReadyAttempt]>| {
             let mut out = Out::new(crate::report::rows::RunKey {
                 run: "r".into(),
                 contender: "c".into(),
@@ -424,31 +402,25 @@ mod tests {
                 fault: "kill".into(),
                 repetition: 1,
             });
-            ready_row(&mut out, frame, events, attempts);
+            ready_row(&mut out, frame, attempts);
             let r = &out.rows[0];
             (r.value.map(|v| (v * 1e6).round() / 1e6), r.note.clone())
         };
+        assert_eq!(row(&frame, Some(&attempts)), (Some(0.25), String::new()));
         assert_eq!(
-            row(&frame, &events, Some(&attempts)),
-            (Some(0.25), String::new())
-        );
-        assert_eq!(
-            row(&frame, &events, Some(&attempts[..3])),
+            row(&frame, Some(&attempts[..2])),
             (None, NOT_OBSERVED.into())
         );
-        assert_eq!(row(&frame, &events, None), (None, NOT_RECORDED.into()));
         assert_eq!(
-            row(&frame, &events[..1], Some(&attempts)),
+            row(&frame, Some(&[])),
             (None, NOT_OBSERVED.into()),
-            "no start, no origin"
+            "never started"
         );
+        assert_eq!(row(&frame, None), (None, NOT_RECORDED.into()));
         if let Some(f) = frame.fault_window.as_mut() {
             f.injection = "link-down".into();
         }
-        assert_eq!(
-            row(&frame, &events, Some(&attempts)),
-            (None, NOT_APPLICABLE.into())
-        );
+        assert_eq!(row(&frame, Some(&attempts)), (None, NOT_APPLICABLE.into()));
     }
 
     const S: i128 = 1_000_000_000;

@@ -217,8 +217,8 @@ pub type RequestSpan = (Option<&'static str>, i128, i128);
 
 /// The request rows' spans (docs/analysis.md, "qualified rows"): the measured phase, and
 /// for a run whose fault was applied, the fault until its clearing (or the measured end),
-/// until the balancer marked its target DOWN (when it did), and after a clearing its
-/// observe window, each cut to the measured phase.
+/// until the balancer marked its target DOWN (when it did; at most until the clearing), and
+/// after a clearing its observe window, each cut to the measured phase.
 pub fn request_spans(m: &Span, fault: Option<&Instants>) -> Vec<RequestSpan> {
     let mut spans = vec![(None, m.start_ns, m.end_ns)];
     let Some(i) = fault else {
@@ -227,7 +227,12 @@ pub fn request_spans(m: &Span, fault: Option<&Instants>) -> Vec<RequestSpan> {
     let [_, during, until_down, observe] = REQUEST_SPANS;
     let windows = [
         (during, Some((i.applied, i.cleared.unwrap_or(m.end_ns)))),
-        (until_down, i.down.map(|d| (i.applied, d))),
+        // Cut at the clear: past it the replica is back, whatever the balancer thought.
+        (
+            until_down,
+            i.down
+                .map(|d| (i.applied, i.cleared.map_or(d, |c| d.min(c)))),
+        ),
         (observe, i.cleared.map(|c| (c, i.observe_end))),
     ];
     for (name, window) in windows {
@@ -240,13 +245,27 @@ pub fn request_spans(m: &Span, fault: Option<&Instants>) -> Vec<RequestSpan> {
 }
 
 /// The qualified request rows over each span, route and status, but the measured phase's
-/// own rows and its route rows (written by `measured`).
+/// own rows and its route rows (written by `measured`). `spans` begins with the measured
+/// phase (`request_spans`): its routes and status codes have rows in every span, with a
+/// request or not, so that a check of one's absence from a span reads its zero.
 pub fn qualified_rows(out: &mut Out, reqs: &[Req], routes: &[String], spans: &[RequestSpan]) {
+    let Some(&(_, ma, mb)) = spans.first() else {
+        return;
+    };
+    let measured = within(reqs, ma, mb);
+    let names = routes_in(measured, routes);
+    let mut codes: Vec<u16> = measured
+        .iter()
+        .map(|r| r.status)
+        .filter(|s| *s != 0)
+        .collect();
+    codes.sort_unstable();
+    codes.dedup();
     for &(at, a, b) in spans {
         let span_reqs = within(reqs, a, b);
         let len = (b - a) as f64 / 1e9;
         let mut sets = vec![(None, span_reqs.to_vec())];
-        for (id, name) in routes_in(span_reqs, routes) {
+        for &(id, name) in &names {
             sets.push((Some(name), on_route(span_reqs, id)));
         }
         for (route, mine) in sets {
@@ -255,7 +274,7 @@ pub fn qualified_rows(out: &mut Out, reqs: &[Req], routes: &[String], spans: &[R
                 answer_rows(&mut x, &Stats::of(&mine), len);
                 out.absorb(x);
             }
-            status_rows(out, &mine, (at, route), len);
+            status_rows(out, &mine, &codes, (at, route), len);
         }
     }
 }
@@ -270,12 +289,15 @@ fn class_of(status: u16) -> Option<&'static str> {
     }
 }
 
-/// The rows of `reqs` answered with each status class and each code seen: how many, how
+/// The rows of `reqs` answered with each status class and each of `codes`: how many, how
 /// fast, their share of `reqs`.
-fn status_rows(out: &mut Out, reqs: &[Req], (at, route): (Option<&str>, Option<&str>), len: f64) {
-    let mut codes: Vec<u16> = reqs.iter().map(|r| r.status).filter(|s| *s != 0).collect();
-    codes.sort_unstable();
-    codes.dedup();
+fn status_rows(
+    out: &mut Out,
+    reqs: &[Req],
+    codes: &[u16],
+    (at, route): (Option<&str>, Option<&str>),
+    len: f64,
+) {
     let pick = |of: &dyn Fn(u16) -> bool| -> Vec<Req> {
         reqs.iter().filter(|r| of(r.status)).copied().collect()
     };
@@ -284,8 +306,8 @@ fn status_rows(out: &mut Out, reqs: &[Req], (at, route): (Option<&str>, Option<&
         .map(|c| (c.to_string(), pick(&|s| class_of(s) == Some(*c))))
         .chain(
             codes
-                .into_iter()
-                .map(|code| (code.to_string(), pick(&|s| s == code))),
+                .iter()
+                .map(|&code| (code.to_string(), pick(&|s| s == code))),
         );
     for (status, mine) in sets {
         let s = Stats::of(&mine);
@@ -466,7 +488,13 @@ mod tests {
             get("at:fault route:feed status:5xx", "latency_p50"),
             Some((None, crate::report::rows::NONE.to_string()))
         );
-        assert_eq!(get("at:observe status:503", "requests"), None);
+        // The measured phase's codes in every span: none answered 503 after the clear.
+        assert_eq!(value("at:observe status:503", "requests"), Some(0.0));
+        assert_eq!(
+            get("at:observe status:404", "requests"),
+            None,
+            "never answered"
+        );
         // The measured phase's own rows and route rows are `measured`'s, not these.
         assert_eq!(get("", "requests"), None);
         assert_eq!(get("route:feed", "requests"), None);

@@ -393,9 +393,13 @@ pub fn readiness(dir: &Path) -> Result<Option<Vec<ReadyAttempt>>, ReadError> {
     let mut out = Vec::new();
     t.each(|rec, c| {
         let status = c.int(rec, s, "status")?;
+        let (start_ns, end_ns) = (c.int(rec, a, "start_ns")?, c.int(rec, b, "end_ns")?);
+        if end_ns < start_ns {
+            return Err(c.bad("end_ns", c.text(rec, b), "an instant not before start_ns"));
+        }
         out.push(ReadyAttempt {
-            start_ns: c.int(rec, a, "start_ns")?,
-            end_ns: c.int(rec, b, "end_ns")?,
+            start_ns,
+            end_ns,
             status: u16::try_from(status)
                 .map_err(|_| c.bad("status", c.text(rec, s), "an HTTP status (0 to 65535)"))?,
         });

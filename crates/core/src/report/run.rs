@@ -72,6 +72,8 @@ pub enum NotAnalysable {
     NoFrame,
     #[error(transparent)]
     File(#[from] ReadError),
+    #[error("its run.json's frame.expected_4xx.{route} is {value}, not a ratio from 0 to 1")]
+    Expected4xx { route: String, value: f64 },
 }
 
 pub fn key_of(run: &str, frame: &Frame) -> RunKey {
@@ -88,13 +90,28 @@ pub fn key_of(run: &str, frame: &Frame) -> RunKey {
 /// Reads the run directory's files (each once) and computes every figure.
 pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysable> {
     let frame = record.frame.clone().ok_or(NotAnalysable::NoFrame)?;
+    if let Some((route, &value)) = frame
+        .expected_4xx
+        .iter()
+        .find(|(_, v)| !(0.0..=1.0).contains(*v))
+    {
+        return Err(NotAnalysable::Expected4xx {
+            route: route.clone(),
+            value,
+        });
+    }
     let read::Requests { reqs, routes } = read::requests(dir)?;
     let samples = read::samples(dir)?;
     let events = read::events(dir)?;
-    let (health, readiness) = if frame.fault_window.is_some() {
-        (read::health(dir)?, read::readiness(dir)?)
+    let health = if frame.fault_window.is_some() {
+        read::health(dir)?
     } else {
-        (Vec::new(), None)
+        Vec::new()
+    };
+    // Only a replica started again is probed: another run's file would be read by nothing.
+    let readiness = match &frame.fault_window {
+        Some(f) if f.restarts_a_replica() => read::readiness(dir)?,
+        _ => None,
     };
     let key = key_of(&record.run_id, &frame);
     let mut out = Out::new(key.clone());
@@ -159,7 +176,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         }
     }
     faults::rows(&mut out, &frame, &reqs, &events, &health, &seconds);
-    faults::ready_row(&mut out, &frame, &events, readiness.as_deref());
+    faults::ready_row(&mut out, &frame, readiness.as_deref());
     let seen_down = faults::seen_down(&frame, &events, &health);
     let cpu = frame
         .caps

@@ -276,7 +276,7 @@ pub const FUNCTIONS: [Function; 16] = [
         "throughput",
         "achieved_rate",
         Dim::Rate,
-        "requests per second over the measured phase",
+        "requests per second over the span (the measured phase by default)",
     ),
     measured(
         "failed",
