@@ -35,17 +35,24 @@ pub fn served_4xx(status_4xx: usize, requests: usize, expected: Option<f64>) -> 
     (status_4xx as f64).min(expected.unwrap_or(0.0) * requests as f64)
 }
 
-/// A route's requests and 4xx answers over a span.
+/// A route's requests, and its 2xx and 4xx answers, over a span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub requests: usize,
+    pub status_2xx: usize,
     pub status_4xx: usize,
 }
 
 impl Tally {
     pub fn add(&mut self, status: u16) {
         self.requests += 1;
+        self.status_2xx += usize::from((200..300).contains(&status));
         self.status_4xx += usize::from((400..500).contains(&status));
+    }
+
+    /// Its served answers: the 2xx, and the 4xx up to the declared share.
+    pub fn served(&self, expected: Option<f64>) -> f64 {
+        self.status_2xx as f64 + served_4xx(self.status_4xx, self.requests, expected)
     }
 
     pub fn share_4xx(&self) -> f64 {

@@ -94,22 +94,14 @@ impl<'a> Answers<'a> {
     /// route's 4xx up to its declared share of its requests (docs/analysis.md, "Expected
     /// 4xx").
     pub fn served(&self, a: i128, b: i128) -> f64 {
-        let mut by_route: BTreeMap<u16, (usize, usize)> = BTreeMap::new();
-        let mut ok = 0usize;
+        let mut by_route: BTreeMap<u16, routes::Tally> = BTreeMap::new();
         for r in within(self.reqs, a, b) {
-            let t = by_route.entry(r.route).or_default();
-            t.0 += 1;
-            match r.status {
-                200..=299 => ok += 1,
-                400..=499 => t.1 += 1,
-                _ => {}
-            }
+            by_route.entry(r.route).or_default().add(r.status);
         }
-        let declared_4xx: f64 = by_route
+        by_route
             .iter()
-            .map(|(&route, &(n, n4xx))| routes::served_4xx(n4xx, n, self.expected(route)))
-            .sum();
-        ok as f64 + declared_4xx
+            .map(|(&route, t)| t.served(self.expected(route)))
+            .sum()
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::plan::de::suggest;
 use crate::plan::expand::{resolve_contenders, selects, ResolvedContender};
-use crate::plan::model::{Injection, Plan, Profile, ServiceKind};
+use crate::plan::model::{Plan, Profile, ServiceKind};
 use crate::plan::units::Rate;
 
 use super::functions::{
@@ -286,10 +286,20 @@ impl Checker<'_> {
         let request_rows = self.request_rows(f, call, &profile, fault.as_deref(), &at)?;
         if let Some(fname) = &fault {
             if origin.as_deref() == Some("restart") {
-                self.restarts(fname, span_of(Arg::Origin), "`origin: restart`")?;
+                self.restarts(
+                    fname,
+                    span_of(Arg::Origin),
+                    "`origin: restart`",
+                    "time recovery from the fault's clearing with `origin: clear`",
+                )?;
             }
             if f.reads == Reads::Ready {
-                self.restarts(fname, span_of(Arg::Fault), "`ready`")?;
+                self.restarts(
+                    fname,
+                    span_of(Arg::Fault),
+                    "`ready`",
+                    "only a replica started again has a time to its first readiness",
+                )?;
             }
         }
         // A recovery is timed from its injection's own origin unless the check names one.
@@ -397,10 +407,7 @@ impl Checker<'_> {
 
     /// Whether the fault kills or stops a replica: the faults with a restart.
     fn has_restart(&self, fault: &str) -> bool {
-        matches!(
-            self.plan.faults[fault].inject,
-            Injection::KillReplica { .. } | Injection::StopReplica { .. }
-        )
+        self.plan.faults[fault].inject.replica().is_some()
     }
 
     /// A fault's own recovery origin (docs/analysis.md, "Recovery"): the replica back in
@@ -414,7 +421,7 @@ impl Checker<'_> {
     }
 
     /// `origin: restart` and `ready` need a fault that kills or stops a replica.
-    fn restarts(&self, fault: &str, span: Span, what: &str) -> Result<(), CheckError> {
+    fn restarts(&self, fault: &str, span: Span, what: &str, hint: &str) -> Result<(), CheckError> {
         if self.has_restart(fault) {
             return Ok(());
         }
@@ -426,11 +433,7 @@ impl Checker<'_> {
                 inject.kind()
             ),
         )
-        .hint(if what == "`ready`" {
-            "only a replica started again has a time to its first readiness"
-        } else {
-            "time recovery from the fault's clearing with `origin: clear`"
-        }))
+        .hint(hint))
     }
 
     /// The index of the contender a name picks: a contender without variants, or a variant.
