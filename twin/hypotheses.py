@@ -2,7 +2,8 @@
 
 Written from docs/analysis.md and docs/plan.md ("Hypotheses' checks") alone: its own lexer
 and recursive-descent parser of the check grammar, interval arithmetic, Kleene's logic and
-the bootstrap of summary.csv with the call's statistic. feedbench gives, in checks.json,
+each call's interval (a median's exact order-statistic interval, as summary.csv's; a mean's
+percentile bootstrap; none for a min or max). feedbench gives, in checks.json,
 each check's text and, per call, the byte span of the call in the text and the
 metrics.csv rows it reads; the twin writes verdicts.json (twin/README.md).
 """
@@ -496,7 +497,7 @@ def evaluate(node, values):
 
 
 # ---------------------------------------------------------------------------------------
-# A call's value: the statistic over the repetitions, and its bootstrap interval
+# A call's value: the statistic over the repetitions, and its interval
 
 
 def statistic(stat, values):
@@ -518,38 +519,45 @@ def statistic(stat, values):
     raise ValueError(stat)
 
 
-def statistic_rows(stat, drawn: np.ndarray) -> np.ndarray:
-    """The statistic of each row of drawn (R, n), as statistic() computes it for one."""
-    R, n = drawn.shape
-    if stat == "median":
-        s = np.sort(drawn, axis=1)
-        return s[:, n // 2] if n % 2 else (s[:, n // 2 - 1] + s[:, n // 2]) / 2
-    if stat == "mean":
-        acc = drawn[:, 0].copy()
-        for j in range(1, n):  # in draw order, one addition at a time
-            acc += drawn[:, j]
-        return acc / n
-    if stat == "min":
-        return drawn.min(axis=1)
-    if stat == "max":
-        return drawn.max(axis=1)
-    raise ValueError(stat)
+def resample_means(drawn: np.ndarray) -> np.ndarray:
+    """The mean of each row of drawn (R, n), as statistic("mean", …) computes it for one:
+    summed in draw order, one addition at a time."""
+    acc = drawn[:, 0].copy()
+    for j in range(1, drawn.shape[1]):
+        acc += drawn[:, j]
+    return acc / drawn.shape[1]
 
 
 _INDEX_CACHE = {}
 
 
-def bootstrap_percentile(values, stat, p: Fraction) -> float:
-    """summary.csv's bootstrap with `stat` in place of the median: 10,000 resamples of n
-    indices (SplitMix64 from the seed, `next() mod n`), the nearest-rank p-th percentile of
-    their statistics. values in the given order."""
+def bootstrap_mean(values, p: Fraction) -> float:
+    """The percentile bootstrap of the mean: 10,000 resamples of n indices (SplitMix64 from
+    the seed, `next() mod n`), the nearest-rank p-th percentile of their means. values in
+    the given order."""
     n = len(values)
     idx = _INDEX_CACHE.get(n)
     if idx is None:
         idx = _INDEX_CACHE[n] = rc.splitmix_indices(n)
     drawn = np.asarray(values, dtype=float)[idx]
-    stats = np.sort(statistic_rows(stat, drawn))
-    return float(stats[rc.rank(p, len(stats)) - 1])
+    means = np.sort(resample_means(drawn))
+    return float(means[rc.rank(p, len(means)) - 1])
+
+
+def call_interval(stat, lows, highs):
+    """(interval, confidence) of a call with n ≥ 3 rows, or (None, None).
+
+    median: x(k*) of the sorted lows to x(n+1−k*) of the sorted highs, summary.csv's exact
+    interval, with its exact coverage. mean: the percentile bootstrap, the lows' 2.5th to the
+    highs' 97.5th percentile; its 95 % is nominal, not an exact coverage, so no confidence.
+    min, max: none, a sample's extreme has no interval."""
+    if len(lows) < 3 or stat in ("min", "max"):
+        return None, None
+    if stat == "median":
+        lo, _, confidence = rc.median_interval(lows)
+        _, hi, _ = rc.median_interval(highs)
+        return (lo, hi), confidence
+    return (bootstrap_mean(lows, rc.P2_5), bootstrap_mean(highs, rc.P97_5)), None
 
 
 def first_breach_key(run):
@@ -602,7 +610,7 @@ def row_interval(value, unit, note):
 def call_value(call, index: RowIndex):
     """The call's entry of verdicts.json, and its value and interval (or None)."""
     out = {"start": call["start"], "end": call["end"], "evaluable": False, "n": 0,
-           "low": None, "high": None, "ci_low": None, "ci_high": None}
+           "low": None, "high": None, "ci_low": None, "ci_high": None, "confidence": None}
     found = []
     for spec in call["rows"]:
         rows = index.find(spec)
@@ -618,11 +626,9 @@ def call_value(call, index: RowIndex):
     stat = call["stat"]
     value = (statistic(stat, lows), statistic(stat, highs))
     out.update(evaluable=True, low=value[0], high=value[1])
-    interval = None
-    if len(found) >= 3:
-        interval = (bootstrap_percentile(lows, stat, rc.P2_5),
-                    bootstrap_percentile(highs, stat, rc.P97_5))
-        out.update(ci_low=interval[0], ci_high=interval[1])
+    interval, confidence = call_interval(stat, lows, highs)
+    if interval is not None:
+        out.update(ci_low=interval[0], ci_high=interval[1], confidence=confidence)
     return out, value, interval
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import io
 import json
+import math
 import os
 import sys
 from fractions import Fraction
@@ -35,7 +37,7 @@ METRICS_COLUMNS = [
 ]
 SUMMARY_COLUMNS = [
     "contender", "variant", "profile", "fault", "step_rate", "container", "definition",
-    "metric", "unit", "n", "median", "ci_low", "ci_high",
+    "metric", "unit", "n", "median", "ci_low", "ci_high", "confidence",
 ]
 
 NONE = "none"
@@ -55,6 +57,10 @@ SATURATION_DEFINITIONS = (
 # service: health.csv's first UP after the fault's clearing).
 RESTARTING_INJECTIONS = ("kill-replica", "stop-replica")
 
+# The median's interval is the narrowest order-statistic interval whose exact coverage is at
+# least this level (summary.csv's `confidence` gives the coverage itself).
+MEDIAN_LEVEL = Fraction(95, 100)
+# The percentile bootstrap of a mean (hypotheses.py): SplitMix64 from this seed.
 BOOTSTRAP_SEED = 0x5EED_F00D_0000_0013
 BOOTSTRAP_RESAMPLES = 10_000
 SPLITMIX_GAMMA = 0x9E3779B97F4A7C15
@@ -1217,7 +1223,8 @@ def recovery_instant(req: Requests, o, applied, obs_end, rec, c_thr, c_p95, c_p9
 
 
 def splitmix_indices(n: int, resamples: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
-    """The bootstrap's draws for a group of n values: shape (resamples, n)."""
+    """The bootstrap's draws for n values: shape (resamples, n). Only a call's mean is
+    bootstrapped now (hypotheses.py); the median has an exact interval (median_interval)."""
     i = np.arange(1, resamples * n + 1, dtype=np.uint64)
     z = np.uint64(BOOTSTRAP_SEED) + i * np.uint64(SPLITMIX_GAMMA)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(SPLITMIX_M1)
@@ -1226,48 +1233,46 @@ def splitmix_indices(n: int, resamples: int = BOOTSTRAP_RESAMPLES) -> np.ndarray
     return (z % np.uint64(n)).astype(np.int64).reshape(resamples, n)
 
 
-def bootstrap_many(values: np.ndarray, index_cache: dict):
-    """values: (G, n) groups of n values each. Returns (ci_low, ci_high) arrays of length G."""
-    G, n = values.shape
-    idx = index_cache.get(n)
-    if idx is None:
-        idx = index_cache[n] = splitmix_indices(n)
-    R = idx.shape[0]
-    lo_r, hi_r = rank(P2_5, R) - 1, rank(P97_5, R) - 1
-    lows, highs = np.empty(G), np.empty(G)
-    chunk = max(1, 4_000_000 // (R * n))
-    for g0 in range(0, G, chunk):
-        v = values[g0:g0 + chunk]
-        drawn = np.sort(v[:, idx], axis=2)  # (g, R, n)
-        if n % 2:
-            med = drawn[:, :, n // 2]
-        else:
-            med = (drawn[:, :, n // 2 - 1] + drawn[:, :, n // 2]) / 2
-        med = np.sort(med, axis=1)
-        lows[g0:g0 + chunk] = med[:, lo_r]
-        highs[g0:g0 + chunk] = med[:, hi_r]
-    return lows, highs
+def median_coverage(n: int, k: int) -> Fraction:
+    """conf(k) = 1 − 2·P(Bin(n, ½) ≤ k−1), exactly: the chance that [x(k), x(n+1−k)] holds
+    the population median. Each value falls below that median with probability ½, whatever
+    the (continuous) distribution, so the level is exact and distribution-free."""
+    below = sum(math.comb(n, i) for i in range(k))
+    return 1 - Fraction(2 * below, 2 ** n)
+
+
+@functools.lru_cache(maxsize=None)
+def median_rank(n: int):
+    """(k*, conf(k*)): the largest k in 1 … ⌊(n+1)/2⌋ with conf(k) ≥ 95 %, the narrowest
+    interval that keeps the level; k* = 1 (the range, at its own lower level) when even the
+    range falls short, as for n ≤ 5."""
+    k = 1
+    # conf(k) falls as k grows: the first k below the level ends the search
+    while k + 1 <= (n + 1) // 2 and median_coverage(n, k + 1) >= MEDIAN_LEVEL:
+        k += 1
+    return k, median_coverage(n, k)
+
+
+def median_interval(values):
+    """The median's exact interval (x(k*), x(n+1−k*), conf(k*)) over the sorted values, the
+    coverage as a float; None for n ≤ 2, too few values for any interval. The values' order
+    does not matter."""
+    v = sorted(values)
+    n = len(v)
+    if n < 3:
+        return None
+    k, conf = median_rank(n)
+    return float(v[k - 1]), float(v[n - k]), float(conf)
 
 
 def summary_rows(groups: dict):
-    """groups: key -> {"unit": str, "values": [(run_id, value or None)]}."""
-    results = {}
-    by_n = {}
+    """groups: key -> {"unit": str, "values": [(run_id, value or None)]}. One row per group:
+    n, the median and, with n ≥ 3, its interval and the interval's exact coverage."""
     for key, g in groups.items():
-        vals = [v for _, v in sorted(g["values"], key=lambda rv: rv[0].encode("utf-8"))
-                if v is not None]
-        results[key] = [len(vals), median(vals), None, None]
-        if len(vals) >= 3:
-            by_n.setdefault(len(vals), []).append((key, vals))
-    cache = {}
-    for n, items in by_n.items():
-        arr = np.array([v for _, v in items], dtype=float)
-        lows, highs = bootstrap_many(arr, cache)
-        for (key, _), lo, hi in zip(items, lows, highs):
-            results[key][2], results[key][3] = float(lo), float(hi)
-    for key, g in groups.items():
-        n, med, lo, hi = results[key]
-        yield list(key) + [g["unit"], str(n), fmt(med), fmt(lo), fmt(hi)]
+        vals = [v for _, v in g["values"] if v is not None]
+        interval = median_interval(vals) or (None, None, None)
+        yield list(key) + [g["unit"], str(len(vals)), fmt(median(vals))] + \
+            [fmt(x) for x in interval]
 
 
 # ---------------------------------------------------------------------------------------

@@ -621,14 +621,21 @@ fn fmt_summary(s: &SummaryRow) -> String {
         u => format!("{} {u}", round(v)),
     };
     match (s.median, s.ci_low, s.ci_high) {
-        (Some(m), Some(l), Some(h)) => format!("{} [{} – {}]", unit(m), unit(l), unit(h)),
+        (Some(m), Some(l), Some(h)) => format!(
+            "{} [{} – {}]{}",
+            unit(m),
+            unit(l),
+            unit(h),
+            s.confidence
+                .map_or_else(String::new, |c| format!(" ({} %)", round(c * 100.0)))
+        ),
         (Some(m), _, _) => format!("{} (n = {}, no interval)", unit(m), s.n),
         _ => "(none)".into(),
     }
 }
 
 fn repetitions(out: &mut String, report: &StudyReport) {
-    out.push_str("## Across repetitions\n\nMedian and, with 3 or more repetitions, a bootstrap 95 % interval (docs/analysis.md); every figure is in summary.csv.\n\n");
+    out.push_str("## Across repetitions\n\nMedian and, with 3 or more repetitions, its exact order-statistic interval with the interval's coverage in brackets: 95 % or more where n allows, the range at its own level below that (75 % at n = 3), a lower bound where values tie (docs/analysis.md); every figure is in summary.csv.\n\n");
     let key = |s: &SummaryRow| {
         let c = if s.variant.is_empty() {
             s.contender.clone()
@@ -658,7 +665,7 @@ fn repetitions(out: &mut String, report: &StudyReport) {
             "profile",
             "fault",
             "figure",
-            "median [95 % interval]",
+            "median [interval] (coverage)",
         ],
         &rows,
     );
@@ -690,7 +697,7 @@ fn repetitions(out: &mut String, report: &StudyReport) {
         }
     }
     if !lines.is_empty() {
-        out.push_str("Comparisons (never a bare winner: \"not distinguishable\" when the intervals overlap or fewer than 3 repetitions exist):\n\n");
+        out.push_str("Comparisons (never a bare winner, never \"no difference\": overlapping intervals show no difference and rule none out; disjoint ones, each at its own coverage, are not a test):\n\n");
         for l in lines {
             let _ = writeln!(out, "{l}");
         }

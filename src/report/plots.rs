@@ -973,7 +973,11 @@ fn bar_plot(
             .collect();
         keys.push(key("bar: the median over repetitions", C_INK, Swatch::Bare));
         if any_ci {
-            keys.push(key("95 % bootstrap interval (n ≥ 3)", C_INK, Swatch::Line));
+            keys.push(key(
+                "exact interval of the median (n ≥ 3)",
+                C_INK,
+                Swatch::Line,
+            ));
         }
         draw_legend(&legend, &keys)
     })?;
@@ -1512,7 +1516,7 @@ mod tests {
                 "feed-rs · ramp",
                 "5200 (n = 3)",
                 "3200 (n = 3)",
-                "95 % bootstrap interval (n ≥ 3)",
+                "exact interval of the median (n ≥ 3)",
             ],
         );
         // Two bars, their intervals (three strokes each), and the legend's swatches.

@@ -42,7 +42,14 @@ fn call_line(out: &mut String, c: &CallValue) {
         let _ = write!(out, " ({} of {}: {runs})", c.stat, c.n);
     }
     if let Some(i) = c.interval {
-        let _ = write!(out, "; 95 % interval {}", range(c.unit, i));
+        let label = match c.confidence {
+            Some(p) => format!(
+                "{} % order-statistic interval",
+                number((p * 1e3).round() / 10.0)
+            ),
+            None => "bootstrap interval (nominal 95 %)".to_string(),
+        };
+        let _ = write!(out, "; {label} {}", range(c.unit, i));
     }
     for p in &c.problems {
         let _ = write!(out, "; {p}");
@@ -52,7 +59,7 @@ fn call_line(out: &mut String, c: &CallValue) {
 
 fn verdict(e: &Evaluation) -> String {
     match e.interval {
-        Some(i) => format!("**{}**; across the 95 % intervals: **{i}**", e.verdict),
+        Some(i) => format!("**{}**; across the intervals: **{i}**", e.verdict),
         None => format!("**{}**", e.verdict),
     }
 }

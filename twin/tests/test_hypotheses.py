@@ -18,12 +18,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-import numpy as np  # noqa: E402
-
 import gen  # noqa: E402
 import hypotheses as h  # noqa: E402
 import recompute  # noqa: E402
-from test_recompute import nearest_rank, plain_bootstrap, read_summary, splitmix64  # noqa: E402
+from test_recompute import nearest_rank, read_summary, splitmix64  # noqa: E402
 
 SCRIPT = HERE.parent / "recompute.py"
 INF = math.inf
@@ -49,7 +47,7 @@ def plain_stat(stat, values):
 
 
 def plain_call_bootstrap(stat, values, p):
-    """docs/analysis.md's bootstrap with `stat`, one value at a time."""
+    """docs/analysis.md's bootstrap with `stat` (a call's mean), one value at a time."""
     n = len(values)
     nxt = splitmix64(0x5EEDF00D00000013)
     stats = [plain_stat(stat, [values[nxt() % n] for _ in range(n)]) for _ in range(10_000)]
@@ -323,9 +321,9 @@ class Verdicts(unittest.TestCase):
         self.assertEqual((v["verdict"], v["interval"]), ("supported", None))
         self.assertEqual(v["calls"], [
             {"start": 0, "end": 27, "evaluable": True, "n": 1, "low": 40.0, "high": 40.0,
-             "ci_low": None, "ci_high": None},
+             "ci_low": None, "ci_high": None, "confidence": None},
             {"start": 35, "end": 65, "evaluable": True, "n": 1, "low": 5.0, "high": 5.0,
-             "ci_low": None, "ci_high": None}])
+             "ci_low": None, "ci_high": None, "confidence": None}])
         v = self.verdict(SAT, sat_calls(), sat_rows([40], [10]))
         self.assertEqual((v["verdict"], v["interval"]), ("not supported", None))
         # exactly at the bound
@@ -386,7 +384,7 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(v["verdict"], "not evaluable")
         self.assertEqual(v["calls"][0], {"start": 0, "end": 27, "evaluable": False, "n": 1,
                                          "low": None, "high": None, "ci_low": None,
-                                         "ci_high": None})
+                                         "ci_high": None, "confidence": None})
 
     def test_a_lower_bound_that_leaves_it_open(self):
         # 30/s, not reached: [30, +inf] >= 5 × 10 is unknown
@@ -436,8 +434,8 @@ class Verdicts(unittest.TestCase):
         v = self.p99_verdict([400.0, 450.0, 600.0])
         c = v["calls"][0]
         self.assertEqual((c["n"], c["low"], c["high"]), (3, 0.45, 0.45))
-        # a median of 3 resampled values is 0.4 with probability 7/27 > 2.5 %
-        self.assertEqual((c["ci_low"], c["ci_high"]), (0.4, 0.6))
+        # three values: the median's interval is their range, holding it with chance 3/4
+        self.assertEqual((c["ci_low"], c["ci_high"], c["confidence"]), (0.4, 0.6, 0.75))
         self.assertEqual((v["verdict"], v["interval"]), ("supported", "undecided"))
 
     def test_interval_supported_and_not(self):
@@ -451,31 +449,40 @@ class Verdicts(unittest.TestCase):
         # two repetitions: a value, no interval
         v = self.p99_verdict([100.0, 110.0])
         self.assertEqual((v["verdict"], v["interval"]), ("supported", None))
-        self.assertEqual((v["calls"][0]["ci_low"], v["calls"][0]["ci_high"]), (None, None))
+        c = v["calls"][0]
+        self.assertEqual((c["ci_low"], c["ci_high"], c["confidence"]), (None, None, None))
 
     def test_statistics(self):
         values = [100.0, 200.0, 600.0, 250.0]
+        base = [x * 0.001 for x in values]
+        # the median's exact interval (n = 4: the range, at 0.875); the mean's bootstrap, a
+        # nominal level; no interval for an extreme
+        intervals = {"median": (0.1, 0.6, 0.875),
+                     "mean": (plain_call_bootstrap("mean", base, 2.5),
+                              plain_call_bootstrap("mean", base, 97.5), None),
+                     "min": (None, None, None), "max": (None, None, None)}
+        verdicts = {"median": "undecided", "mean": "undecided", "min": None, "max": None}
         for stat, want in (("median", 0.225), ("mean", 0.2875), ("min", 0.1), ("max", 0.6)):
             v = self.p99_verdict(values, stat=stat, limit="250ms")
             c = v["calls"][0]
             self.assertEqual((c["low"], c["high"]), (want, want), stat)
-            base = [x * 0.001 for x in values]
-            self.assertEqual(c["ci_low"], plain_call_bootstrap(stat, base, 2.5), stat)
-            self.assertEqual(c["ci_high"], plain_call_bootstrap(stat, base, 97.5), stat)
+            self.assertEqual((c["ci_low"], c["ci_high"], c["confidence"]), intervals[stat], stat)
             self.assertEqual(v["verdict"], "supported" if want < 0.25 else "not supported")
+            self.assertEqual(v["interval"], verdicts[stat], stat)
+        self.assertLess(intervals["mean"][0], intervals["mean"][1])
         # summed in order, one addition at a time: 0.9999999999999999 / 10
         self.assertEqual(h.statistic("mean", [0.1] * 10), 0.09999999999999999)
         self.assertEqual(h.statistic("mean", [1e16, 1.0, -1e16, 1.0]), 0.25)
         self.assertEqual(h.statistic("median", [3.0, 1.0, 2.0]), 2.0)
         self.assertEqual(h.statistic("median", [INF, 1.0, 2.0, INF]), INF)
 
-    def test_bootstrap_of_the_median_is_the_summarys(self):
+    def test_interval_of_the_median_is_the_summarys(self):
         values = [12.5, 7.0, 9.25, 30.0, 8.0]
-        lo, hi = recompute.bootstrap_many(np.array([values]), {})
-        self.assertEqual(h.bootstrap_percentile(values, "median", recompute.P2_5), lo[0])
-        self.assertEqual(h.bootstrap_percentile(values, "median", recompute.P97_5), hi[0])
-        self.assertEqual((lo[0], hi[0]), plain_bootstrap(values))
-        self.assertEqual(plain_bootstrap(values), (7.0, 30.0))
+        self.assertEqual(recompute.median_interval(values), (7.0, 30.0, 0.9375))
+        self.assertEqual(h.call_interval("median", values, values), ((7.0, 30.0), 0.9375))
+        # the lows' low end, the highs' high end, at the same rank
+        highs = [v + 1 for v in values]
+        self.assertEqual(h.call_interval("median", values, highs), ((7.0, 31.0), 0.9375))
         # a lower bound's highs are +inf: so is ci_high
         text = "saturation(feed-rs.indexed) >= 20/s"
         calls = [call_of(text, "saturation(feed-rs.indexed)",
@@ -487,8 +494,37 @@ class Verdicts(unittest.TestCase):
         c = v["calls"][0]
         # lows 40, 50, 30; highs 40, +inf, 30
         self.assertEqual((c["low"], c["high"]), (40.0, 40.0))
-        self.assertEqual((c["ci_low"], c["ci_high"]), (30.0, INF))
+        self.assertEqual((c["ci_low"], c["ci_high"], c["confidence"]), (30.0, INF, 0.75))
         self.assertEqual((v["verdict"], v["interval"]), ("supported", "supported"))
+
+    def test_an_extreme_has_no_interval(self):
+        runs = {x: [f"{x}/baseline/r{i}" for i in (1, 2, 3)] for x in "ab"}
+        rows = ([(r, "latency_p99", v, "ms", "") for r, v in zip(runs["a"], (10, 20, 30))] +
+                [(r, "latency_p99", v, "ms", "") for r, v in zip(runs["b"], (50, 70, 60))])
+
+        def check(stat_a):
+            text = f"p99(a, stat: {stat_a}) < p99(b, stat: median)"
+            calls = [call_of(text, f"p99({x}, stat: {stat})", stat=stat,
+                             rows=[spec(r, "latency_p99") for r in runs[x]])
+                     for x, stat in (("a", stat_a), ("b", "median"))]
+            return h.verdict(check_of(text, calls), index_of(rows))
+
+        v = check("max")
+        a, b = v["calls"]
+        self.assertEqual((a["n"], a["low"], a["high"]), (3, 0.03, 0.03))
+        self.assertEqual((a["ci_low"], a["ci_high"], a["confidence"]), (None, None, None))
+        self.assertEqual((b["low"], b["ci_low"], b["ci_high"], b["confidence"]),
+                         (0.06, 0.05, 0.07, 0.75))
+        # a call without an interval: a verdict, but none across the intervals
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", None))
+        self.assertEqual(check("min")["interval"], None)
+        # with the median in place of the max, both have one: [0.01, 0.03] < [0.05, 0.07]
+        v = check("median")
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", "supported"))
+        self.assertEqual([c["confidence"] for c in v["calls"]], [0.75, 0.75])
+        for stat in ("min", "max"):
+            self.assertEqual(h.call_interval(stat, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]),
+                             (None, None))
 
     def test_step_rates(self):
         text = "cpu(database, at: first-breach, of: svc) >= 90%"
@@ -683,9 +719,11 @@ class Command(unittest.TestCase):
         self.assertEqual(doc, {"format_version": 1, "verdicts": [
             {"hypothesis": "H1", "which": "current", "verdict": "supported", "interval": None,
              "calls": [{"start": 0, "end": 27, "evaluable": True, "n": 1, "low": 30.0,
-                        "high": "+inf", "ci_low": None, "ci_high": None},
+                        "high": "+inf", "ci_low": None, "ci_high": None,
+                        "confidence": None},
                        {"start": 35, "end": 65, "evaluable": True, "n": 1, "low": 5.0,
-                        "high": 5.0, "ci_low": None, "ci_high": None}]},
+                        "high": 5.0, "ci_low": None, "ci_high": None,
+                        "confidence": None}]},
             {"hypothesis": "H1", "which": "registered", "verdict": "not evaluable",
              "interval": None, "calls": []}]})
 
@@ -889,6 +927,8 @@ class OnRunDirectories(unittest.TestCase):
         self.assertEqual(c["low"], float(row["median"]) * 0.001)
         self.assertEqual(c["ci_low"], float(row["ci_low"]) * 0.001)
         self.assertEqual(c["ci_high"], float(row["ci_high"]) * 0.001)
+        self.assertEqual(c["confidence"], float(row["confidence"]))
+        self.assertEqual(c["confidence"], 0.75)
         self.assertLess(c["ci_low"], c["ci_high"])
 
     def test_the_same_on_its_own_metrics_csv(self):

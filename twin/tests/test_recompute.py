@@ -15,6 +15,8 @@ import unittest
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
@@ -80,14 +82,11 @@ def splitmix64(seed):
     return nxt
 
 
-def plain_bootstrap(values):
-    n = len(values)
-    nxt = splitmix64(0x5EEDF00D00000013)
-    meds = []
-    for _ in range(10_000):
-        drawn = sorted(values[nxt() % n] for _ in range(n))
-        meds.append(drawn[n // 2] if n % 2 else (drawn[n // 2 - 1] + drawn[n // 2]) / 2)
-    return nearest_rank(meds, 2.5), nearest_rank(meds, 97.5)
+def plain_coverage(n, k):
+    """The chance that [x(k), x(n+1−k)] holds the median, by counting: of the 2**n equally
+    likely ways n values fall below or above it, those with k to n−k below."""
+    hits = sum(1 for below in range(2 ** n) if k <= bin(below).count("1") <= n - k)
+    return Fraction(hits, 2 ** n)
 
 
 def read_requests(d):
@@ -249,6 +248,70 @@ class Numbers(unittest.TestCase):
         }
         for (met, confirm), want in cases.items():
             self.assertEqual(k([bool(v) for v in met], confirm), want, (met, confirm))
+
+
+class MedianInterval(unittest.TestCase):
+    """The median's exact order-statistic interval (recompute.median_interval)."""
+
+    def test_too_few_values(self):
+        self.assertIsNone(recompute.median_interval([]))
+        self.assertIsNone(recompute.median_interval([2.0, 1.0]))
+
+    def test_small_n_is_the_range_at_its_own_level(self):
+        # below n = 6 even the range misses 95 %: it is given with its exact level
+        self.assertEqual(recompute.median_interval([3.0, 1.0, 2.0]), (1.0, 3.0, 0.75))
+        self.assertEqual(recompute.median_interval([4.0, 1.0, 3.0, 2.0]), (1.0, 4.0, 0.875))
+        self.assertEqual(recompute.median_interval([5.0, 1.0, 4.0, 2.0, 3.0]),
+                         (1.0, 5.0, 0.9375))
+        # n = 6: the range reaches 96.875 %, x(2)..x(5) only 78.125 %
+        self.assertEqual(recompute.median_interval([6.0, 1.0, 5.0, 2.0, 4.0, 3.0]),
+                         (1.0, 6.0, 0.96875))
+
+    def test_ten_values(self):
+        values = [7.0, 2.0, 10.0, 1.0, 5.0, 9.0, 3.0, 8.0, 6.0, 4.0]
+        # k* = 2: 1 − 2 × (1 + 10)/1024; k = 3 would be 1 − 2 × 56/1024 = 0.890625
+        self.assertEqual(recompute.median_interval(values), (2.0, 9.0, 0.978515625))
+        self.assertEqual(recompute.median_rank(10), (2, Fraction(501, 512)))
+
+    def test_rank_is_the_largest_that_keeps_95_percent(self):
+        for n in range(3, 15):
+            cover = {k: plain_coverage(n, k) for k in range(1, (n + 1) // 2 + 1)}
+            self.assertEqual({k: recompute.median_coverage(n, k) for k in cover}, cover, n)
+            keep = [k for k, c in cover.items() if c >= Fraction(95, 100)]
+            k = max(keep) if keep else 1
+            self.assertEqual(recompute.median_rank(n), (k, cover[k]), n)
+        for n in range(15, 60):  # against the definition, by the formula
+            keep = [k for k in range(1, (n + 1) // 2 + 1)
+                    if recompute.median_coverage(n, k) >= Fraction(95, 100)]
+            self.assertEqual(recompute.median_rank(n)[0], max(keep), n)
+
+    def test_coverage_by_simulation(self):
+        """The share of simulated samples whose interval holds the population median is the
+        stated confidence, within 1.5 points, for skewed and bimodal populations alike."""
+        rng = np.random.default_rng(20240613)
+        samples = 10_000
+
+        def mixture(size):
+            # N(0, 1) and N(4, 1), half and half: symmetric about 2
+            return rng.normal(size=size) + 4.0 * (rng.random(size) < 0.5)
+
+        populations = (
+            ("normal", lambda size: rng.normal(size=size), 0.0),
+            ("lognormal", lambda size: rng.lognormal(0.0, 0.5, size=size), 1.0),
+            ("mixture", mixture, 2.0),
+        )
+        for name, draw, true_median in populations:
+            for n in (3, 5, 10):
+                x = draw((samples, n))
+                s = np.sort(x, axis=1)
+                k, conf = recompute.median_rank(n)
+                lo, hi = s[:, k - 1], s[:, n - k]
+                share = float(np.mean((lo <= true_median) & (true_median <= hi)))
+                self.assertLess(abs(share - float(conf)), 0.015, (name, n, share, conf))
+                # the vectorised interval is median_interval's
+                for row in range(50):
+                    self.assertEqual(recompute.median_interval(x[row].tolist()),
+                                     (lo[row], hi[row], float(conf)))
 
 
 class Scenarios(unittest.TestCase):
@@ -878,21 +941,23 @@ class Scenarios(unittest.TestCase):
         self.assertEqual(row["n"], "3")
         self.assertEqual(row["unit"], "ms")
         self.assertEqual(float(row["median"]), sorted(vals)[1])
-        lo, hi = plain_bootstrap(vals)
+        # three runs: the range, whose exact coverage is 1 − 2 × 1/8
+        lo, hi = min(vals), max(vals)
         self.assertEqual((float(row["ci_low"]), float(row["ci_high"])), (lo, hi))
+        self.assertEqual(row["confidence"], "0.75")
         self.assertLess(lo, hi)
         # no per-second row in the summary
         self.assertFalse([k for k in self.s if k[7].startswith("second_")])
         # a single run: n 1, no interval
         row = self.s[("feed-rs", "indexed", "ramp", "", "", "", "objective-windows", "saturation")]
-        self.assertEqual((row["n"], row["median"], row["ci_low"], row["ci_high"]),
-                         ("1", "30", "", ""))
+        self.assertEqual((row["n"], row["median"], row["ci_low"], row["ci_high"],
+                          row["confidence"]), ("1", "30", "", "", ""))
         row = self.s[("feed-rs", "indexed", "ramp", "", "", "", "errors-only", "first_breach")]
         self.assertEqual((row["n"], row["median"]), ("0", ""))
         row = self.s[("feed-rs", "indexed", "ramp", "", "40", "", "every-second", "step_met")]
         self.assertEqual((row["n"], row["median"]), ("1", "0"))
 
-    def test_summary_bootstrap_orders_by_run_id(self):
+    def test_summary_interval_of_four_runs(self):
         with tempfile.TemporaryDirectory() as t:
             runs = Path(t) / "runs"
             dirs = [gen.constant_run(runs, repetition=r, shift_ms=s)
@@ -910,9 +975,10 @@ class Scenarios(unittest.TestCase):
             vals = [float(m[(r, "", "", "", "", "latency_p90")]["value"]) for r in ids]
             self.assertEqual(row["n"], "4")
             self.assertEqual(float(row["median"]), (sorted(vals)[1] + sorted(vals)[2]) / 2)
-            lo, hi = plain_bootstrap(vals)
-            self.assertAlmostEqual(float(row["ci_low"]), lo, places=9)
-            self.assertAlmostEqual(float(row["ci_high"]), hi, places=9)
+            # four runs: the range, at 1 − 2 × 1/16
+            self.assertEqual((float(row["ci_low"]), float(row["ci_high"])),
+                             (min(vals), max(vals)))
+            self.assertEqual(row["confidence"], "0.875")
 
 
 class Reading(unittest.TestCase):

@@ -177,8 +177,12 @@ pub struct CallValue {
     /// In the dimension's base unit; `None` when the call is not evaluable. `hi` is
     /// infinite for a lower bound.
     pub value: Option<Interval>,
-    /// The bootstrap interval of the statistic, with 3 or more repetitions.
+    /// The statistic's interval, with 3 or more repetitions: a median's exact
+    /// order-statistic interval, a mean's percentile bootstrap; none for `min` or `max`.
     pub interval: Option<Interval>,
+    /// A median interval's exact coverage (`None` for a mean's bootstrap, whose 95 % is
+    /// nominal).
+    pub confidence: Option<f64>,
     /// Each row read: its run, value as metrics.csv has it, unit and note.
     pub rows: Vec<(String, Option<f64>, String, String)>,
     /// Why the call is not evaluable (empty when it is).
@@ -364,6 +368,7 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
         n: 0,
         value: None,
         interval: None,
+        confidence: None,
         rows: Vec::new(),
         problems: c
             .not_standing
@@ -444,8 +449,9 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
             lo: stat(&c.stat, &lows),
             hi: stat(&c.stat, &highs),
         });
-        if let (Some(lo), Some(hi)) = (bootstrap(&c.stat, &lows), bootstrap(&c.stat, &highs)) {
-            v.interval = Some(Interval { lo: lo.0, hi: hi.1 });
+        if let Some((i, confidence)) = interval_of(&c.stat, &lows, &highs) {
+            v.interval = Some(i);
+            v.confidence = confidence;
         }
     } else if v.problems.is_empty() {
         v.problems.push("the matrix plans no run for it".into());
@@ -497,15 +503,38 @@ pub fn stat(name: &str, v: &[f64]) -> f64 {
     }
 }
 
-/// The summary's bootstrap with `name` in place of the median: `None` under 3 values.
-pub fn bootstrap(name: &str, values: &[f64]) -> Option<(f64, f64)> {
-    let n = values.len();
+/// The interval of a statistic across repetitions, from the values' lower and upper ends,
+/// with its coverage where it is exact: `None` under 3 values and for `min` and `max` (a
+/// sample's extreme has no interval).
+pub fn interval_of(name: &str, lows: &[f64], highs: &[f64]) -> Option<(Interval, Option<f64>)> {
+    let n = lows.len();
     if n < 3 {
         return None;
     }
-    if name == "median" {
-        return summary::bootstrap(values);
+    match name {
+        "median" => {
+            let k = summary::order_rank(n);
+            let nth = |v: &[f64], i: usize| {
+                let mut v = v.to_vec();
+                *v.select_nth_unstable_by(i, f64::total_cmp).1
+            };
+            let i = Interval {
+                lo: nth(lows, k - 1),
+                hi: nth(highs, n - k),
+            };
+            Some((i, Some(summary::order_confidence(n, k))))
+        }
+        "mean" => {
+            let (lo, hi) = (mean_bootstrap(lows)?.0, mean_bootstrap(highs)?.1);
+            Some((Interval { lo, hi }, None))
+        }
+        _ => None,
     }
+}
+
+/// The percentile bootstrap of a mean (10,000 resamples, nearest-rank 2.5th and 97.5th).
+fn mean_bootstrap(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
     let mut rng = SplitMix64::new(summary::SEED);
     let mut draw = vec![0.0; n];
     let mut stats = Vec::with_capacity(summary::RESAMPLES);
@@ -513,7 +542,7 @@ pub fn bootstrap(name: &str, values: &[f64]) -> Option<(f64, f64)> {
         for d in draw.iter_mut() {
             *d = values[(rng.next_u64() % n as u64) as usize];
         }
-        stats.push(stat(name, &draw));
+        stats.push(stat("mean", &draw));
     }
     Some((
         summary::nth(&mut stats, 2.5),

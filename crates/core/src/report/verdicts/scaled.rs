@@ -66,6 +66,7 @@ mod tests {
                 n: 1,
                 value: Some(Interval { lo: v, hi: v }),
                 interval: None,
+                confidence: None,
                 rows: Vec::new(),
                 problems: Vec::new(),
             })

@@ -54,6 +54,8 @@ pub struct TheirCall {
     pub high: Value,
     pub ci_low: Value,
     pub ci_high: Value,
+    /// A median interval's exact coverage; null for a mean's bootstrap or no interval.
+    pub confidence: Value,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -170,6 +172,7 @@ pub fn compare(ours: &[(&str, &Evaluation)], theirs: &[Theirs]) -> Vec<Differenc
                 ("high", c.value.map(|v| v.hi), end(&tc.high)),
                 ("ci_low", c.interval.map(|v| v.lo), end(&tc.ci_low)),
                 ("ci_high", c.interval.map(|v| v.hi), end(&tc.ci_high)),
+                ("confidence", c.confidence, end(&tc.confidence)),
             ];
             for (what, a, b) in pairs {
                 if !same(a, b) {
