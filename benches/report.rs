@@ -144,7 +144,7 @@ fn main() -> Result<()> {
     let mut memory = (f64::NAN, f64::NAN);
     for round in 1..=rounds {
         let t = Instant::now();
-        let theirs_rows = twin.recompute(&dirs, None, &[])?.rows;
+        let theirs_rows = twin.recompute(&dirs, None, &[], false)?.rows;
         let theirs = t.elapsed().as_secs_f64();
         let (secs, rows, summary_rows, csv) = ours(&items, &root.join("report"))?;
         if round == 1 {

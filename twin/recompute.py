@@ -3,13 +3,15 @@
 
 Written from docs/analysis.md and docs/results.md alone; it imports nothing of feedbench.
 
-    python3 twin/recompute.py --out DIR [--checks FILE] RUNDIR [RUNDIR...]
+    python3 twin/recompute.py --out DIR [--checks FILE] [--paired-rounds] RUNDIR [RUNDIR...]
     python3 twin/recompute.py --out DIR --checks FILE --metrics METRICS_CSV
 
 reads each run directory (run.json, requests.csv, containers.csv and, for a run with a
 fault, events.csv and health.csv) and writes DIR/metrics.csv and DIR/summary.csv; with
 --checks, it evaluates checks.json's checks on those rows (or on the rows of the given
-metrics.csv) and writes DIR/verdicts.json (hypotheses.py).
+metrics.csv) and writes DIR/verdicts.json (hypotheses.py). With run directories it also
+compares every pair of arms on the headline figures and writes DIR/comparisons.csv
+(comparison.py; --paired-rounds: the plan's order makes rounds, so pairs are paired).
 A damaged input is reported on stderr as `FILE:LINE: what` and the exit code is 2.
 """
 
@@ -29,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import comparison  # the family of comparisons.csv (beside this file; nothing of feedbench)
+
 NS = 1_000_000_000
 
 METRICS_COLUMNS = [
@@ -38,6 +42,12 @@ METRICS_COLUMNS = [
 SUMMARY_COLUMNS = [
     "contender", "variant", "profile", "fault", "step_rate", "container", "definition",
     "metric", "unit", "n", "median", "ci_low", "ci_high", "confidence",
+]
+COMPARISONS_COLUMNS = [
+    "metric", "definition", "container", "profile", "fault", "a", "b", "n_a", "n_b", "paired",
+    "median_a", "median_b", "difference_low", "difference_high", "difference_confidence",
+    "ratio_low", "ratio_high", "ratio_confidence", "p", "p_min", "p_adjusted", "finding",
+    "higher", "n", "needed", "level", "why",
 ]
 
 NONE = "none"
@@ -1275,6 +1285,26 @@ def summary_rows(groups: dict):
             [fmt(x) for x in interval]
 
 
+def comparison_rows(comparisons):
+    """comparisons.csv's rows (COMPARISONS_COLUMNS) of comparison.Family's comparisons, in
+    the family's order; every number with `fmt`, an empty field where there is none."""
+    for c in comparisons:
+        diff = c.difference or (None, None, None)
+        ratio = c.ratio or (None, None, None)
+        yield [c.metric, c.definition, c.container, c.profile, c.fault, c.a, c.b,
+               fmt(c.n_a), fmt(c.n_b), fmt(c.paired), fmt(c.median_a), fmt(c.median_b),
+               *map(fmt, diff), *map(fmt, ratio), fmt(c.p), fmt(c.p_min), fmt(c.p_adjusted),
+               c.finding, c.higher or "", fmt(c.n), fmt(c.needed), fmt(c.level), c.why or ""]
+
+
+def write_comparisons(path, comparisons):
+    with open(path, "w", newline="", encoding="utf-8") as cf:
+        w = csv.writer(cf, lineterminator="\n")
+        w.writerow(COMPARISONS_COLUMNS)
+        for row in comparison_rows(comparisons):
+            w.writerow(row)
+
+
 # ---------------------------------------------------------------------------------------
 # The command
 
@@ -1290,6 +1320,9 @@ def main(argv=None):
     ap.add_argument("--metrics", type=Path, metavar="METRICS_CSV",
                     help="evaluate the checks on this metrics.csv's rows instead of on run "
                          "directories (needs --checks; writes only verdicts.json)")
+    ap.add_argument("--paired-rounds", action="store_true",
+                    help="the plan's order makes rounds (interleaved or shuffled): arms with "
+                         "the same repetitions and exact values are compared as pairs")
     ap.add_argument("runs", nargs="*", type=Path, metavar="RUNDIR")
     args = ap.parse_args(argv)
     if args.metrics is not None and args.runs:
@@ -1309,11 +1342,14 @@ def main(argv=None):
     metrics_path = args.out / "metrics.csv"
     summary_path = args.out / "summary.csv"
     verdicts_path = args.out / "verdicts.json"
+    comparisons_path = args.out / "comparisons.csv"
     tmp_metrics = args.out / ".metrics.csv.tmp"
     tmp_summary = args.out / ".summary.csv.tmp"
     tmp_verdicts = args.out / ".verdicts.json.tmp"
-    temps = (tmp_metrics, tmp_summary, tmp_verdicts)
+    tmp_comparisons = args.out / ".comparisons.csv.tmp"
+    temps = (tmp_metrics, tmp_summary, tmp_verdicts, tmp_comparisons)
     groups = {}
+    family = comparison.Family()
     try:
         checks = hypotheses.read_checks(args.checks) if args.checks is not None else None
         # only the rows the checks read are kept (none without checks)
@@ -1322,7 +1358,8 @@ def main(argv=None):
             index = hypotheses.read_metrics(args.metrics, wanted)
         else:
             index = hypotheses.RowIndex(wanted)
-            compute_runs(args.runs, tmp_metrics, tmp_summary, groups, index)
+            compute_runs(args.runs, tmp_metrics, tmp_summary, groups, index, family)
+            write_comparisons(tmp_comparisons, family.comparisons(args.paired_rounds))
         if checks is not None:
             text = hypotheses.verdicts_text(hypotheses.verdicts(checks, index))
             with open(tmp_verdicts, "w", encoding="utf-8") as vf:
@@ -1330,6 +1367,7 @@ def main(argv=None):
         if args.metrics is None:
             os.replace(tmp_metrics, metrics_path)
             os.replace(tmp_summary, summary_path)
+            os.replace(tmp_comparisons, comparisons_path)
         if checks is not None:
             os.replace(tmp_verdicts, verdicts_path)
     except InputError as e:
@@ -1345,9 +1383,10 @@ def main(argv=None):
     return 0
 
 
-def compute_runs(runs, tmp_metrics, tmp_summary, groups, index):
+def compute_runs(runs, tmp_metrics, tmp_summary, groups, index, family=None):
     """metrics.csv and summary.csv to their temporary files; the rows the checks read
-    (as written) into index."""
+    (as written) into index, and the headline figures' rows (as written) into family
+    (comparison.Family)."""
     with open(tmp_metrics, "w", newline="", encoding="utf-8") as mf:
         w = csv.writer(mf, lineterminator="\n")
         w.writerow(METRICS_COLUMNS)
@@ -1376,6 +1415,10 @@ def compute_runs(runs, tmp_metrics, tmp_summary, groups, index):
                     # the checks read the rows as written, as from metrics.csv
                     index.add(out.run_id, metric, definition, container,
                               float(sr) if sr else None, float(v) if v else None, unit, note)
+                    if family is not None and not sr and metric in comparison.HEADLINE_METRICS:
+                        family.add(out.run_id, f["contender"], f["variant"], f["profile"],
+                                   f["fault"], f["repetition"], sr, "", container,
+                                   definition, metric, v, note)
             del out
     with open(tmp_summary, "w", newline="", encoding="utf-8") as sf:
         w = csv.writer(sf, lineterminator="\n")

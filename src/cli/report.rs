@@ -163,14 +163,16 @@ impl ReportArgs {
             Some(rows) => rows,
             None => read_back(&metrics)?,
         };
-        let (d, v) =
+        let found =
             verify::verify(&twin, &ours, &built).map_err(|e| CliError::Failure(e.into()))?;
+        let (d, v, c) = (&found.rows, &found.verdicts, &found.comparisons);
         let evaluated = verify::evaluations(&built).len();
-        if d.is_empty() && v.is_empty() {
+        if d.is_empty() && v.is_empty() && c.is_empty() {
             eprintln!(
-                "verified: the recomputation agrees with `{}` on all {} rows and {evaluated} check verdicts",
+                "verified: the recomputation agrees with `{}` on all {} rows, {evaluated} check verdicts and {} comparisons",
                 metrics.display(),
-                built.metrics.len()
+                built.metrics.len(),
+                built.comparisons.len()
             );
             return Ok(());
         }
@@ -179,14 +181,21 @@ impl ReportArgs {
             why.push(format!(
                 "on {} rows (a raw file changed after the report was written, or the two implementations differ):{}",
                 d.len(),
-                differences(&d)
+                differences(d)
             ));
         }
         if !v.is_empty() {
             why.push(format!(
                 "on {} points of the hypotheses' verdicts:{}",
                 v.len(),
-                differences(&v)
+                differences(v)
+            ));
+        }
+        if !c.is_empty() {
+            why.push(format!(
+                "on {} cells of comparisons.csv:{}",
+                c.len(),
+                differences(c)
             ));
         }
         Err(CliError::Failure(anyhow::anyhow!(

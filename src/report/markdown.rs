@@ -4,10 +4,11 @@
 use std::fmt::Write as _;
 
 use feedbench_core::analysis::routes;
+use feedbench_core::report::comparison::HEADLINE;
 use feedbench_core::report::ramp::DEFINITIONS;
 use feedbench_core::report::rows::{number, Row, BELOW_FIRST_STEP};
 use feedbench_core::report::run::RunFigures;
-use feedbench_core::report::summary::{self, SummaryRow};
+use feedbench_core::report::summary::SummaryRow;
 use feedbench_core::report::usage::REPLICAS;
 use feedbench_core::report::StudyReport;
 
@@ -598,15 +599,6 @@ fn path(out: &mut String, report: &StudyReport) {
     );
 }
 
-const HEADLINE: [(&str, &str, &str); 6] = [
-    ("saturation", "objective-windows", ""),
-    ("latency_p99", "", ""),
-    ("failed_share", "", ""),
-    ("requests_per_core_second", "measured", REPLICAS),
-    ("memory_working_set_peak", "measured", REPLICAS),
-    ("time_to_recover", "clear", ""),
-];
-
 fn headline(s: &SummaryRow) -> bool {
     s.step_rate.is_none()
         && HEADLINE
@@ -669,40 +661,7 @@ fn repetitions(out: &mut String, report: &StudyReport) {
         ],
         &rows,
     );
-    // Contenders compared on each headline figure, per profile and fault.
-    let mut lines = Vec::new();
-    let hs: Vec<&SummaryRow> = report.summary.iter().filter(|s| headline(s)).collect();
-    for (i, a) in hs.iter().enumerate() {
-        for b in &hs[i + 1..] {
-            let (ka, kb) = (key(a), key(b));
-            if ka.0 != kb.0
-                && ka.1 == kb.1
-                && ka.2 == kb.2
-                && a.metric == b.metric
-                && a.definition == b.definition
-                && a.container == b.container
-            {
-                lines.push(format!(
-                    "- {} on {}{}: {}",
-                    a.metric,
-                    ka.1,
-                    if ka.2.is_empty() {
-                        String::new()
-                    } else {
-                        format!("+{}", ka.2)
-                    },
-                    summary::compare(&ka.0, a, &kb.0, b)
-                ));
-            }
-        }
-    }
-    if !lines.is_empty() {
-        out.push_str("Comparisons (never a bare winner, never \"no difference\": overlapping intervals show no difference and rule none out; disjoint ones, each at its own coverage, are not a test):\n\n");
-        for l in lines {
-            let _ = writeln!(out, "{l}");
-        }
-        out.push('\n');
-    }
+    super::comparisons::section(out, &report.comparisons);
 }
 
 fn left_out(out: &mut String, report: &StudyReport) {

@@ -3,6 +3,7 @@
 //! independent recomputation. The figures themselves are the core's
 //! (`feedbench_core::report`).
 
+pub mod comparisons;
 pub mod html;
 pub mod markdown;
 pub mod plots;
@@ -13,8 +14,10 @@ pub mod write;
 
 use std::path::Path;
 
-use feedbench_core::report::{rows, summary, StudyReport};
-use feedbench_core::rundir::{INDEX_HTML, METRICS_CSV, METRICS_JSON, REPORT_MD, SUMMARY_CSV};
+use feedbench_core::report::{comparison, rows, summary, StudyReport};
+use feedbench_core::rundir::{
+    COMPARISONS_CSV, INDEX_HTML, METRICS_CSV, METRICS_JSON, REPORT_MD, SUMMARY_CSV,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
@@ -39,6 +42,10 @@ pub fn write_all(report: &StudyReport, out: &Path) -> Result<(), OutputError> {
             (REPORT_MD, md.into_bytes()),
             (METRICS_CSV, rows::render(&report.metrics).into_bytes()),
             (SUMMARY_CSV, summary::render(&report.summary).into_bytes()),
+            (
+                COMPARISONS_CSV,
+                comparison::file::render(&report.comparisons).into_bytes(),
+            ),
             (METRICS_JSON, json),
         ],
     )?;

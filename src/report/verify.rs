@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use feedbench_core::report::comparison;
 use feedbench_core::report::rows::{self, Difference, Row};
 use feedbench_core::report::verdicts::twin::{self, Theirs, CHECKS_JSON, VERDICTS_JSON};
 use feedbench_core::report::verdicts::Resolved;
@@ -28,6 +29,8 @@ pub enum VerifyError {
     Scratch(#[source] std::io::Error),
     #[error("the recomputation's verdicts: {0}")]
     Verdicts(#[from] twin::TwinFileError),
+    #[error("the recomputation's comparisons: {0}")]
+    Comparisons(String),
     #[error("cannot read the recomputation's `{file}`: {source}")]
     Read {
         file: String,
@@ -98,16 +101,20 @@ impl Drop for Scratch {
 pub struct Recomputed {
     pub rows: Vec<Row>,
     pub verdicts: Vec<Theirs>,
+    /// Its comparisons.csv, as text (when given run directories).
+    pub comparisons: Option<String>,
 }
 
 impl Twin {
     /// Runs the twin on these run directories, or, with `metrics`, on that metrics.csv's rows
-    /// alone; with checks, it evaluates them too.
+    /// alone; with checks, it evaluates them too; `paired_rounds` says whether the plan's
+    /// order pairs arms by round (its comparisons).
     pub fn recompute(
         &self,
         run_dirs: &[PathBuf],
         metrics: Option<&Path>,
         checks: &[Resolved],
+        paired_rounds: bool,
     ) -> Result<Recomputed, VerifyError> {
         let py = &self.python;
         let script = &self.script;
@@ -122,6 +129,9 @@ impl Twin {
         if let Some(m) = metrics {
             cmd.arg("--metrics").arg(m);
         }
+        if paired_rounds {
+            cmd.arg("--paired-rounds");
+        }
         let out = cmd
             .args(run_dirs)
             .output()
@@ -135,10 +145,20 @@ impl Twin {
                 stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             });
         }
-        let rows = if metrics.is_none() {
-            rows::read(&scratch.0.join(feedbench_core::rundir::METRICS_CSV))?
+        let (rows, comparisons) = if metrics.is_none() {
+            let file = feedbench_core::rundir::COMPARISONS_CSV;
+            let text = std::fs::read_to_string(scratch.0.join(file)).map_err(|source| {
+                VerifyError::Read {
+                    file: file.into(),
+                    source,
+                }
+            })?;
+            (
+                rows::read(&scratch.0.join(feedbench_core::rundir::METRICS_CSV))?,
+                Some(text),
+            )
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let verdicts = if checks.is_empty() {
             Vec::new()
@@ -150,7 +170,11 @@ impl Twin {
             })?;
             twin::read(VERDICTS_JSON, &text)?
         };
-        Ok(Recomputed { rows, verdicts })
+        Ok(Recomputed {
+            rows,
+            verdicts,
+            comparisons,
+        })
     }
 }
 
@@ -165,16 +189,29 @@ pub fn evaluations(
         .collect()
 }
 
-/// The report's rows (`ours`, as written and read back) and verdicts against the twin's:
-/// `(rows, verdicts)`.
+/// Where the twin and the report differ: metrics.csv's rows, the hypotheses' verdicts, and
+/// comparisons.csv's lines.
+pub struct Disagreements {
+    pub rows: Vec<Difference>,
+    pub verdicts: Vec<Difference>,
+    pub comparisons: Vec<Difference>,
+}
+
+/// The report's rows (`ours`, as written and read back), verdicts and comparisons against
+/// the twin's.
 pub fn verify(
     twin: &Twin,
     ours: &[Row],
     report: &StudyReport,
-) -> Result<(Vec<Difference>, Vec<Difference>), VerifyError> {
-    let theirs = twin.recompute(&report.run_dirs, None, &report.checks)?;
-    Ok((
-        rows::compare(ours, &theirs.rows),
-        twin::compare(&evaluations(report), &theirs.verdicts),
-    ))
+) -> Result<Disagreements, VerifyError> {
+    let theirs = twin.recompute(&report.run_dirs, None, &report.checks, report.paired_rounds)?;
+    let ours_file = comparison::file::render(&report.comparisons);
+    let comparisons =
+        comparison::file::compare(&ours_file, theirs.comparisons.as_deref().unwrap_or(""))
+            .map_err(VerifyError::Comparisons)?;
+    Ok(Disagreements {
+        rows: rows::compare(ours, &theirs.rows),
+        verdicts: twin::compare(&evaluations(report), &theirs.verdicts),
+        comparisons,
+    })
 }

@@ -38,7 +38,7 @@ pub fn analysed(dirs: &[PathBuf]) -> Vec<feedbench_core::report::rows::Row> {
 
 /// The twin's figures of the run directories are `ours`, row for row.
 pub fn assert_the_twin_agrees(dirs: &[PathBuf], ours: &[feedbench_core::report::rows::Row]) {
-    let theirs = twin().recompute(dirs, None, &[]).unwrap().rows;
+    let theirs = twin().recompute(dirs, None, &[], false).unwrap().rows;
     let d = feedbench_core::report::rows::compare(ours, &theirs);
     assert!(
         d.is_empty(),
@@ -73,6 +73,11 @@ pub fn judge_all(
 /// The generator's run directories, by what they hold.
 pub fn generated(root: &Path) -> Vec<PathBuf> {
     generate(root, &[])
+}
+
+/// Two arms (indexed, and production 1.5× slower) of three repetitions each.
+pub fn generated_arms(root: &Path) -> Vec<PathBuf> {
+    generate(root, &["--arms"])
 }
 
 /// The generator's runs for tests/plans/valid/findings.yaml.

@@ -26,6 +26,7 @@ mod plan_python;
 mod ramp_replay;
 mod report_browser;
 mod report_cli;
+mod report_comparisons;
 mod report_findings;
 mod report_twin;
 mod report_verdicts;

@@ -78,7 +78,7 @@ fn the_seeds_findings_are_checks_with_known_answers_in_both_implementations() {
     let metrics = tmp.path().join("metrics.csv");
     std::fs::write(&metrics, rows::render(&ours)).unwrap();
     let theirs = common::report::twin()
-        .recompute(&[], Some(&metrics), &resolved)
+        .recompute(&[], Some(&metrics), &resolved, false)
         .unwrap();
     let ours: Vec<(&str, &Evaluation)> = judged.iter().map(|(h, e)| (h.as_str(), e)).collect();
     assert_eq!(twin::compare(&ours, &theirs.verdicts), []);

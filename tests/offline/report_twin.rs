@@ -227,7 +227,7 @@ fn a_raw_value_edited_afterwards_is_caught() {
     lines[3000] = edited.join(",");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let theirs = common::report::twin()
-        .recompute(&dirs, None, &[])
+        .recompute(&dirs, None, &[], false)
         .unwrap()
         .rows;
     let d = rows::compare(&before, &theirs);

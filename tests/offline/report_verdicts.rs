@@ -339,7 +339,7 @@ fn the_twin_reaches_the_same_verdicts_from_the_same_rows() {
     let metrics = dir.path().join("metrics.csv");
     std::fs::write(&metrics, rows::render(&rows())).unwrap();
     let theirs = common::report::twin()
-        .recompute(&[], Some(&metrics), &resolved)
+        .recompute(&[], Some(&metrics), &resolved, false)
         .unwrap();
     assert_eq!(theirs.verdicts.len(), judged.len());
     let ours: Vec<(&str, &Evaluation)> = judged.iter().map(|(h, e)| (h.as_str(), e)).collect();

@@ -534,8 +534,10 @@ def findings_runs(root):
     ]
 
 
-def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0):
-    """A run of n_requests at 300/s with random latencies, for the benchmark."""
+def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0, variant="indexed",
+            scale=1.0):
+    """A run of n_requests at 300/s with random latencies (times `scale`), for the benchmark
+    and for comparisons of two arms."""
     rng = np.random.default_rng(seed + repetition)
     rate = 300
     warm = 30 * NS
@@ -543,7 +545,7 @@ def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0):
     ms = T0 + warm
     me = T0 + total
     starts = T0 + np.sort(rng.integers(0, total, n_requests))
-    durs = np.round(rng.lognormal(3.0, 0.6, n_requests), 3)
+    durs = np.round(scale * rng.lognormal(3.0, 0.6, n_requests), 3)
     status = np.where(rng.random(n_requests) < 0.002, 503, 200)
     req = requests_frame(starts, durs, status)
     fw = None
@@ -558,7 +560,7 @@ def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0):
                   (applied + 5 * NS, 2.0, "container-restarted", "feedbench-replica-1", ""),
                   (cleared, 3.0, "fault-cleared", fname, "")]
         health = [(applied + 2 * NS, "feed/replica-1", "DOWN")]
-    f = frame(fault=fname, repetition=repetition, start=ms, end=me,
+    f = frame(variant=variant, fault=fname, repetition=repetition, start=ms, end=me,
               offered=(me - ms) * rate // NS, window_ns=60 * NS, fault_window=fw)
     cont = simple_containers(ms, me)
     return write_run(root, f, req, cont, events=events, health=health)
@@ -571,12 +573,19 @@ if __name__ == "__main__":
     ap.add_argument("root", type=Path)
     ap.add_argument("--big", type=int, default=0, help="write this many big runs instead")
     ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--arms", action="store_true",
+                    help="write two arms (indexed, production 1.5x slower), 3 repetitions each")
     ap.add_argument("--findings", action="store_true",
                     help="write the runs of tests/plans/valid/findings.yaml instead")
     a = ap.parse_args()
     if a.findings:
         for d in findings_runs(a.root):
             print(d)
+    elif a.arms:
+        for variant, seed, scale in (("indexed", 0, 1.0), ("production", 7, 1.5)):
+            for r in (1, 2, 3):
+                print(big_run(a.root, 15_000, repetition=r, fault=False, seed=seed,
+                              variant=variant, scale=scale))
     elif a.big:
         for r in range(a.big):
             print(big_run(a.root, a.requests, repetition=r + 1, fault=r % 2 == 0))

@@ -891,7 +891,7 @@ class OnRunDirectories(unittest.TestCase):
 
     def test_all_files_written(self):
         self.assertEqual(sorted(x.name for x in self.out.iterdir()),
-                         ["metrics.csv", "summary.csv", "verdicts.json"])
+                         ["comparisons.csv", "metrics.csv", "summary.csv", "verdicts.json"])
 
     def test_verdicts(self):
         got = [(v["verdict"], v["interval"]) for v in self.v["verdicts"]]

@@ -3,6 +3,7 @@
 //! (read once, one run at a time), the summary across repetitions, and what is left out
 //! and why. Rendering (Markdown, HTML, plots) lives with the binary; this is the pure part.
 
+pub mod comparison;
 pub mod faults;
 pub mod latency;
 pub mod out;
@@ -107,6 +108,10 @@ pub struct StudyReport {
     pub time: Option<crate::ledger::hours::Split>,
     pub metrics: Vec<Row>,
     pub summary: Vec<SummaryRow>,
+    /// Whether the plan's order pairs arms by round (docs/analysis.md, "Comparisons").
+    pub paired_rounds: bool,
+    /// Every pair of arms on each headline figure, Holm-adjusted as one family.
+    pub comparisons: Vec<comparison::Comparison>,
     #[serde(skip)]
     pub runs: Vec<RunFigures>,
     /// The standing runs' directories, in plan order (what the twin is given).
@@ -138,6 +143,8 @@ impl StudyReport {
             checks: Vec::new(),
             time: None,
             summary: summary::summarise(&metrics),
+            paired_rounds: false,
+            comparisons: comparison::of_rows(&metrics, false),
             metrics,
             runs,
             run_dirs,
@@ -302,6 +309,8 @@ pub fn build(
     }
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
+    let paired_rounds = comparison::paired_rounds(&plan.matrix.order);
+    let comparisons = comparison::of_rows(&metrics, paired_rounds);
     let mut standing = verdicts::Standing {
         not_standing: excluded
             .iter()
@@ -340,6 +349,8 @@ pub fn build(
         time: Some(time),
         metrics,
         summary,
+        paired_rounds,
+        comparisons,
         runs,
         run_dirs,
     })

@@ -1,7 +1,6 @@
 //! Across repetitions: per figure, the median and (with 3 or more repetitions) its exact
 //! order-statistic interval labelled by its coverage, as docs/analysis.md writes it out so
-//! that the twin reproduces it; and the comparison of two contenders that never names a
-//! bare winner.
+//! that the twin reproduces it (comparisons of arms are `report::comparison`'s).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -241,46 +240,6 @@ pub fn render(rows: &[SummaryRow]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// An interval and its coverage, as the comparison shows it: `[lo, hi] (75 %)`.
-fn shown(r: &SummaryRow) -> String {
-    let (Some(lo), Some(hi)) = (r.ci_low, r.ci_high) else {
-        return format!("n = {}, no interval", r.n);
-    };
-    let level = r.confidence.map_or_else(String::new, |c| {
-        format!(" ({} %)", number((c * 1e3).round() / 10.0))
-    });
-    format!("[{}, {}]{level}", number(lo), number(hi))
-}
-
-/// Two contenders on one figure, in words: never a bare winner, and never "no difference":
-/// overlapping intervals show none and rule none out, and disjoint ones are no test (two
-/// 75 % intervals of identical arms are disjoint one time in ten).
-pub fn compare(a_name: &str, a: &SummaryRow, b_name: &str, b: &SummaryRow) -> String {
-    match (a.ci_low, a.ci_high, b.ci_low, b.ci_high) {
-        (Some(al), Some(ah), Some(bl), Some(bh)) if al <= bh && bl <= ah => format!(
-            "no difference shown, none ruled out: {a_name} {} and {b_name} {} overlap",
-            shown(a),
-            shown(b)
-        ),
-        (Some(al), Some(_), Some(_), Some(bh)) => {
-            let (hi, lo) = if al > bh {
-                (a_name, b_name)
-            } else {
-                (b_name, a_name)
-            };
-            format!(
-                "{hi} higher than {lo}, by disjoint intervals (not a test): {a_name} {}, {b_name} {}",
-                shown(a),
-                shown(b)
-            )
-        }
-        _ => format!(
-            "no difference shown, none ruled out: {} and {} repetitions (3 are needed for an interval)",
-            a.n, b.n
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -51,10 +51,11 @@ pub const INDEX_HTML: &str = "index.html";
 pub const REPORT_MD: &str = "report.md";
 pub const METRICS_CSV: &str = "metrics.csv";
 pub const SUMMARY_CSV: &str = "summary.csv";
+pub const COMPARISONS_CSV: &str = "comparisons.csv";
 pub const METRICS_JSON: &str = "metrics.json";
 
 /// Every file name above, for checks that no other module spells one.
-pub const FILE_NAMES: [&str; 19] = [
+pub const FILE_NAMES: [&str; 20] = [
     RUN_JSON,
     MANIFEST_JSON,
     EVENTS_CSV,
@@ -73,6 +74,7 @@ pub const FILE_NAMES: [&str; 19] = [
     REPORT_MD,
     METRICS_CSV,
     SUMMARY_CSV,
+    COMPARISONS_CSV,
     METRICS_JSON,
 ];
 
