@@ -443,6 +443,9 @@ FAMILY_ALPHA = 0.05
 
 BELOW_FIRST_STEP = "below the first step"
 OPEN_ORDER = "a bound leaves the order of two values open"
+# Every value ties (or every paired difference is 0): the rank test has no outcome but the
+# one observed, so no number of such repetitions could show a difference.
+ALL_TIED = "every value ties: the rank test has nothing to order"
 
 # A value and what it is: exactly the value, or only a bound on it.
 EXACT, AT_LEAST, AT_MOST = "exact", "at-least", "at-most"
@@ -624,6 +627,10 @@ def _compare(c, arm_a, arm_b, paired_rounds):
         # the order of every pair is known: the bounds rank as the values would
         c.a_above = _above(a, b)
         c.p, c.p_min = rank_sum_p(a, b)
+    if c.p_min >= 1:
+        # as an unusable arm: nothing tested and left out of Holm's family
+        key = (c.metric, c.definition, c.container)
+        return Comparison(key, c.profile, c.fault, c.a, c.b).untestable(ALL_TIED)
     return c
 
 

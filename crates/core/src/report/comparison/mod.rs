@@ -248,6 +248,13 @@ fn compare(a: &Result<Arm, Problem>, b: &Result<Arm, Problem>, paired_rounds: bo
         (Some(xa), Some(xb)) => unpaired(&mut c, &xa, &xb),
         _ => bounded(&mut c, a, b),
     }
+    if c.p_min.is_some_and(|m| m >= 1.0) {
+        // Every value ties (every paired difference is 0): no outcome but the observed one,
+        // so no number of such repetitions could show a difference; left out of the family.
+        return blank(Finding::NotTestable {
+            why: "every value ties: the rank test has nothing to order".into(),
+        });
+    }
     c
 }
 

@@ -132,6 +132,23 @@ fn three_repetitions_cannot_show_a_difference_and_say_what_could() {
     );
     let ratio = c.ratio.unwrap();
     assert!(ratio.lo > 5.0 && ratio.confidence == 0.75, "{ratio:?}");
+    // Two arms that never fail tie everywhere: nothing to test, and out of the family.
+    let zeros: Vec<Row> = (1..=5)
+        .flat_map(|rep| {
+            [
+                row("x.a", rep, "failed_share", Some(0.0), ""),
+                row("x.b", rep, "failed_share", Some(0.0), ""),
+            ]
+        })
+        .collect();
+    for paired in [false, true] {
+        let [c] = of_rows(&zeros, paired).try_into().unwrap();
+        assert_eq!((c.p, c.adjusted), (None, None));
+        let Finding::NotTestable { why } = &c.finding else {
+            panic!("{c:?}")
+        };
+        assert!(why.contains("every value ties"), "{why}");
+    }
 }
 
 #[test]
