@@ -497,6 +497,21 @@ def _above(a, b):
     return gt > lt
 
 
+def _signed_ranks_positive(d):
+    """Whether the positive differences' midranks (of |d|, zeros dropped) sum to more than
+    the negative ones': the direction the signed-rank test reads, a zero counting for
+    neither side."""
+    nz = [x for x in d if x != 0.0]
+    twice = _twice_midranks([abs(x) for x in nz])
+    return sum(r if x > 0 else -r for r, x in zip(twice, nz)) > 0
+
+
+def _ranked(a, b):
+    """How many repetitions the rank-sum test ranks: the fewer arm's, none when every value
+    of both arms is one and the same."""
+    return 0 if len(set(a) | set(b)) <= 1 else min(len(a), len(b))
+
+
 class Comparison:
     """One pair of arms on one figure, one profile and one fault: the figures of a row of
     comparisons.csv (None where the row is empty)."""
@@ -504,7 +519,7 @@ class Comparison:
     __slots__ = ("metric", "definition", "container", "profile", "fault", "a", "b",
                  "n_a", "n_b", "paired", "median_a", "median_b", "difference", "ratio",
                  "p", "p_min", "p_adjusted", "a_above", "finding", "higher", "n", "needed",
-                 "level", "why")
+                 "level", "why", "ranked")
 
     def __init__(self, key, profile, fault, a, b):
         self.metric, self.definition, self.container = key
@@ -516,6 +531,8 @@ class Comparison:
         self.p = self.p_min = self.p_adjusted = None
         self.a_above = None
         self.finding = self.higher = self.n = self.needed = self.level = self.why = None
+        # how many repetitions the test ranks (paired: the rounds whose values differ)
+        self.ranked = 0
 
     def untestable(self, why):
         self.finding, self.why = "not-testable", why
@@ -612,12 +629,12 @@ def _compare(c, arm_a, arm_b, paired_rounds):
             lo, hi, conf = paired_shift_interval(r, DEFAULT_LEVEL)
             c.ratio = (math.exp(lo), math.exp(hi), conf)
             tested = r
-        n = len(tested)
-        c.a_above = _median([tested[i] + tested[j] for i in range(n) for j in range(i, n)]) > 0
-        c.p, c.p_min = signed_rank_p(tested)[:2]
+        c.a_above = _signed_ranks_positive(tested)
+        c.p, c.p_min, c.ranked = signed_rank_p(tested)
     elif exact_a and exact_b:
         c.a_above = _above(a, b)
         c.p, c.p_min = rank_sum_p(a, b)
+        c.ranked = _ranked(a, b)
         c.difference = shift_interval(a, b, DEFAULT_LEVEL)
         if positive:
             lo, hi, conf = shift_interval([math.log(x) for x in a], [math.log(y) for y in b],
@@ -627,7 +644,8 @@ def _compare(c, arm_a, arm_b, paired_rounds):
         # the order of every pair is known: the bounds rank as the values would
         c.a_above = _above(a, b)
         c.p, c.p_min = rank_sum_p(a, b)
-    if c.p_min >= 1:
+        c.ranked = _ranked(a, b)
+    if c.ranked == 0:
         # as an unusable arm: nothing tested and left out of Holm's family
         key = (c.metric, c.definition, c.container)
         return Comparison(key, c.profile, c.fault, c.a, c.b).untestable(ALL_TIED)
@@ -653,7 +671,7 @@ def _conclude(family):
             c.higher = c.a if c.a_above else c.b
         elif c.p_min > level:
             c.finding = "cannot-be-shown"
-            c.n = c.n_a if c.paired else min(c.n_a, c.n_b)
+            c.n = c.ranked
             c.needed = least_n_paired(level) if c.paired else least_n_unpaired(level)
             c.level = level
         else:

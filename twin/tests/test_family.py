@@ -278,6 +278,32 @@ class Rows(unittest.TestCase):
                           "every value ties: the rank test has nothing to order"))
 
 
+    def test_one_differing_round_is_too_few_not_a_tie(self):
+        # five rounds, four equal: one round ranks, which no test decides (n = 1, not a tie)
+        fs = ("failed_share", "", "")
+        a = rows("x.a", [0, 0, 0, 0, 0.02], figure=fs)
+        b = rows("x.b", [0, 0, 0, 0, 0], figure=fs)
+        (got,) = csv_rows(a + b, paired_rounds=True)
+        self.assertEqual((got["paired"], got["finding"], got["n"], got["needed"]),
+                         ("1", "cannot-be-shown", "1", "6"))
+        (got,) = csv_rows(rows("x.a", [0.02], figure=fs) + rows("x.b", [0], figure=fs))
+        self.assertEqual((got["finding"], got["n"]), ("cannot-be-shown", "1"))
+
+    def test_paired_direction_is_the_signed_ranks(self):
+        # two rounds far above, three a little below, five equal: the Walsh sums' median is
+        # 0 (it would say b), the signed ranks T = 9 of 15 say a
+        d = [0, 0, 0, 0, 0, 5, 6, -1, -1, -1]
+        self.assertTrue(cmp._signed_ranks_positive(d))
+        self.assertFalse(cmp._signed_ranks_positive([0, 0, 0, 1, 2, -3]))
+        c = cmp.Comparison(SAT, "ramp", "", "a", "b")
+        arm_a = {"values": {str(i + 1): (cmp.EXACT, 10.0 + x) for i, x in enumerate(d)},
+                 "why": None}
+        arm_b = {"values": {str(i + 1): (cmp.EXACT, 10.0) for i in range(10)}, "why": None}
+        c = cmp._compare(c, arm_a, arm_b, True)
+        self.assertTrue(c.paired and c.a_above)
+        self.assertEqual(c.ranked, 5)
+
+
 def run_twin(out, *args):
     return subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), *map(str, args)],
                           capture_output=True, text=True)

@@ -114,12 +114,30 @@ pub fn rank_sum_p(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     Some(two_sided(&counts, w, pooled.len(), m * total))
 }
 
+/// What the signed-rank test made of a round's paired differences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SignedRank {
+    pub p: f64,
+    /// The smallest p any sign pattern of these differences could give.
+    pub p_min: f64,
+    /// The differences ranked: the nonzero ones.
+    pub used: usize,
+    /// Whether the positive differences' ranks outweigh the negative ones' (T above its
+    /// mean): the direction the test itself reads, zeros counting for neither side.
+    pub positive: bool,
+}
+
 /// The two-sided exact Wilcoxon signed-rank test of paired differences `d` (zeros dropped,
-/// ties by midranks): `(p, smallest attainable p, differences used)`.
-pub fn signed_rank_p(d: &[f64]) -> (f64, f64, usize) {
+/// ties by midranks).
+pub fn signed_rank_p(d: &[f64]) -> SignedRank {
     let nonzero: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
     if nonzero.is_empty() {
-        return (1.0, 1.0, 0);
+        return SignedRank {
+            p: 1.0,
+            p_min: 1.0,
+            used: 0,
+            positive: false,
+        };
     }
     let abs: Vec<f64> = nonzero.iter().map(|x| x.abs()).collect();
     let scores = doubled_midranks(&abs);
@@ -147,7 +165,12 @@ pub fn signed_rank_p(d: &[f64]) -> (f64, f64, usize) {
     };
     // E[T] = Σs / 2.
     let (p, p_min) = two_sided(&counts, t, 2, total);
-    (p, p_min, nonzero.len())
+    SignedRank {
+        p,
+        p_min,
+        used: nonzero.len(),
+        positive: 2 * t > total,
+    }
 }
 
 /// `P(U ≤ u)` for u = 0, 1, …: the Mann–Whitney statistic's null distribution for m and n

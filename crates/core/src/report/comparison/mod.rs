@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::rows::{number, Row, BELOW_FIRST_STEP};
+use super::rows::{number, Bound, Row};
 use crate::plan::model::Order;
 use exact::ShiftInterval;
 
@@ -55,12 +55,10 @@ impl Value {
             .ok_or_else(|| format!("`{}` has no value ({})", row.key.run, row.note))?;
         // As metrics.csv writes it, which is what the twin reads back.
         let v = number(v).parse().unwrap_or(v);
-        // As the checks read them: a value with any other note (not reached, censored at
-        // the stop) is a lower bound.
-        Ok(match row.note.as_str() {
-            "" => Value::Exact(v),
-            BELOW_FIRST_STEP => Value::AtMost(v),
-            _ => Value::AtLeast(v),
+        Ok(match row.bound() {
+            Bound::Exact => Value::Exact(v),
+            Bound::AtMost => Value::AtMost(v),
+            Bound::AtLeast => Value::AtLeast(v),
         })
     }
 
@@ -122,8 +120,12 @@ pub struct Comparison {
     pub p_min: Option<f64>,
     pub adjusted: Option<f64>,
     /// Whether `a`'s values rank above `b`'s (rank sum above its mean; paired, the
-    /// positive differences outweigh the negative).
+    /// positive differences' signed ranks outweigh the negative ones').
     pub a_above: bool,
+    /// The repetitions the test ranks: the fewer of the two arms', or paired, the rounds
+    /// whose values differ (a zero difference has no sign).
+    #[serde(skip)]
+    pub ranked: usize,
     #[serde(flatten)]
     pub finding: Finding,
 }
@@ -216,6 +218,7 @@ fn blank(finding: Finding) -> Comparison {
         p_min: None,
         adjusted: None,
         a_above: false,
+        ranked: 0,
         finding,
     }
 }
@@ -248,14 +251,22 @@ fn compare(a: &Result<Arm, Problem>, b: &Result<Arm, Problem>, paired_rounds: bo
         (Some(xa), Some(xb)) => unpaired(&mut c, &xa, &xb),
         _ => bounded(&mut c, a, b),
     }
-    if c.p_min.is_some_and(|m| m >= 1.0) {
-        // Every value ties (every paired difference is 0): no outcome but the observed one,
-        // so no number of such repetitions could show a difference; left out of the family.
+    if c.p.is_some() && c.ranked == 0 {
+        // Every paired difference is 0: no outcome but the observed one, so no number of
+        // such rounds could show a difference; left out of the family.
         return blank(Finding::NotTestable {
-            why: "every value ties: the rank test has nothing to order".into(),
+            why: ALL_TIED.into(),
         });
     }
     c
+}
+
+/// Why a pair whose every value ties (every paired difference 0) is not tested.
+pub const ALL_TIED: &str = "every value ties: the rank test has nothing to order";
+
+/// Whether every value of both arms is the same one.
+fn all_tied(a: &[f64], b: &[f64]) -> bool {
+    a.iter().chain(b).all(|x| *x == a[0])
 }
 
 /// Whether every value is above 0, so that a ratio and its logarithm mean something.
@@ -280,6 +291,11 @@ fn unpaired(c: &mut Comparison, a: &[f64], b: &[f64]) {
     if let Some((p, p_min)) = exact::rank_sum_p(a, b) {
         c.p = Some(p);
         c.p_min = Some(p_min);
+        c.ranked = if all_tied(a, b) {
+            0
+        } else {
+            a.len().min(b.len())
+        };
     }
     c.difference = exact::shift_interval(a, b, LEVEL);
     if positive(a) && positive(b) {
@@ -300,17 +316,11 @@ fn paired(c: &mut Comparison, a: &[f64], b: &[f64]) {
     } else {
         d
     };
-    // The Walsh averages' middle: positive differences outweigh negative ones.
-    let mut walsh = Vec::new();
-    for i in 0..tested.len() {
-        for j in i..tested.len() {
-            walsh.push(tested[i] + tested[j]);
-        }
-    }
-    c.a_above = super::summary::median(&walsh).is_some_and(|m| m > 0.0);
-    let (p, p_min, _) = exact::signed_rank_p(&tested);
-    c.p = Some(p);
-    c.p_min = Some(p_min);
+    let test = exact::signed_rank_p(&tested);
+    c.a_above = test.positive;
+    c.p = Some(test.p);
+    c.p_min = Some(test.p_min);
+    c.ranked = test.used;
 }
 
 /// With bounds: the rank-sum test where every bound lies strictly beyond each value of the
@@ -328,10 +338,16 @@ fn bounded(c: &mut Comparison, a: &Arm, b: &Arm) {
         }
     }
     let bounds = |arm: &Arm| arm.values().map(|v| v.bound()).collect::<Vec<_>>();
-    c.a_above = ranks_above(&bounds(a), &bounds(b));
-    if let Some((p, p_min)) = exact::rank_sum_p(&bounds(a), &bounds(b)) {
+    let (a, b) = (bounds(a), bounds(b));
+    c.a_above = ranks_above(&a, &b);
+    if let Some((p, p_min)) = exact::rank_sum_p(&a, &b) {
         c.p = Some(p);
         c.p_min = Some(p_min);
+        c.ranked = if all_tied(&a, &b) {
+            0
+        } else {
+            a.len().min(b.len())
+        };
     }
 }
 
@@ -362,7 +378,7 @@ fn adjust(family: &mut [Comparison]) {
             Finding::Higher { higher: higher(c) }
         } else if c.p_min.is_some_and(|m| m > level) {
             Finding::CannotBeShown {
-                n: if c.paired { c.n_a } else { c.n_a.min(c.n_b) },
+                n: c.ranked,
                 needed: if c.paired {
                     exact::least_n_paired(level)
                 } else {

@@ -181,3 +181,51 @@ fn bounds_rank_where_they_decide_the_order_and_missing_values_are_named() {
         "{why}"
     );
 }
+
+#[test]
+fn one_differing_round_is_too_few_not_a_tie_and_zeros_do_not_pick_the_arm() {
+    // Five rounds, four of them equal: one round ranks, which no test can decide.
+    let shares = [0.0, 0.0, 0.0, 0.0, 0.02];
+    let rows: Vec<Row> = (1..=5)
+        .flat_map(|rep| {
+            let i = rep as usize - 1;
+            [
+                row("x.a", rep, "failed_share", Some(shares[i]), ""),
+                row("x.b", rep, "failed_share", Some(0.0), ""),
+            ]
+        })
+        .collect();
+    let [c] = of_rows(&rows, true).try_into().unwrap();
+    assert_eq!(
+        c.finding,
+        Finding::CannotBeShown {
+            n: 1,
+            needed: 6,
+            level: 0.05
+        },
+        "{c:?}"
+    );
+    // One repetition each, unpaired: too few, not a tie.
+    let one: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.key.repetition == 5)
+        .cloned()
+        .collect();
+    let [c] = of_rows(&one, false).try_into().unwrap();
+    assert!(
+        matches!(c.finding, Finding::CannotBeShown { n: 1, .. }),
+        "{c:?}"
+    );
+    // Paired direction from the signed ranks alone: two rounds far above, three a little
+    // below and five equal. The Walsh sums' median is one of the 15 zero sums (21 below,
+    // 19 above), which would put a below; the signed ranks (T = 9 of 15) put it above.
+    let d = [0.0, 0.0, 0.0, 0.0, 0.0, 5.0, 6.0, -1.0, -1.0, -1.0];
+    let a: Arm = d
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (i as u32 + 1, Value::Exact(10.0 + x)))
+        .collect();
+    let b: Arm = (1..=10).map(|i| (i, Value::Exact(10.0))).collect();
+    let c = compare(&Ok(a), &Ok(b), true);
+    assert!(c.paired && c.a_above && c.ranked == 5, "{c:?}");
+}

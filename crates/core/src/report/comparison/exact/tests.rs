@@ -68,7 +68,14 @@ fn the_rank_tests_are_their_permutation_distributions() {
     );
     let (p, p_min) = rank_sum_p(&[1.1, 2.2, 3.3, 4.4], &[5.0, 6.0, 7.0, 8.0]).unwrap();
     assert!((p - 2.0 / 70.0).abs() < 1e-15 && p == p_min);
-    assert_eq!(signed_rank_p(&[1.0, 2.0, 3.0]), (0.25, 0.25, 3));
+    let all_up = signed_rank_p(&[1.0, 2.0, 3.0]);
+    assert_eq!((all_up.p, all_up.p_min, all_up.used), (0.25, 0.25, 3));
+    assert!(all_up.positive);
+    // Zeros count for neither side: one large drop outweighs two small rises only by rank.
+    let zeros = signed_rank_p(&[0.0, 0.0, 0.0, 1.0, 2.0, -3.0]);
+    assert_eq!(zeros.used, 3);
+    assert!(!zeros.positive, "T = 1 + 2 = 3 is the mean of 0..=6");
+    assert!(signed_rank_p(&[0.0, 0.0, 0.0, 1.0, 3.0, -2.0]).positive);
     assert_eq!(rank_sum_p(&[], &[1.0]), None);
     let mut rng = SplitMix64::new(47);
     for _ in 0..200 {
@@ -82,7 +89,7 @@ fn the_rank_tests_are_their_permutation_distributions() {
         assert!((p - brute).abs() < 1e-12, "{a:?} {b:?}: {p} {brute}");
         let k = 1 + rng.next_u64() as usize % 10;
         let d = coarse(&mut rng, k);
-        let (p, _, _) = signed_rank_p(&d);
+        let p = signed_rank_p(&d).p;
         let brute = signed_rank_by_enumeration(&d);
         assert!((p - brute).abs() < 1e-12, "{d:?}: {p} {brute}");
     }
