@@ -41,7 +41,7 @@ METRICS_COLUMNS = [
 ]
 SUMMARY_COLUMNS = [
     "contender", "variant", "profile", "fault", "step_rate", "container", "definition",
-    "metric", "unit", "n", "median", "ci_low", "ci_high", "confidence",
+    "metric", "unit", "n", "median", "ci_low", "ci_high", "confidence", "bound",
 ]
 COMPARISONS_COLUMNS = [
     "metric", "definition", "container", "profile", "fault", "a", "b", "n_a", "n_b", "paired",
@@ -1275,14 +1275,28 @@ def median_interval(values):
     return float(v[k - 1]), float(v[n - k]), float(conf)
 
 
+def median_bound(notes):
+    """summary.csv's `bound` of a group whose values carry these notes: "" when every value
+    is exact (no note), "at-least" when some are lower bounds (not reached, censored) and
+    none upper (below the first step), "at-most" the other way, "both" when both occur."""
+    kinds = {"" if not n else ("at-most" if n == BELOW_FIRST_STEP else "at-least")
+             for n in notes}
+    kinds.discard("")
+    return kinds.pop() if len(kinds) == 1 else ("both" if kinds else "")
+
+
 def summary_rows(groups: dict):
-    """groups: key -> {"unit": str, "values": [(run_id, value or None)]}. One row per group:
-    n, the median and, with n ≥ 3, its interval and the interval's exact coverage."""
+    """groups: key -> {"unit": str, "values": [(run_id, value or None, note)]}. One row per
+    group: n, the median and, with n ≥ 3 exact values, its interval and the interval's exact
+    coverage; where some values are bounds the median is one too (`bound`), without an
+    interval, and with bounds both ways there is no median."""
     for key, g in groups.items():
-        vals = [v for _, v in g["values"] if v is not None]
-        interval = median_interval(vals) or (None, None, None)
-        yield list(key) + [g["unit"], str(len(vals)), fmt(median(vals))] + \
-            [fmt(x) for x in interval]
+        vals = [v for _, v, _ in g["values"] if v is not None]
+        bound = median_bound(n for _, v, n in g["values"] if v is not None)
+        interval = (median_interval(vals) if not bound else None) or (None, None, None)
+        mid = median(vals) if bound != "both" else None
+        yield list(key) + [g["unit"], str(len(vals)), fmt(mid)] + \
+            [fmt(x) for x in interval] + [bound]
 
 
 def comparison_rows(comparisons):
@@ -1411,7 +1425,7 @@ def compute_runs(runs, tmp_metrics, tmp_summary, groups, index, family=None):
                     key = (f["contender"], f["variant"], f["profile"], f["fault"], sr,
                            container, definition, metric)
                     g = groups.setdefault(key, {"unit": unit, "values": []})
-                    g["values"].append((out.run_id, value))
+                    g["values"].append((out.run_id, value, note))
                     # the checks read the rows as written, as from metrics.csv
                     index.add(out.run_id, metric, definition, container,
                               float(sr) if sr else None, float(v) if v else None, unit, note)

@@ -8,7 +8,7 @@ use feedbench_core::report::comparison::HEADLINE;
 use feedbench_core::report::ramp::DEFINITIONS;
 use feedbench_core::report::rows::{number, Row, BELOW_FIRST_STEP};
 use feedbench_core::report::run::RunFigures;
-use feedbench_core::report::summary::SummaryRow;
+use feedbench_core::report::summary::{Across, SummaryRow};
 use feedbench_core::report::usage::REPLICAS;
 use feedbench_core::report::StudyReport;
 
@@ -621,13 +621,18 @@ fn fmt_summary(s: &SummaryRow) -> String {
             s.confidence
                 .map_or_else(String::new, |c| format!(" ({} %)", round(c * 100.0)))
         ),
-        (Some(m), _, _) => format!("{} (n = {}, no interval)", unit(m), s.n),
+        (Some(m), _, _) => match s.bound {
+            Across::AtLeast => format!("≥ {} (n = {}, some values bounds)", unit(m), s.n),
+            Across::AtMost => format!("≤ {} (n = {}, some values bounds)", unit(m), s.n),
+            _ => format!("{} (n = {}, no interval)", unit(m), s.n),
+        },
+        _ if s.bound == Across::Both => format!("(n = {}, bounds both ways)", s.n),
         _ => "(none)".into(),
     }
 }
 
 fn repetitions(out: &mut String, report: &StudyReport) {
-    out.push_str("## Across repetitions\n\nMedian and, with 3 or more repetitions, its exact order-statistic interval with the interval's coverage in brackets: 95 % or more where n allows, the range at its own level below that (75 % at n = 3), a lower bound where values tie (docs/analysis.md); every figure is in summary.csv.\n\n");
+    out.push_str("## Across repetitions\n\nMedian and, with 3 or more repetitions, its exact order-statistic interval with the interval's coverage in brackets: 95 % or more where n allows, the range at its own level below that (75 % at n = 3), a lower bound where values tie; where some values are only bounds (a saturation not reached), the median is a bound (≥, ≤) without an interval (docs/analysis.md); every figure is in summary.csv.\n\n");
     let key = |s: &SummaryRow| {
         let c = if s.variant.is_empty() {
             s.contender.clone()

@@ -314,6 +314,27 @@ class MedianInterval(unittest.TestCase):
                                      (lo[row], hi[row], float(conf)))
 
 
+class SummaryBounds(unittest.TestCase):
+    """A median of bounds is a bound, without an interval (docs/analysis.md, "Bounds")."""
+
+    def rows(self, notes):
+        g = {"unit": "1/s", "values": [(f"r{i}", 40.0 + 10 * i, n)
+                                       for i, n in enumerate(notes)]}
+        (row,) = recompute.summary_rows({("s", "", "ramp", "", "", "", "objective-windows",
+                                          "saturation"): g})
+        return dict(zip(recompute.SUMMARY_COLUMNS, row))
+
+    def test_bounds(self):
+        exact = self.rows(["", "", ""])
+        self.assertEqual((exact["median"], exact["ci_low"], exact["bound"]), ("50", "40", ""))
+        least = self.rows(["", "", "not reached"])
+        self.assertEqual((least["median"], least["ci_low"], least["confidence"],
+                          least["bound"]), ("50", "", "", "at-least"))
+        both = self.rows(["below the first step", "", "censored at the stop"])
+        self.assertEqual((both["median"], both["n"], both["bound"]), ("", "3", "both"))
+        self.assertEqual(self.rows(["below the first step", "", ""])["bound"], "at-most")
+
+
 class Scenarios(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -66,8 +66,19 @@ pub struct Row {
     pub metric: String,
     pub value: Option<f64>,
     pub unit: String,
-    /// Why `value` is empty; empty when it is not.
+    /// Why `value` is empty; empty when it is not, unless the value is only a bound
+    /// ([`Row::bound`]).
     pub note: String,
+}
+
+/// What a row's value is: the figure itself, or only a bound on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Exact,
+    /// A saturation not reached or censored at the stop: at least the value.
+    AtLeast,
+    /// A saturation below the first step: at most the value.
+    AtMost,
 }
 
 /// A number as metrics.csv writes it: up to 9 decimals, trailing zeros removed.
@@ -88,6 +99,16 @@ pub fn number(v: f64) -> String {
 }
 
 impl Row {
+    /// Whether the value is exact or a bound. Only a value kept beside a note is a bound
+    /// (`Out::noted`); every other value's note is empty.
+    pub fn bound(&self) -> Bound {
+        match self.note.as_str() {
+            "" => Bound::Exact,
+            BELOW_FIRST_STEP => Bound::AtMost,
+            _ => Bound::AtLeast,
+        }
+    }
+
     /// Appends the row's CSV line.
     pub fn write_csv(&self, out: &mut String) {
         let k = &self.key;

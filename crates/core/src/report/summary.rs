@@ -7,14 +7,14 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::rows::{number, Row};
+use super::rows::{number, Bound, Row};
 use crate::analysis::saturation::rank;
 
 pub const RESAMPLES: usize = 10_000;
 pub const SEED: u64 = 0x5EED_F00D_0000_0013;
 
 /// summary.csv's columns.
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 15] = [
     "contender",
     "variant",
     "profile",
@@ -29,6 +29,7 @@ pub const COLUMNS: [&str; 14] = [
     "ci_low",
     "ci_high",
     "confidence",
+    "bound",
 ];
 
 /// SplitMix64, as docs/analysis.md writes it out (the plan's shuffle's generator).
@@ -62,19 +63,30 @@ pub struct MedianInterval {
     pub confidence: f64,
 }
 
-/// `P(Bin(n, ½) ≤ k − 1)`, exactly (as a ratio of integers) while `2^n` fits in 128 bits,
-/// and summed in log space past that (no study repeats a run 122 times).
+/// `P(Bin(n, ½) ≤ k − 1)`: exactly while `2^n` fits in 128 bits, in log space past that
+/// (no study repeats a run 122 times).
 fn lower_tail(n: usize, k: usize) -> f64 {
     if n <= 121 {
-        let (mut c, mut sum) = (1u128, 0u128);
-        for i in 0..k {
-            if i > 0 {
-                c = c * (n - i + 1) as u128 / i as u128;
-            }
-            sum += c;
-        }
-        return sum as f64 / 2f64.powi(n as i32);
+        exact_tail(n, k)
+    } else {
+        log_tail(n, k)
     }
+}
+
+/// `P(Bin(n, ½) ≤ k − 1)` as a ratio of integers; `n` at most 121.
+fn exact_tail(n: usize, k: usize) -> f64 {
+    let (mut c, mut sum) = (1u128, 0u128);
+    for i in 0..k {
+        if i > 0 {
+            c = c * (n - i + 1) as u128 / i as u128;
+        }
+        sum += c;
+    }
+    sum as f64 / 2f64.powi(n as i32)
+}
+
+/// `P(Bin(n, ½) ≤ k − 1)` summed term by term from each `ln C(n, i) − n·ln 2`.
+fn log_tail(n: usize, k: usize) -> f64 {
     let mut ln_c = 0.0;
     let mut sum = 0.0;
     for i in 0..k {
@@ -143,6 +155,49 @@ pub struct SummaryRow {
     pub ci_high: Option<f64>,
     /// The interval's coverage (exact; a lower bound where values tie).
     pub confidence: Option<f64>,
+    /// What the median is when some values are only bounds (see [`Across`]).
+    pub bound: Across,
+}
+
+/// What a figure's median across repetitions is, given which values are bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Across {
+    /// Every value exact: the median and its interval.
+    Exact,
+    /// Some values are lower bounds, none upper: the median of the values as written is a
+    /// lower bound of the median (each true value is at least its bound, and an order
+    /// statistic cannot fall when values rise); no interval, which would need both ends.
+    AtLeast,
+    /// Likewise with upper bounds.
+    AtMost,
+    /// Bounds both ways: no median and no interval.
+    Both,
+}
+
+impl Across {
+    fn of(bounds: impl Iterator<Item = Bound>) -> Across {
+        let (mut least, mut most) = (false, false);
+        for b in bounds {
+            least |= b == Bound::AtLeast;
+            most |= b == Bound::AtMost;
+        }
+        match (least, most) {
+            (false, false) => Across::Exact,
+            (true, false) => Across::AtLeast,
+            (false, true) => Across::AtMost,
+            (true, true) => Across::Both,
+        }
+    }
+
+    /// summary.csv's `bound` cell.
+    pub fn cell(self) -> &'static str {
+        match self {
+            Across::Exact => "",
+            Across::AtLeast => "at-least",
+            Across::AtMost => "at-most",
+            Across::Both => "both",
+        }
+    }
 }
 
 type GroupKey = (
@@ -158,7 +213,9 @@ type GroupKey = (
 
 /// Groups every row without a second by what it measures, across repetitions.
 pub fn summarise(rows: &[Row]) -> Vec<SummaryRow> {
-    let mut groups: BTreeMap<GroupKey, (String, Vec<(String, f64)>)> = BTreeMap::new();
+    // Per group: the unit, and each value with its run and whether it is a bound.
+    type Values = Vec<(String, f64, Bound)>;
+    let mut groups: BTreeMap<GroupKey, (String, Values)> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.second.is_none()) {
         let k = &r.key;
         let key = (
@@ -175,20 +232,16 @@ pub fn summarise(rows: &[Row]) -> Vec<SummaryRow> {
             .entry(key)
             .or_insert_with(|| (r.unit.clone(), Vec::new()));
         if let Some(v) = r.value {
-            g.1.push((k.run.clone(), v));
+            g.1.push((k.run.clone(), v, r.bound()));
         }
     }
-    let groups: Vec<(GroupKey, String, Vec<f64>)> = groups
+    groups
         .into_iter()
         .map(|(k, (unit, mut values))| {
             values.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            (k, unit, values.into_iter().map(|x| x.1).collect())
-        })
-        .collect();
-    groups
-        .into_iter()
-        .map(|(k, unit, v)| {
-            let ci = median_interval(&v);
+            let bound = Across::of(values.iter().map(|x| x.2));
+            let v: Vec<f64> = values.into_iter().map(|x| x.1).collect();
+            let ci = median_interval(&v).filter(|_| bound == Across::Exact);
             SummaryRow {
                 contender: k.0,
                 variant: k.1,
@@ -200,10 +253,11 @@ pub fn summarise(rows: &[Row]) -> Vec<SummaryRow> {
                 metric: k.7,
                 unit,
                 n: v.len(),
-                median: median(&v),
+                median: median(&v).filter(|_| bound != Across::Both),
                 ci_low: ci.map(|c| c.lo),
                 ci_high: ci.map(|c| c.hi),
                 confidence: ci.map(|c| c.confidence),
+                bound,
             }
         })
         .collect()
@@ -237,6 +291,8 @@ pub fn render(rows: &[SummaryRow]) -> String {
         opt(&mut out, r.ci_high);
         out.push(',');
         opt(&mut out, r.confidence);
+        out.push(',');
+        out.push_str(r.bound.cell());
         out.push('\n');
     }
     out
@@ -267,20 +323,60 @@ mod tests {
         assert_eq!(at(&[5.0; 4]), Some((5.0, 5.0, 0.875)));
     }
 
+    fn saturation(rep: u32, value: f64, note: &str) -> Row {
+        use crate::report::rows::RunKey;
+        Row {
+            key: RunKey {
+                run: format!("s/ramp/r{rep}"),
+                contender: "s".into(),
+                variant: String::new(),
+                profile: "ramp".into(),
+                fault: String::new(),
+                repetition: rep,
+            },
+            step_rate: None,
+            second: None,
+            container: String::new(),
+            definition: "objective-windows".into(),
+            metric: "saturation".into(),
+            value: Some(value),
+            unit: "1/s".into(),
+            note: note.into(),
+        }
+    }
+
+    #[test]
+    fn a_median_of_bounds_is_a_bound_without_an_interval() {
+        use crate::report::rows::{BELOW_FIRST_STEP, NOT_REACHED};
+        let exact = [
+            saturation(1, 40.0, ""),
+            saturation(2, 50.0, ""),
+            saturation(3, 60.0, ""),
+        ];
+        let [s] = summarise(&exact).try_into().unwrap();
+        assert_eq!(
+            (s.median, s.ci_low, s.bound),
+            (Some(50.0), Some(40.0), Across::Exact)
+        );
+        let mut rows = exact.to_vec();
+        rows[2] = saturation(3, 60.0, NOT_REACHED);
+        let [s] = summarise(&rows).try_into().unwrap();
+        assert_eq!((s.median, s.ci_low, s.confidence), (Some(50.0), None, None));
+        assert_eq!(s.bound, Across::AtLeast);
+        assert!(render(&[s]).ends_with(",50,,,,at-least\n"));
+        rows[0] = saturation(1, 40.0, BELOW_FIRST_STEP);
+        let [s] = summarise(&rows).try_into().unwrap();
+        assert_eq!((s.median, s.bound, s.n), (None, Across::Both, 3));
+    }
+
     #[test]
     fn exact_and_log_space_tails_agree_where_both_apply() {
         for (n, k) in [(30, 10), (121, 50), (121, 55)] {
-            let mut ln_c = 0.0;
-            let mut sum = 0.0;
-            for i in 0..k {
-                if i > 0 {
-                    ln_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
-                }
-                sum += (ln_c - n as f64 * std::f64::consts::LN_2).exp();
-            }
-            let exact = lower_tail(n, k);
-            assert!((exact - sum).abs() < 1e-12, "n {n} k {k}: {exact} {sum}");
+            let (exact, logs) = (exact_tail(n, k), log_tail(n, k));
+            assert!((exact - logs).abs() < 1e-12, "n {n} k {k}: {exact} {logs}");
         }
+        assert_eq!(exact_tail(3, 1), 0.125);
+        assert_eq!(lower_tail(122, 1), log_tail(122, 1));
         // Far past the exact range the interval still narrows sensibly.
         let k = order_rank(400);
         assert!(order_confidence(400, k) >= WANTED && order_confidence(400, k + 1) < WANTED);

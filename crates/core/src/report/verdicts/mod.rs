@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::rows::{number, Row, BELOW_FIRST_STEP};
+use super::rows::{number, Bound, Row};
 use super::summary::{self, SplitMix64};
 use crate::plan::check::types::At;
 use crate::plan::check::{self, functions, parse, Dim, Query};
@@ -427,19 +427,14 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
                 // The value as metrics.csv writes it, which is what the twin reads back.
                 let written = number(x).parse().unwrap_or(x);
                 let x = written * unit_factor(&row.unit);
-                // A note on a value makes it a bound: below the first step an upper one
-                // ([0, v]), otherwise (not reached, censored) a lower one ([v, +∞]).
-                if row.note == BELOW_FIRST_STEP {
-                    lows.push(0.0);
-                    highs.push(x);
-                } else {
-                    lows.push(x);
-                    highs.push(if row.note.is_empty() {
-                        x
-                    } else {
-                        f64::INFINITY
-                    });
-                }
+                // A bound is the interval it leaves open: [0, v] or [v, +∞].
+                let (lo, hi) = match row.bound() {
+                    Bound::Exact => (x, x),
+                    Bound::AtMost => (0.0, x),
+                    Bound::AtLeast => (x, f64::INFINITY),
+                };
+                lows.push(lo);
+                highs.push(hi);
             }
         }
     }
