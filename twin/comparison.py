@@ -17,8 +17,10 @@ normal approximation nor a bootstrap says anything trustworthy, so everything he
 - `least_n_unpaired`, `least_n_paired`: the fewest repetitions at which a test can reach a
   given level at all;
 - `Family`: the headline figures' rows of metrics.csv gathered by figure, profile, fault
-  and arm, every pair of arms compared with the above, Holm's adjustment over the whole
-  family, and each comparison's finding (recompute.py writes them to comparisons.csv).
+  and arm, every pair of arms compared with the above, each pair in one of two families
+  (`hypotheses`, the pairs a hypothesis's check compares; `exploratory`, every other),
+  Holm's adjustment over each family on its own, and each comparison's finding
+  (recompute.py writes them to comparisons.csv).
 
 The probabilities are counted with Python integers (subset counts) and compared as
 integers or `fractions.Fraction`s; a float appears only in what is returned (the correctly
@@ -452,6 +454,11 @@ EXACT, AT_LEAST, AT_MOST = "exact", "at-least", "at-most"
 
 FINDINGS = ("higher", "not-shown", "cannot-be-shown", "not-testable")
 
+# The two families Holm's adjustment holds apart (comparisons.csv's `family`): the pairs a
+# hypothesis's check compares, registered before the runs, and every other pair.
+HYPOTHESES, EXPLORATORY = "hypotheses", "exploratory"
+FAMILIES = (HYPOTHESES, EXPLORATORY)
+
 
 def _median(values):
     """The middle value, or the mean of the two middle ones ((x + y) / 2 in floating point)."""
@@ -519,7 +526,7 @@ class Comparison:
     __slots__ = ("metric", "definition", "container", "profile", "fault", "a", "b",
                  "n_a", "n_b", "paired", "median_a", "median_b", "difference", "ratio",
                  "p", "p_min", "p_adjusted", "a_above", "finding", "higher", "n", "needed",
-                 "level", "why", "ranked")
+                 "level", "why", "ranked", "family")
 
     def __init__(self, key, profile, fault, a, b):
         self.metric, self.definition, self.container = key
@@ -533,6 +540,13 @@ class Comparison:
         self.finding = self.higher = self.n = self.needed = self.level = self.why = None
         # how many repetitions the test ranks (paired: the rounds whose values differ)
         self.ranked = 0
+        self.family = EXPLORATORY
+
+    def pair(self):
+        """The pair this comparison is of, as a registered pair names it: (metric,
+        definition, container, profile, fault, a, b)."""
+        return (self.metric, self.definition, self.container, self.profile, self.fault,
+                self.a, self.b)
 
     def untestable(self, why):
         self.finding, self.why = "not-testable", why
@@ -541,7 +555,8 @@ class Comparison:
 
 class Family:
     """The headline rows of metrics.csv, gathered by figure, profile, fault and arm; then
-    every pair of arms compared, Holm's adjustment over all of them.
+    every pair of arms compared, each in its family (HYPOTHESES for a registered pair,
+    else EXPLORATORY), Holm's adjustment over each family on its own.
 
     Rows are given as metrics.csv writes them (`add`): the value is the written text read
     back, so that the comparisons are those of the file.
@@ -582,9 +597,13 @@ class Family:
                  row["repetition"], row["step_rate"], row["second"], row["container"],
                  row["definition"], row["metric"], row["value"], row["note"])
 
-    def comparisons(self, paired_rounds=False):
-        """Every comparison of the family, in order: figures in HEADLINE order, then profile
-        and fault (byte order), then each pair (a, b) of arms, a before b by name."""
+    def comparisons(self, paired_rounds=False, registered=frozenset()):
+        """Every comparison, in order: figures in HEADLINE order, then profile and fault
+        (byte order), then each pair (a, b) of arms, a before b by name. registered: the
+        pairs the hypotheses' checks compare, each (metric, definition, container,
+        profile, fault, a, b) with a before b by name (hypotheses.registered_pairs): those
+        are the HYPOTHESES family, every other comparison the EXPLORATORY one, and Holm's
+        adjustment, its level and the findings are each family's own."""
         out = []
         for gkey in sorted(self.groups):
             idx, profile, fault = gkey
@@ -593,8 +612,11 @@ class Family:
             for i, a in enumerate(names):
                 for b in names[i + 1:]:
                     c = Comparison(HEADLINE[idx], profile, fault, a, b)
-                    out.append(_compare(c, arms[a], arms[b], paired_rounds))
-        _conclude(out)
+                    c = _compare(c, arms[a], arms[b], paired_rounds)
+                    c.family = HYPOTHESES if c.pair() in registered else EXPLORATORY
+                    out.append(c)
+        for family in FAMILIES:
+            _conclude([c for c in out if c.family == family])
         return out
 
 
@@ -653,7 +675,7 @@ def _compare(c, arm_a, arm_b, paired_rounds):
 
 
 def _conclude(family):
-    """Holm's adjustment over the tested comparisons, and each one's finding.
+    """Holm's adjustment over the family's tested comparisons, and each one's finding.
 
     A comparison is `higher` when its adjusted p is at most FAMILY_ALPHA. Otherwise the
     level the next rejection would need is FAMILY_ALPHA / (K − found) (Holm's next step); a

@@ -3,9 +3,13 @@
 Written from docs/analysis.md and docs/plan.md ("Hypotheses' checks") alone: its own lexer
 and recursive-descent parser of the check grammar, interval arithmetic, Kleene's logic and
 each call's interval (a median's exact order-statistic interval, as summary.csv's; a mean's
-percentile bootstrap; none for a min or max). feedbench gives, in checks.json,
-each check's text and, per call, the byte span of the call in the text and the
-metrics.csv rows it reads; the twin writes verdicts.json (twin/README.md).
+percentile bootstrap; none for a min or max), and across the intervals each comparison of
+two arms' medians (`f(A) OP k * f(B)`, `f(A) OP f(B) + c`) read through the interval of
+their ratio or difference (comparison.py), as comparisons.csv gives a pair. feedbench
+gives, in checks.json, each check's text and, per call, the byte span of the call in the
+text and the metrics.csv rows it reads (with each run's repetition); the twin writes
+verdicts.json (twin/README.md). The pairs of arms the checks compare in those forms are
+comparisons.csv's `hypotheses` family (registered_pairs).
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+import comparison
 import recompute as rc
 from recompute import InputError
 
-FORMAT_VERSION = 1
+# checks.json's version that the twin reads, and verdicts.json's that it writes.
+FORMAT_VERSION = 2
 INF = math.inf
 
 STATISTICS = ("median", "mean", "min", "max")
@@ -76,14 +82,15 @@ def _is_status_class(text, i):
 
 
 class Token:
-    __slots__ = ("kind", "text", "start", "end", "value")
+    __slots__ = ("kind", "text", "start", "end", "value", "unit")
 
-    def __init__(self, kind, text, start, end, value=None):
+    def __init__(self, kind, text, start, end, value=None, unit=""):
         self.kind = kind      # "num", "name", "kw", "op", "end"
         self.text = text
         self.start = start
         self.end = end
         self.value = value    # a number's value in base units
+        self.unit = unit      # a number's unit as written (`ms`, `%`), "" for none
 
     def __repr__(self):
         return f"Token({self.kind}, {self.text!r}, {self.start}, {self.end})"
@@ -120,6 +127,7 @@ def tokenize(text: str):
                     raise CheckSyntaxError(i, "a number's `.` must be followed by digits")
             digits = text[start:i]
             factor = 1.0
+            suffix = ""
             for unit, f in LITERAL_UNITS:
                 if text.startswith(unit, i):
                     after = i + len(unit)
@@ -129,6 +137,7 @@ def tokenize(text: str):
                                       or text[after] == "_"):
                         continue
                     factor = f
+                    suffix = unit
                     i = after
                     break
             else:
@@ -140,7 +149,7 @@ def tokenize(text: str):
             # The literal in base units: the number times its unit's factor, in floating
             # point, as a row's value is (twin/README.md).
             value = float(digits) * factor
-            toks.append(Token("num", text[start:i], start, i, value))
+            toks.append(Token("num", text[start:i], start, i, value, suffix))
             continue
         if _is_letter(c):
             while True:
@@ -170,9 +179,12 @@ def tokenize(text: str):
 
 
 class Call:
-    """A metric function call of a check: its name, arguments and byte span [start, end)."""
+    """A metric function call of a check: its name, arguments and byte span [start, end)
+    (from its name to its closing parenthesis), and `spans`: that span, then the span of
+    each pair of parentheses around the call alone, inner to outer (`((p99(x)))` has three;
+    feedbench names a call by the outermost, docs/plan.md's grammar keeps no parentheses)."""
 
-    __slots__ = ("index", "function", "subject", "args", "start", "end")
+    __slots__ = ("index", "function", "subject", "args", "start", "end", "spans")
 
     def __init__(self, index, function, subject, args, start, end):
         self.index = index
@@ -181,13 +193,17 @@ class Call:
         self.args = args  # name -> the value's text
         self.start = start
         self.end = end
+        self.spans = [(start, end)]
 
     def __repr__(self):
         return f"Call({self.function}, {self.subject}, {self.args}, [{self.start}, {self.end}))"
 
 
-# The tree: ("num", value) | ("call", index) | ("neg", x) | ("arith", op, a, b)
-#         | ("cmp", op, a, b) | ("not", x) | ("and", [x...]) | ("or", [x...])
+# The tree: ("num", value, unit) | ("call", index) | ("neg", x) | ("arith", op, a, b)
+#         | ("cmp", op, a, b, (start, end)) | ("not", x) | ("and", [x...]) | ("or", [x...])
+# A number's value is in base units, its unit as written ("" for none). A comparison's span
+# is the byte span of its text, from its left operand's first token to its right operand's
+# last, or of the parentheses around it when it stands in some (the outermost pair).
 CONDITIONS = ("cmp", "not", "and", "or")
 
 
@@ -282,7 +298,7 @@ class Parser:
             u = self.peek()
             if u.kind == "op" and u.text in COMPARISONS:
                 raise CheckSyntaxError(u.start, "a chained comparison")
-            return ("cmp", t.text, a, b)
+            return ("cmp", t.text, a, b, (pos, self.toks[self.i - 1].end))
         return a
 
     def sum_(self):
@@ -322,11 +338,17 @@ class Parser:
         t = self.peek()
         if t.kind == "num":
             self.take()
-            return ("num", t.value)
+            return ("num", t.value, t.unit)
         if t.kind == "op" and t.text == "(":
             self.take()
             x = self.or_()
-            self.expect("op", ")", "`)`")
+            close = self.expect("op", ")", "`)`")
+            if x[0] == "cmp":
+                # a comparison in parentheses spans them
+                x = x[:4] + ((t.start, close.end),)
+            elif x[0] == "call":
+                # so may a call: these parentheses are one more span it is known by
+                self.calls[x[1]].spans.append((t.start, close.end))
             return x
         if t.kind == "name":
             self.take()
@@ -473,26 +495,32 @@ def k_or(xs):
 ARITH = {"+": iv_add, "-": iv_sub, "*": iv_mul, "/": iv_div}
 
 
-def evaluate(node, values):
+def evaluate(node, values, decided=None):
     """The node's value: an interval (lo, hi), or True / False / None for a condition.
-    values: call index -> interval."""
+    values: call index -> interval. decided: a comparison's span -> True / False / None,
+    for the comparisons decided otherwise than by interval arithmetic (two arms read
+    through their comparison's interval); every other comparison compares its sides."""
     kind = node[0]
     if kind == "num":
         return (node[1], node[1])
     if kind == "call":
         return values[node[1]]
     if kind == "neg":
-        return iv_neg(evaluate(node[1], values))
+        return iv_neg(evaluate(node[1], values, decided))
     if kind == "arith":
-        return ARITH[node[1]](evaluate(node[2], values), evaluate(node[3], values))
+        return ARITH[node[1]](evaluate(node[2], values, decided),
+                              evaluate(node[3], values, decided))
     if kind == "cmp":
-        return compare(node[1], evaluate(node[2], values), evaluate(node[3], values))
+        if decided is not None and node[4] in decided:
+            return decided[node[4]]
+        return compare(node[1], evaluate(node[2], values, decided),
+                       evaluate(node[3], values, decided))
     if kind == "not":
-        return k_not(evaluate(node[1], values))
+        return k_not(evaluate(node[1], values, decided))
     if kind == "and":
-        return k_and([evaluate(x, values) for x in node[1]])
+        return k_and([evaluate(x, values, decided) for x in node[1]])
     if kind == "or":
-        return k_or([evaluate(x, values) for x in node[1]])
+        return k_or([evaluate(x, values, decided) for x in node[1]])
     raise ValueError(kind)
 
 
@@ -600,26 +628,42 @@ class RowIndex:
         return [r for r in rows if r[0] is not None and r[0] == spec["step_rate"]]
 
 
+def base_value(value, unit):
+    """A row's value in base units: the value times its unit's factor."""
+    return value * ROW_UNIT_FACTORS.get(unit, 1.0)
+
+
 def row_interval(value, unit, note):
-    v = value * ROW_UNIT_FACTORS.get(unit, 1.0)
+    v = base_value(value, unit)
     if note == rc.BELOW_FIRST_STEP:
         return (0.0, v)
     return (v, INF) if note else (v, v)
 
 
-def call_value(call, index: RowIndex):
-    """The call's entry of verdicts.json, and its value and interval (or None)."""
+class CallValue:
+    """What a call gives: its verdicts.json entry (`out`), its value and interval (None when
+    it has none), and its repetitions' values `exact`, [(repetition, base value)] in row
+    order, when every row is exact (no note), else None."""
+
+    __slots__ = ("out", "value", "interval", "exact")
+
+    def __init__(self, out, value=None, interval=None, exact=None):
+        self.out, self.value, self.interval, self.exact = out, value, interval, exact
+
+
+def call_value(call, index: RowIndex) -> CallValue:
+    """The call's entry of verdicts.json, its value and interval, and its exact values."""
     out = {"start": call["start"], "end": call["end"], "evaluable": False, "n": 0,
            "low": None, "high": None, "ci_low": None, "ci_high": None, "confidence": None}
     found = []
     for spec in call["rows"]:
         rows = index.find(spec)
         if len(rows) != 1:
-            return out, None, None
+            return CallValue(out)
         found.append(rows[0])
     out["n"] = len(found)
     if call["not_standing"] or not found or any(r[1] is None for r in found):
-        return out, None, None
+        return CallValue(out)
     ivs = [row_interval(value, unit, note) for _, value, unit, note in found]
     lows = [lo for lo, _ in ivs]
     highs = [hi for _, hi in ivs]
@@ -629,7 +673,187 @@ def call_value(call, index: RowIndex):
     interval, confidence = call_interval(stat, lows, highs)
     if interval is not None:
         out.update(ci_low=interval[0], ci_high=interval[1], confidence=confidence)
-    return out, value, interval
+    exact = None
+    if all(note == "" for _, _, _, note in found):
+        exact = [(spec["repetition"], base_value(v, unit))
+                 for spec, (_, v, unit, _) in zip(call["rows"], found)]
+    return CallValue(out, value, interval, exact)
+
+
+# ---------------------------------------------------------------------------------------
+# Checks that compare two arms (docs/analysis.md, "Checks that compare two arms")
+
+# `x OP y` is `y FLIPPED[OP] x`; `==` and `!=` never compare two arms.
+FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+RATIO, DIFFERENCE = "ratio", "difference"
+
+
+class TwoArms:
+    """A comparison of the check read as `f(A) OP bound` on the ratio A / B (form "ratio",
+    bound k) or on the difference A − B (form "difference", bound c in base units): the
+    comparison's span, OP (after turning it round, if the check has B's side first), and
+    the call indices of A and B."""
+
+    __slots__ = ("span", "op", "a", "b", "form", "bound")
+
+    def __init__(self, span, op, a, b, form, bound):
+        self.span, self.op, self.a, self.b = span, op, a, b
+        self.form, self.bound = form, bound
+
+    def __repr__(self):
+        return (f"TwoArms({self.span}, {self.op!r}, {self.a}, {self.b}, {self.form}, "
+                f"{self.bound!r})")
+
+
+def _arm_b(node):
+    """(B's call index, form, bound) when node is `k * f(B)`, `f(B) * k` or `f(B)` (a
+    ratio; k a number without a unit, 1 for `f(B)` alone), or `f(B) + c`, `c + f(B)` or
+    `f(B) - c` (a difference, against c or −c; c a number with any unit, in base units);
+    else None."""
+    if node[0] == "call":
+        return node[1], RATIO, 1.0
+    if node[0] != "arith":
+        return None
+    op, x, y = node[1], node[2], node[3]
+    if x[0] == "call" and y[0] == "num":
+        call, num = x, y
+    elif y[0] == "call" and x[0] == "num" and op != "-":  # `c - f(B)` is not a form
+        call, num = y, x
+    else:
+        return None
+    if op == "*" and num[2] == "":
+        return call[1], RATIO, num[1]
+    if op == "+":
+        return call[1], DIFFERENCE, num[1]
+    if op == "-":
+        return call[1], DIFFERENCE, -num[1]
+    return None
+
+
+def two_arms(node):
+    """The comparisons of two arms in node, in the order of the text: each comparison
+    (under `and`, `or` and `not`) with `<`, `<=`, `>` or `>=`, a call on one side and on the
+    other a form of _arm_b, tried as written and then turned round (`k * f(B) < f(A)` is
+    `f(A) > k * f(B)`)."""
+    kind = node[0]
+    if kind == "cmp":
+        op, left, right, span = node[1], node[2], node[3], node[4]
+        if op not in FLIPPED:
+            return []
+        for a, rest, o in ((left, right, op), (right, left, FLIPPED[op])):
+            if a[0] != "call":
+                continue
+            b = _arm_b(rest)
+            if b is not None:
+                return [TwoArms(span, o, a[1], *b)]
+        return []
+    if kind in ("and", "or"):
+        return [x for item in node[1] for x in two_arms(item)]
+    if kind == "not":
+        return two_arms(node[1])
+    return []
+
+
+def _by_repetition(exact):
+    """{repetition: value} of a call's exact values, or None when a repetition repeats."""
+    reps = {r: v for r, v in exact}
+    return reps if len(reps) == len(exact) else None
+
+
+def arms_interval(form, exact_a, exact_b, paired_rounds):
+    """(paired, (low, high, confidence)) of A / B (form "ratio") or A − B ("difference"),
+    as comparisons.csv gives a pair, or None when there is none to give (a ratio with a
+    value not above 0, or a non-finite ratio or difference). exact_a, exact_b:
+    [(repetition, base value)].
+
+    Paired, with paired_rounds and the same repetitions in both (each once), matched by
+    repetition: the Walsh-average interval of ln(a_r / b_r), exponentiated, or of a_r − b_r.
+    Unpaired: the Hodges–Lehmann interval of ln a_i − ln b_j, exponentiated, or of
+    a_i − b_j. At DEFAULT_LEVEL (95 %), or the widest interval at its own coverage."""
+    va = [v for _, v in exact_a]
+    vb = [v for _, v in exact_b]
+    if not va or not vb:
+        return None
+    if form == RATIO and not all(v > 0 for v in va + vb):
+        return None
+    ra, rb = _by_repetition(exact_a), _by_repetition(exact_b)
+    paired = (paired_rounds and ra is not None and rb is not None
+              and set(ra) == set(rb))
+    level = comparison.DEFAULT_LEVEL
+    try:
+        if paired:
+            reps = sorted(ra)
+            if form == RATIO:
+                lo, hi, conf = comparison.paired_shift_interval(
+                    [math.log(ra[r] / rb[r]) for r in reps], level)
+            else:
+                lo, hi, conf = comparison.paired_shift_interval(
+                    [ra[r] - rb[r] for r in reps], level)
+        elif form == RATIO:
+            lo, hi, conf = comparison.shift_interval(
+                [math.log(v) for v in va], [math.log(v) for v in vb], level)
+        else:
+            lo, hi, conf = comparison.shift_interval(va, vb, level)
+    except ValueError:
+        # a difference or ratio beyond the doubles (an infinity): no interval to read
+        return None
+    if form == RATIO:
+        lo, hi = math.exp(lo), math.exp(hi)
+    return paired, (lo, hi, conf)
+
+
+def compared(arms: TwoArms, calls, paired_rounds):
+    """The entry of verdicts.json's `compared` for a comparison of two arms, and its
+    verdict (True, False or None), or None when the comparison keeps interval arithmetic:
+    unless both calls are medians whose every row is exact (and, for a ratio, above 0).
+    calls: call index -> (stat, CallValue)."""
+    (stat_a, a), (stat_b, b) = calls[arms.a], calls[arms.b]
+    if stat_a != "median" or stat_b != "median" or a.exact is None or b.exact is None:
+        return None
+    got = arms_interval(arms.form, a.exact, b.exact, paired_rounds)
+    if got is None:
+        return None
+    paired, (lo, hi, conf) = got
+    # the interval against the bound: `<=` true when hi <= k, false when lo > k, …
+    holds = compare(arms.op, (lo, hi), (arms.bound, arms.bound))
+    entry = {"start": arms.span[0], "end": arms.span[1], "form": arms.form,
+             "bound": arms.bound, "paired": paired, "low": lo, "high": hi,
+             "confidence": conf, "verdict": INTERVAL_VERDICT[holds]}
+    return entry, holds
+
+
+def call_figure(call, arms):
+    """The figure and arm a call reads, (metric, definition, container, profile, fault,
+    arm), as comparisons.csv keys a pair: its rows' metric, definition and container, and
+    its runs' arm (`contender` or `contender.variant`), profile and fault (arms: run id ->
+    (arm, profile, fault), as metrics.csv's rows of the run name them). None when the call
+    reads no row of a known run, or its rows read more than one figure."""
+    figures = {(spec["metric"], spec["definition"], spec["container"],
+                arms[spec["run"]][1], arms[spec["run"]][2], arms[spec["run"]][0])
+               for spec in call["rows"] if spec["run"] in arms}
+    return figures.pop() if len(figures) == 1 else None
+
+
+def registered_pairs(checks, arms):
+    """The pairs of arms the checks compare, comparisons.csv's `hypotheses` family
+    (docs/analysis.md, "Two families and Holm's correction"): from every resolved check,
+    current and registered, each comparison of two arms (two_arms: the form alone, whatever
+    its calls' statistics or values) whose two calls read the same metric, definition,
+    container, profile and fault and two different arms. Each pair is (metric, definition,
+    container, profile, fault, a, b), a before b by name (byte order), as
+    comparison.Family names its comparisons. arms: run id -> (arm, profile, fault)."""
+    out = set()
+    for check in checks:
+        if check["unresolved"] is not None:
+            continue
+        calls = {call["index"]: call for call in check["calls"]}
+        for arms_of in two_arms(check["tree"]):
+            fa = call_figure(calls[arms_of.a], arms)
+            fb = call_figure(calls[arms_of.b], arms)
+            if fa is None or fb is None or fa[:5] != fb[:5] or fa[5] == fb[5]:
+                continue
+            out.add(fa[:5] + tuple(sorted((fa[5], fb[5]))))
+    return frozenset(out)
 
 
 def negative_recovery_scaled(node, values, recovery):
@@ -665,30 +889,41 @@ VERDICT = {True: "supported", False: "not supported", None: "not evaluable"}
 INTERVAL_VERDICT = {True: "supported", False: "not supported", None: "undecided"}
 
 
-def verdict(check, index: RowIndex):
-    """One entry of verdicts.json for one parsed check of checks.json."""
+def verdict(check, index: RowIndex, paired_rounds=False):
+    """One entry of verdicts.json for one parsed check of checks.json. paired_rounds: the
+    plan's order makes rounds (--paired-rounds), so two arms with the same repetitions
+    are compared by round."""
     entry = {"hypothesis": check["hypothesis"], "which": check["which"],
-             "verdict": "not evaluable", "interval": None, "calls": []}
+             "verdict": "not evaluable", "interval": None, "calls": [], "compared": []}
     if check["unresolved"] is not None:
         return entry
-    values, intervals = {}, {}
+    values, intervals, given = {}, {}, {}
     for call in check["calls"]:
-        out, value, interval = call_value(call, index)
-        entry["calls"].append(out)
-        values[call["index"]] = value
-        intervals[call["index"]] = interval
+        cv = call_value(call, index)
+        entry["calls"].append(cv.out)
+        values[call["index"]] = cv.value
+        intervals[call["index"]] = cv.interval
+        given[call["index"]] = (call["stat"], cv)
     if any(v is None for v in values.values()):
         return entry
     if negative_recovery_scaled(check["tree"], values, check["recovery_calls"]):
         return entry
     entry["verdict"] = VERDICT[evaluate(check["tree"], values)]
     if all(iv is not None for iv in intervals.values()):
-        entry["interval"] = INTERVAL_VERDICT[evaluate(check["tree"], intervals)]
+        # across the intervals: a comparison of two arms' medians by its own interval
+        decided = {}
+        for arms in two_arms(check["tree"]):
+            got = compared(arms, given, paired_rounds)
+            if got is not None:
+                entry["compared"].append(got[0])
+                decided[arms.span] = got[1]
+        entry["interval"] = INTERVAL_VERDICT[evaluate(check["tree"], intervals, decided)]
     return entry
 
 
-def verdicts(checks, index: RowIndex):
-    return {"format_version": FORMAT_VERSION, "verdicts": [verdict(c, index) for c in checks]}
+def verdicts(checks, index: RowIndex, paired_rounds=False):
+    return {"format_version": FORMAT_VERSION,
+            "verdicts": [verdict(c, index, paired_rounds) for c in checks]}
 
 
 def _json_number(x):
@@ -797,8 +1032,9 @@ def _read_check(path, c, where):
         tree, parsed = parse_check(text)
     except CheckSyntaxError as e:
         raise InputError(path, None, f"{where}.check: unparsable check {e}: {text!r}") from None
-    # Each call of the text has exactly one entry, found by its span (white space around
-    # the call inside the span aside).
+    # Each call of the text has exactly one entry, found by its span: the call's own or
+    # that of parentheses around it alone (any pair, feedbench gives the outermost), white
+    # space inside the span around it aside.
     byte_len = len(text.encode("utf-8"))
     entry_of = {}
     for j, call in enumerate(calls):
@@ -809,7 +1045,7 @@ def _read_check(path, c, where):
                                          f"({byte_len} bytes)")
         ws = s + (len(text[s:e]) - len(text[s:e].lstrip()))
         we = e - (len(text[s:e]) - len(text[s:e].rstrip()))
-        hit = [p for p in parsed if p.start == ws and p.end == we]
+        hit = [p for p in parsed if (ws, we) in p.spans]
         if not hit:
             raise InputError(path, None, f"{w}: the span [{s}, {e}) is not on a call of the "
                                          f"check: {text[s:e]!r}")
@@ -820,8 +1056,10 @@ def _read_check(path, c, where):
         call["index"] = hit[0].index
     for p in parsed:
         if p.index not in entry_of:
+            # named by the span feedbench would give it (its outermost parentheses, if any)
+            ps, pe = p.spans[-1]
             raise InputError(path, None, f"{where}: the call {text[p.start:p.end]!r} at "
-                                         f"[{p.start}, {p.end}) has no entry in calls")
+                                         f"[{ps}, {pe}) has no entry in calls")
     out["tree"] = tree
     out["calls"] = calls
     out["recovery_calls"] = {p.index for p in parsed if p.function == "recovery"}
@@ -848,6 +1086,10 @@ def _read_call(path, k, where):
             raise InputError(path, None,
                              f"{w}.at_first_breach is not true or false: {json.dumps(at_fb)}")
         spec["at_first_breach"] = at_fb
+        rep = _int(path, row, "repetition", w)
+        if rep < 0:
+            raise InputError(path, None, f"{w}.repetition is negative: {rep}")
+        spec["repetition"] = rep
         rows.append(spec)
     call["rows"] = rows
     ns = _list(path, k, "not_standing", where)

@@ -11,7 +11,9 @@ fault, events.csv and health.csv) and writes DIR/metrics.csv and DIR/summary.csv
 --checks, it evaluates checks.json's checks on those rows (or on the rows of the given
 metrics.csv) and writes DIR/verdicts.json (hypotheses.py). With run directories it also
 compares every pair of arms on the headline figures and writes DIR/comparisons.csv
-(comparison.py; --paired-rounds: the plan's order makes rounds, so pairs are paired).
+(comparison.py; --paired-rounds: the plan's order makes rounds, so pairs are paired, in
+comparisons.csv and in the checks' comparisons of two arms alike), in two families Holm
+adjusts apart: the pairs the checks compare (`hypotheses`) and every other (`exploratory`).
 A damaged input is reported on stderr as `FILE:LINE: what` and the exit code is 2.
 """
 
@@ -47,7 +49,7 @@ COMPARISONS_COLUMNS = [
     "metric", "definition", "container", "profile", "fault", "a", "b", "n_a", "n_b", "paired",
     "median_a", "median_b", "difference_low", "difference_high", "difference_confidence",
     "ratio_low", "ratio_high", "ratio_confidence", "p", "p_min", "p_adjusted", "finding",
-    "higher", "n", "needed", "level", "why",
+    "higher", "n", "needed", "level", "why", "family",
 ]
 
 NONE = "none"
@@ -1308,7 +1310,8 @@ def comparison_rows(comparisons):
         yield [c.metric, c.definition, c.container, c.profile, c.fault, c.a, c.b,
                fmt(c.n_a), fmt(c.n_b), fmt(c.paired), fmt(c.median_a), fmt(c.median_b),
                *map(fmt, diff), *map(fmt, ratio), fmt(c.p), fmt(c.p_min), fmt(c.p_adjusted),
-               c.finding, c.higher or "", fmt(c.n), fmt(c.needed), fmt(c.level), c.why or ""]
+               c.finding, c.higher or "", fmt(c.n), fmt(c.needed), fmt(c.level), c.why or "",
+               c.family]
 
 
 def write_comparisons(path, comparisons):
@@ -1336,7 +1339,8 @@ def main(argv=None):
                          "directories (needs --checks; writes only verdicts.json)")
     ap.add_argument("--paired-rounds", action="store_true",
                     help="the plan's order makes rounds (interleaved or shuffled): arms with "
-                         "the same repetitions and exact values are compared as pairs")
+                         "the same repetitions and exact values are compared as pairs "
+                         "(comparisons.csv, and the checks' comparisons of two arms)")
     ap.add_argument("runs", nargs="*", type=Path, metavar="RUNDIR")
     args = ap.parse_args(argv)
     if args.metrics is not None and args.runs:
@@ -1364,6 +1368,7 @@ def main(argv=None):
     temps = (tmp_metrics, tmp_summary, tmp_verdicts, tmp_comparisons)
     groups = {}
     family = comparison.Family()
+    arms = {}  # run id -> (arm, profile, fault), of the runs computed
     try:
         checks = hypotheses.read_checks(args.checks) if args.checks is not None else None
         # only the rows the checks read are kept (none without checks)
@@ -1372,10 +1377,15 @@ def main(argv=None):
             index = hypotheses.read_metrics(args.metrics, wanted)
         else:
             index = hypotheses.RowIndex(wanted)
-            compute_runs(args.runs, tmp_metrics, tmp_summary, groups, index, family)
-            write_comparisons(tmp_comparisons, family.comparisons(args.paired_rounds))
+            compute_runs(args.runs, tmp_metrics, tmp_summary, groups, index, family, arms)
+            # the pairs the checks compare are the hypotheses' family (none without checks)
+            registered = (hypotheses.registered_pairs(checks, arms) if checks is not None
+                          else frozenset())
+            write_comparisons(tmp_comparisons,
+                              family.comparisons(args.paired_rounds, registered))
         if checks is not None:
-            text = hypotheses.verdicts_text(hypotheses.verdicts(checks, index))
+            text = hypotheses.verdicts_text(
+                hypotheses.verdicts(checks, index, args.paired_rounds))
             with open(tmp_verdicts, "w", encoding="utf-8") as vf:
                 vf.write(text)
         if args.metrics is None:
@@ -1397,10 +1407,12 @@ def main(argv=None):
     return 0
 
 
-def compute_runs(runs, tmp_metrics, tmp_summary, groups, index, family=None):
+def compute_runs(runs, tmp_metrics, tmp_summary, groups, index, family=None, arms=None):
     """metrics.csv and summary.csv to their temporary files; the rows the checks read
-    (as written) into index, and the headline figures' rows (as written) into family
-    (comparison.Family)."""
+    (as written) into index, the headline figures' rows (as written) into family
+    (comparison.Family), and each run's arm (`contender` or `contender.variant`), profile
+    and fault into arms (run id -> (arm, profile, fault)), as its metrics.csv rows name
+    them."""
     with open(tmp_metrics, "w", newline="", encoding="utf-8") as mf:
         w = csv.writer(mf, lineterminator="\n")
         w.writerow(METRICS_COLUMNS)
@@ -1414,6 +1426,9 @@ def compute_runs(runs, tmp_metrics, tmp_summary, groups, index, family=None):
                                  f"run {out.run_id} is given twice")
             seen.add(out.run_id)
             f = out.frame
+            if arms is not None:
+                arm = f"{f['contender']}.{f['variant']}" if f["variant"] else f["contender"]
+                arms[out.run_id] = (arm, f["profile"], f["fault"])
             head = [out.run_id, f["contender"], f["variant"], f["profile"], f["fault"],
                     f["repetition"]]
             for step_rate, second, container, definition, metric, value, unit, note in out.rows:

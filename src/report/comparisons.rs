@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use feedbench_core::report::comparison::{exact::ShiftInterval, Comparison, Finding, ALPHA};
+use feedbench_core::report::comparison::{
+    exact::ShiftInterval, Comparison, Family, Finding, ALPHA,
+};
 use feedbench_core::report::rows::number;
 
 /// A figure rounded for reading: 3 significant digits or so.
@@ -96,21 +98,31 @@ pub fn sentence(c: &Comparison) -> String {
     }
 }
 
-/// The section's comparisons, with what they are and how the family is held.
-pub fn section(out: &mut String, family: &[Comparison]) {
-    if family.is_empty() {
+/// The section's comparisons, with what they are and how each family is held: the pairs
+/// the hypotheses' checks compare first, then the exploratory rest.
+pub fn section(out: &mut String, comparisons: &[Comparison]) {
+    if comparisons.is_empty() {
         return;
     }
     let _ = writeln!(
         out,
-        "Comparisons of arms on each headline figure ({} in one family, Holm-adjusted to a family-wise {}; comparisons.csv has every figure). A difference is claimed only where the adjusted p is within it; otherwise none is shown and none ruled out. Intervals are of the shift between arms, each with its exact coverage (docs/analysis.md, \"Comparisons\"):\n",
-        family.len(),
+        "Comparisons of arms on each headline figure (comparisons.csv has every figure), in two families each Holm-adjusted to a family-wise {}: the pairs a hypothesis's check compares, registered before the runs, and the exploratory rest. A difference is claimed only where the adjusted p is within it; otherwise none is shown and none ruled out. Intervals are of the shift between arms, each with its exact coverage (docs/analysis.md, \"Comparisons\").\n",
         percent(ALPHA)
     );
-    for c in family {
-        let _ = writeln!(out, "{}", sentence(c));
+    for (family, title) in [
+        (Family::Hypotheses, "The hypotheses' comparisons"),
+        (Family::Exploratory, "Exploratory comparisons"),
+    ] {
+        let members: Vec<&Comparison> = comparisons.iter().filter(|c| c.family == family).collect();
+        if members.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "{title} ({} in the family):\n", members.len());
+        for c in members {
+            let _ = writeln!(out, "{}", sentence(c));
+        }
+        out.push('\n');
     }
-    out.push('\n');
 }
 
 #[cfg(test)]
@@ -146,7 +158,7 @@ mod tests {
             .flat_map(|r| [row("a", r, 100.0 + r as f64), row("b", r, 10.0 + r as f64)])
             .collect();
         let mut out = String::new();
-        section(&mut out, &of_rows(&rows, false));
+        section(&mut out, &of_rows(&rows, false, &Default::default()));
         eprintln!("{out}");
         assert!(
             out.contains("x.a against x.b: cannot be shown with n = 3"),
@@ -159,7 +171,7 @@ mod tests {
         let rows: Vec<Row> = (1..=7)
             .flat_map(|r| [row("a", r, 100.0 + r as f64), row("b", r, 10.0 + r as f64)])
             .collect();
-        let c = &of_rows(&rows, false)[0];
+        let c = &of_rows(&rows, false, &Default::default())[0];
         assert!(
             sentence(c).starts_with("- latency_p99 on ramp: x.a higher than x.b: ratio"),
             "{}",

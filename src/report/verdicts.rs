@@ -4,10 +4,13 @@
 use std::fmt::Write as _;
 
 use feedbench_core::report::rows::number;
+use feedbench_core::report::verdicts::compared::{Compared, Form};
 use feedbench_core::report::verdicts::hypotheses::{
     HypothesisVerdict, AMENDED, AS_REGISTERED, REMOVED,
 };
-use feedbench_core::report::verdicts::{interval::Interval, show, CallValue, Evaluation};
+use feedbench_core::report::verdicts::{
+    interval::Interval, show, CallValue, Evaluation, NOT_SUPPORTED, SUPPORTED, UNDECIDED,
+};
 use feedbench_core::report::StudyReport;
 
 fn range(unit: &str, i: Interval) -> String {
@@ -64,10 +67,51 @@ fn verdict(e: &Evaluation) -> String {
     }
 }
 
+/// A comparison of two arms read through its interval: which, against what, and how it
+/// came out.
+fn compared_line(out: &mut String, e: &Evaluation, c: &Compared) {
+    let unit = e
+        .calls
+        .iter()
+        .find(|x| x.start >= c.start && x.end <= c.end)
+        .map_or("", |x| x.unit);
+    let (what, i, bound) = match c.form {
+        Form::Ratio => (
+            "ratio",
+            format!("[{}, {}]", show("", c.interval.lo), show("", c.interval.hi)),
+            show("", c.bound),
+        ),
+        Form::Difference => (
+            "difference",
+            format!(
+                "[{}, {}]",
+                show(unit, c.interval.lo),
+                show(unit, c.interval.hi)
+            ),
+            show(unit, c.bound),
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "  - across the intervals, `{}` reads the two arms' comparison: the {what}'s {} % interval {i}{}, against {bound}: **{}**",
+        c.text,
+        number((c.interval.confidence * 1e3).round() / 10.0),
+        if c.paired { " (paired by round)" } else { "" },
+        match c.verdict {
+            Some(true) => SUPPORTED,
+            Some(false) => NOT_SUPPORTED,
+            None => UNDECIDED,
+        }
+    );
+}
+
 fn evaluation(out: &mut String, label: &str, e: &Evaluation) {
     let _ = writeln!(out, "- {label} `{}`: {}", e.check, verdict(e));
     for c in &e.calls {
         call_line(out, c);
+    }
+    for c in &e.compared {
+        compared_line(out, e, c);
     }
     for r in e.reasons.iter().filter(|r| !r.starts_with('`')) {
         let _ = writeln!(out, "  - {r}");

@@ -60,11 +60,12 @@ pub fn judge_all(
 ) {
     use feedbench_core::report::verdicts::{evaluate, resolve, RowIndex, CURRENT};
     let index = RowIndex::new(rows);
+    let paired = feedbench_core::report::comparison::paired_rounds(&plan.matrix.order);
     let mut out = Vec::new();
     let mut resolved = Vec::new();
     for h in &plan.study.hypotheses {
         let r = resolve(plan, &h.id, CURRENT, h.check.as_deref().unwrap(), standing);
-        out.push((h.id.clone(), evaluate(&r, &index)));
+        out.push((h.id.clone(), evaluate(&r, &index, paired)));
         resolved.push(r);
     }
     (out, resolved)

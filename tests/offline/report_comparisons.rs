@@ -13,7 +13,7 @@ fn the_twin_compares_the_arms_as_the_report_does() {
     let dirs = common::report::generated_arms(tmp.path());
     let rows = common::report::analysed(&dirs);
     for paired in [false, true] {
-        let ours = comparison::of_rows(&rows, paired);
+        let ours = comparison::of_rows(&rows, paired, &Default::default());
         assert!(
             !ours.is_empty(),
             "two arms on the same profile are compared"

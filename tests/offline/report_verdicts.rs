@@ -224,16 +224,20 @@ fn rows() -> Vec<Row> {
     out
 }
 
-fn judged() -> (
-    Vec<(String, Evaluation)>,
-    Vec<feedbench_core::report::verdicts::Resolved>,
-) {
+fn plan() -> feedbench_core::plan::model::Plan {
     let text = std::fs::read_to_string(repo().join(PLAN)).unwrap();
     let ctx = Context {
         host_cores: None,
         exists: None,
     };
-    let plan = load_str(PLAN, &text, &ctx).unwrap().plan;
+    load_str(PLAN, &text, &ctx).unwrap().plan
+}
+
+fn judged() -> (
+    Vec<(String, Evaluation)>,
+    Vec<feedbench_core::report::verdicts::Resolved>,
+) {
+    let plan = plan();
     let runs = feedbench_core::plan::expand(&plan);
     let mut standing = Standing::default();
     let names: Vec<(String, String, String)> = runs
@@ -338,8 +342,11 @@ fn the_twin_reaches_the_same_verdicts_from_the_same_rows() {
     let dir = tempfile::tempdir().unwrap();
     let metrics = dir.path().join("metrics.csv");
     std::fs::write(&metrics, rows::render(&rows())).unwrap();
+    // The plan's order pairs arms by round, as the report judged them.
+    let paired = feedbench_core::report::comparison::paired_rounds(&plan().matrix.order);
+    assert!(paired, "{PLAN} interleaves its arms");
     let theirs = common::report::twin()
-        .recompute(&[], Some(&metrics), &resolved, false)
+        .recompute(&[], Some(&metrics), &resolved, paired)
         .unwrap();
     assert_eq!(theirs.verdicts.len(), judged.len());
     let ours: Vec<(&str, &Evaluation)> = judged.iter().map(|(h, e)| (h.as_str(), e)).collect();

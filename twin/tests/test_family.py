@@ -4,7 +4,8 @@
 
 Small sets of metrics.csv rows with known comparisons.csv rows (the exact tests' values
 worked out by hand: 3 against 3 fully separated is p = 2/C(6, 3) = 0.1, 3 equal-signed
-pairs 2/2³ = 0.25, 4 against 4 2/C(8, 4) = 2/70), the command on generated run
+pairs 2/2³ = 0.25, 4 against 4 2/C(8, 4) = 2/70), the two families (the pairs the
+checks compare, each family adjusted on its own), the command on generated run
 directories, and a seeded simulation of the family-wise error rate.
 """
 
@@ -26,12 +27,13 @@ sys.path.insert(0, str(HERE.parent))
 
 import comparison as cmp  # noqa: E402
 import gen  # noqa: E402
+import hypotheses  # noqa: E402
 import recompute  # noqa: E402
 
 SCRIPT = HERE.parent / "recompute.py"
 HEADER = ("metric,definition,container,profile,fault,a,b,n_a,n_b,paired,median_a,median_b,"
           "difference_low,difference_high,difference_confidence,ratio_low,ratio_high,"
-          "ratio_confidence,p,p_min,p_adjusted,finding,higher,n,needed,level,why")
+          "ratio_confidence,p,p_min,p_adjusted,finding,higher,n,needed,level,why,family")
 SAT = ("saturation", "objective-windows", "")
 
 
@@ -54,15 +56,15 @@ def rows(arm, values, note="", figure=SAT, profile="ramp", fault="", reps=None,
     return out
 
 
-def csv_rows(metric_rows, paired_rounds=False):
+def csv_rows(metric_rows, paired_rounds=False, registered=frozenset()):
     """comparisons.csv's rows, as dicts, of these metrics rows (through the CSV writer and
-    reader, as the file has them)."""
+    reader, as the file has them); registered: the pairs in the hypotheses' family."""
     fam = cmp.Family()
     for r in metric_rows:
         fam.add_row(r)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "comparisons.csv"
-        recompute.write_comparisons(path, fam.comparisons(paired_rounds))
+        recompute.write_comparisons(path, fam.comparisons(paired_rounds, registered))
         text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     assert lines[0] == HEADER, lines[0]
@@ -71,10 +73,11 @@ def csv_rows(metric_rows, paired_rounds=False):
 
 def row(metric="saturation", definition="objective-windows", container="", profile="ramp",
         fault="", **kw):
-    """An expected comparisons.csv row: every column empty unless given."""
+    """An expected comparisons.csv row: every column empty unless given, the family
+    exploratory."""
     out = {c: "" for c in recompute.COMPARISONS_COLUMNS}
     out.update(metric=metric, definition=definition, container=container, profile=profile,
-               fault=fault)
+               fault=fault, family=cmp.EXPLORATORY)
     for k, v in kw.items():
         assert k in out, k
         out[k] = str(v)
@@ -304,6 +307,172 @@ class Rows(unittest.TestCase):
         self.assertEqual(c.ranked, 5)
 
 
+P99 = cmp.HEADLINE[1]
+FAILED = cmp.HEADLINE[2]
+
+
+class Families(unittest.TestCase):
+    """The pairs the hypotheses' checks compare are one family, every other pair another;
+    Holm's adjustment, its level and the findings are each family's own."""
+
+    maxDiff = None
+
+    @staticmethod
+    def separated():
+        # two figures, four repetitions each, fully separated: p = 2/70 each
+        out = []
+        for fig in (SAT, P99):
+            out += rows("x.a", [101, 102, 103, 104], figure=fig)
+            out += rows("x.b", [11, 12, 13, 14], figure=fig)
+        return out
+
+    def test_a_registered_pair_is_held_in_its_own_family(self):
+        # one family of two: Holm doubles the smaller p to 4/70 > 5 %; level 0.05 / 2
+        both = csv_rows(self.separated())
+        self.assertEqual(len(both), 2)
+        for r in both:
+            self.assertEqual((r["family"], r["p"], r["p_adjusted"], r["finding"], r["level"],
+                              r["needed"], r["n"]),
+                             ("exploratory", "0.028571429", "0.057142857", "cannot-be-shown",
+                              "0.025", "5", "4"))
+        # latency_p99's pair registered: each alone in its family, 2/70 stands for both
+        split = csv_rows(self.separated(), registered={P99 + ("ramp", "", "x.a", "x.b")})
+        self.assertEqual([(r["metric"], r["family"]) for r in split],
+                         [("saturation", "exploratory"), ("latency_p99", "hypotheses")])
+        for r in split:
+            self.assertEqual((r["p"], r["p_adjusted"], r["finding"], r["higher"], r["level"]),
+                             ("0.028571429", "0.028571429", "higher", "x.a", ""))
+
+    def test_each_family_has_its_own_level(self):
+        # the registered pair (3 against 3, p = 0.1) alone: level 0.05, 4 an arm could; the
+        # two exploratory ones (2/70 each) together: level 0.025, 5 an arm could
+        three = rows("x.a", [101, 102, 103], figure=FAILED) + \
+            rows("x.b", [11, 12, 13], figure=FAILED)
+        got = csv_rows(self.separated() + three,
+                       registered={FAILED + ("ramp", "", "x.a", "x.b")})
+        self.assertEqual([(r["metric"], r["family"], r["p_adjusted"], r["finding"], r["level"],
+                           r["needed"]) for r in got],
+                         [("saturation", "exploratory", "0.057142857", "cannot-be-shown",
+                           "0.025", "5"),
+                          ("latency_p99", "exploratory", "0.057142857", "cannot-be-shown",
+                           "0.025", "5"),
+                          ("failed_share", "hypotheses", "0.1", "cannot-be-shown", "0.05",
+                           "4")])
+
+    def test_what_a_registered_pair_must_match(self):
+        # another profile, the arms the other way round, another figure: not these pairs
+        for pair in (P99 + ("steady", "", "x.a", "x.b"), P99 + ("ramp", "", "x.b", "x.a"),
+                     SAT[:2] + ("replicas", "ramp", "", "x.a", "x.b")):
+            with self.subTest(pair=pair):
+                self.assertEqual({r["family"] for r in csv_rows(self.separated(),
+                                                                registered={pair})},
+                                 {"exploratory"})
+
+    def test_an_untestable_pair_is_in_its_family_but_not_counted(self):
+        eps = rows("x.c", [7, "", ""], figure=P99, note=["", "not observed", "none"])
+        got = csv_rows(self.separated() + eps,
+                       registered={P99 + ("ramp", "", "x.a", "x.c")})
+        self.assertEqual([(r["metric"], r["a"], r["b"], r["family"], r["finding"])
+                          for r in got],
+                         [("saturation", "x.a", "x.b", "exploratory", "cannot-be-shown"),
+                          ("latency_p99", "x.a", "x.b", "exploratory", "cannot-be-shown"),
+                          ("latency_p99", "x.a", "x.c", "hypotheses", "not-testable"),
+                          ("latency_p99", "x.b", "x.c", "exploratory", "not-testable")])
+
+
+def p99_rows(arm, profile="ramp", reps=(1,)):
+    """checks.json's row keys of a p99 call on these runs."""
+    return [{"run": f"{arm}/{profile}/r{r}", "repetition": r, "metric": "latency_p99",
+             "definition": "", "container": "", "step_rate": None, "at_first_breach": False}
+            for r in reps]
+
+
+def read_checks(checks):
+    """checks.json's checks, as hypotheses.read_checks reads them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "checks.json"
+        path.write_text(json.dumps({"format_version": hypotheses.FORMAT_VERSION,
+                                    "checks": checks}))
+        return hypotheses.read_checks(path)
+
+
+def check(text, figures, which="current", stat="median"):
+    """A resolved check whose calls (in order of appearance, each at its span as feedbench
+    gives it) read figures: (arm, profile, repetitions) each, None for a call without rows."""
+    _, parsed = hypotheses.parse_check(text)
+    calls = []
+    for p, fig in zip(parsed, figures):
+        start, end = p.spans[-1]
+        calls.append({"start": start, "end": end, "stat": stat, "not_standing": [],
+                      "rows": [] if fig is None else p99_rows(*fig)})
+    return {"hypothesis": "H1", "which": which, "check": text, "unresolved": None,
+            "calls": calls}
+
+
+# run id -> (arm, profile, fault), as metrics.csv's rows of the run name them
+ARMS = {f"{arm}/{profile}/r{r}": (arm, profile, "")
+        for arm in ("x.a", "x.b", "x.c") for profile in ("ramp", "other") for r in (1, 2, 3)}
+AB_RAMP = P99 + ("ramp", "", "x.a", "x.b")
+
+
+class RegisteredPairs(unittest.TestCase):
+    """hypotheses.registered_pairs: the pairs of arms the checks compare."""
+
+    def test_the_pairs_a_check_compares_are_registered_in_byte_order(self):
+        c = check("p99(x.b) <= p99(x.a) + 5ms and p99(x.a) < 20ms and "
+                  "p99(x.c) < p99(x.a, profile: other)",
+                  [("x.b", "ramp"), ("x.a", "ramp"), ("x.a", "ramp"), ("x.c", "ramp"),
+                   ("x.a", "other")])
+        # the literal bound registers nothing, nor two calls on different profiles
+        self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), {AB_RAMP})
+
+    def test_the_form_alone_decides(self):
+        # whatever the statistic or how many repetitions (read through its interval or not)
+        for stat in ("median", "mean", "max"):
+            c = check("2 * p99(x.b) < p99(x.a)", [("x.b", "ramp", (1, 2, 3)), ("x.a", "ramp")],
+                      stat=stat)
+            self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), {AB_RAMP},
+                             stat)
+        # not a form of two arms: interval arithmetic's comparisons register nothing
+        for text in ("p99(x.a) == p99(x.b)", "p99(x.a) < 2ms * p99(x.b)",
+                     "p99(x.a) < 5ms - p99(x.b)", "p99(x.a) - p99(x.b) < 5ms",
+                     "p99(x.a) + p99(x.b) < 5ms + p99(x.c)"):
+            c = check(text, [("x.a", "ramp"), ("x.b", "ramp"), ("x.c", "ramp")])
+            self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), set(), text)
+        # one arm against itself
+        c = check("p99(x.a) < 2 * p99(x.a)", [("x.a", "ramp"), ("x.a", "ramp")])
+        self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), set())
+
+    def test_every_statement_and_every_comparison(self):
+        current = check("not (p99(x.a) < p99(x.b)) or p99(x.c) >= 2 * (p99(x.b))",
+                        [("x.a", "ramp"), ("x.b", "ramp"), ("x.c", "other"),
+                         ("x.b", "other")])
+        registered = check("p99(x.c) < p99(x.a)", [("x.c", "ramp"), ("x.a", "ramp")],
+                           which="registered")
+        unresolved = {"hypothesis": "H2", "which": "current", "check": "p99(y) < p99(z)",
+                      "unresolved": "unknown contender `y`", "calls": []}
+        self.assertEqual(
+            hypotheses.registered_pairs(read_checks([current, registered, unresolved]), ARMS),
+            {AB_RAMP, P99 + ("other", "", "x.b", "x.c"), P99 + ("ramp", "", "x.a", "x.c")})
+
+    def test_a_call_without_a_figure_registers_nothing(self):
+        # no rows (every run of the arm left out); runs the twin did not compute
+        for figures in ([("x.a", "ramp"), None], [None, ("x.b", "ramp")],
+                        [("x.a", "ramp"), ("x.z", "ramp")]):
+            c = check("p99(x.a) < p99(x.b)", figures)
+            self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), set(),
+                             figures)
+        # rows of two metrics: not one figure
+        c = check("p99(x.a) < p99(x.b)", [("x.a", "ramp", (1, 2)), ("x.b", "ramp")])
+        c["calls"][0]["rows"][1]["metric"] = "latency_p50"
+        self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), set())
+        # two metrics, one a call each: not the same figure
+        c = check("p99(x.a) < p99(x.b)", [("x.a", "ramp"), ("x.b", "ramp")])
+        for spec in c["calls"][1]["rows"]:
+            spec["metric"] = "latency_p50"
+        self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), set())
+
+
 def run_twin(out, *args):
     return subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), *map(str, args)],
                           capture_output=True, text=True)
@@ -361,12 +530,53 @@ class Command(unittest.TestCase):
                 self.assertEqual((r["difference_low"], r["difference_high"]),
                                  ("-50", "-50") if flags else ("-51", "-49"))
                 self.assertEqual(r["finding"], "cannot-be-shown")
+                # without checks, every pair is exploratory
+                self.assertEqual({r["family"] for r in got}, {"exploratory"})
                 self.assertFalse(list(out.glob(".*.tmp")))
+
+    def test_the_pairs_the_checks_compare(self):
+        runs = {}  # arm -> its runs' ids, by repetition
+        for d in self.runs:
+            frame = json.loads((d / "run.json").read_text())["frame"]
+            runs.setdefault(f"feed-rs.{frame['variant']}", []).append(
+                (frame["repetition"], gen.run_id_of(frame)))
+        text = "p99(feed-rs.indexed) <= (p99(feed-rs.plain)) - 40ms"
+        _, parsed = hypotheses.parse_check(text)
+        calls = [{"start": p.spans[-1][0], "end": p.spans[-1][1], "stat": "median",
+                  "not_standing": [],
+                  "rows": [{"run": run, "repetition": rep, "metric": "latency_p99",
+                            "definition": "", "container": "", "step_rate": None,
+                            "at_first_breach": False} for rep, run in sorted(runs[arm])]}
+                 for p, arm in zip(parsed, ("feed-rs.indexed", "feed-rs.plain"))]
+        self.assertEqual((calls[1]["start"], calls[1]["end"]), (24, 44))  # the parentheses
+        checks = Path(self.tmp.name) / "checks-p99.json"
+        checks.write_text(json.dumps({"format_version": 2, "checks": [
+            {"hypothesis": "H1", "which": "current", "check": text, "unresolved": None,
+             "calls": calls}]}))
+        pair = ("latency_p99", "", "", "baseline", "", "feed-rs.indexed", "feed-rs.plain")
+        for flags in ((), ("--paired-rounds",)):
+            with self.subTest(flags=flags):
+                out = self.twin("checked" + "".join(flags), "--checks", checks, *flags)
+                text_csv = (out / "comparisons.csv").read_text(encoding="utf-8")
+                got = list(csv.DictReader(text_csv.splitlines()))
+                with open(out / "metrics.csv", newline="", encoding="utf-8") as f:
+                    metric_rows = list(csv.DictReader(f))
+                self.assertEqual(got, csv_rows(metric_rows, bool(flags), {pair}))
+                self.assertEqual([(r["metric"], r["family"]) for r in got
+                                  if r["family"] == "hypotheses"], [("latency_p99",
+                                                                     "hypotheses")])
+                self.assertGreater(len(got), 1)
+                # alone in its family: its p is not adjusted
+                (r,) = [r for r in got if r["family"] == "hypotheses"]
+                self.assertEqual(r["p_adjusted"], r["p"])
+                v = json.loads((out / "verdicts.json").read_text())
+                self.assertEqual(v["format_version"], 2)
+                self.assertEqual(v["verdicts"][0]["verdict"], "supported")
 
     def test_not_with_metrics(self):
         out = self.twin("first")
         checks = Path(self.tmp.name) / "checks.json"
-        checks.write_text(json.dumps({"format_version": 1, "checks": []}))
+        checks.write_text(json.dumps({"format_version": 2, "checks": []}))
         out2 = Path(self.tmp.name) / "second"
         p = run_twin(out2, "--checks", checks, "--metrics", out / "metrics.csv")
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import comparison  # noqa: E402
 import gen  # noqa: E402
 import hypotheses as h  # noqa: E402
 import recompute  # noqa: E402
@@ -60,9 +61,15 @@ def call_of(text, function_text, stat="median", rows=(), not_standing=()):
             "rows": [dict(r) for r in rows], "not_standing": list(not_standing)}
 
 
-def spec(run, metric, definition="", container="", step_rate=None, at_first_breach=False):
+def spec(run, metric, definition="", container="", step_rate=None, at_first_breach=False,
+         repetition=None):
+    """A row key of checks.json; its repetition, unless given, the run id's `/r<n>`."""
+    if repetition is None:
+        tail = run.rsplit("/r", 1)[-1]
+        repetition = int(tail) if tail.isdigit() else 1
     return {"run": run, "metric": metric, "definition": definition, "container": container,
-            "step_rate": step_rate, "at_first_breach": at_first_breach}
+            "step_rate": step_rate, "at_first_breach": at_first_breach,
+            "repetition": repetition}
 
 
 def metrics_csv(path, rows):
@@ -83,19 +90,24 @@ def metrics_csv(path, rows):
 
 class Parsing(unittest.TestCase):
     def test_precedence(self):
+        def num(v):
+            return ("num", v, "")
+
         tree, _ = h.parse_check("1 + 2 * 3 < 7 - -2 / 4")
         self.assertEqual(tree, (
             "cmp", "<",
-            ("arith", "+", ("num", 1.0), ("arith", "*", ("num", 2.0), ("num", 3.0))),
-            ("arith", "-", ("num", 7.0), ("arith", "/", ("neg", ("num", 2.0)), ("num", 4.0)))))
+            ("arith", "+", num(1.0), ("arith", "*", num(2.0), num(3.0))),
+            ("arith", "-", num(7.0), ("arith", "/", ("neg", num(2.0)), num(4.0))),
+            (0, 22)))
         tree, _ = h.parse_check("not 1 < 2 or 3 < 4 and not not 5 < 6")
         self.assertEqual(tree, (
-            "or", [("not", ("cmp", "<", ("num", 1.0), ("num", 2.0))),
-                   ("and", [("cmp", "<", ("num", 3.0), ("num", 4.0)),
-                            ("not", ("not", ("cmp", "<", ("num", 5.0), ("num", 6.0))))])]))
+            "or", [("not", ("cmp", "<", num(1.0), num(2.0), (4, 9))),
+                   ("and", [("cmp", "<", num(3.0), num(4.0), (13, 18)),
+                            ("not", ("not", ("cmp", "<", num(5.0), num(6.0), (31, 36))))])]))
         tree, _ = h.parse_check("(1 + 2) * 3 == 9")
         self.assertEqual(tree[2][0:2], ("arith", "*"))
-        self.assertEqual(tree[2][2], ("arith", "+", ("num", 1.0), ("num", 2.0)))
+        self.assertEqual(tree[2][2], ("arith", "+", num(1.0), num(2.0)))
+        self.assertEqual(tree[4], (0, 16))
         # left to right: 10 - 2 - 3 is 5, 8 / 2 / 2 is 2
         for text, want in (("10 - 2 - 3 == 5", T), ("10 - 2 - 3 == 11", F),
                            ("8 / 2 / 2 == 2", T), ("-2 * -3 == 6", T), ("10/2 == 5", T),
@@ -122,6 +134,15 @@ class Parsing(unittest.TestCase):
         # a function with no argument is a call too (feedbench names what is missing)
         _, calls = h.parse_check("f() < 1")
         self.assertEqual((calls[0].start, calls[0].end, calls[0].subject), (0, 3, None))
+
+    def test_a_call_in_parentheses(self):
+        # its own span, then each pair of parentheses around it alone, inner to outer
+        # (feedbench gives the outermost, white space inside them included)
+        _, calls = h.parse_check("p99(x.a) >= 2 * (p99(x.b))")
+        self.assertEqual([c.spans for c in calls], [[(0, 8)], [(17, 25), (16, 26)]])
+        _, calls = h.parse_check("(( p99(x.a) ) ) < 1s or (p99(x.b) + 1s) < (2 * p99(x.c))")
+        self.assertEqual([c.spans for c in calls],
+                         [[(3, 11), (1, 13), (0, 15)], [(25, 33)], [(47, 55)]])
 
     def test_status_classes(self):
         # one digit, `xx`, then no letter, digit or `_`: a name (a status class), not a
@@ -163,7 +184,7 @@ class Parsing(unittest.TestCase):
                            # the row's own product, not the nearest double to 0.95
                            ("95%", 95 * 0.01), ("9ms", 9 * 0.001)):
             tree, _ = h.parse_check(f"{text} == 0")
-            self.assertEqual(tree[2], ("num", want), text)
+            self.assertEqual(tree[2], ("num", want, text.lstrip("0123456789.")), text)
         self.assertNotEqual(95 * 0.01, 0.95)
         self.assertEqual(h.evaluate(h.parse_check("500ms + 1s < 2s")[0], {}), T)
         self.assertEqual(h.evaluate(h.parse_check("2s-1s == 1s")[0], {}), T)
@@ -282,7 +303,7 @@ def index_of(rows):
 
 def check_of(text, calls, unresolved=None, hypothesis="H1", which="current"):
     """A check as read_checks returns it (the calls matched by their spans)."""
-    doc = {"format_version": 1, "checks": [{"hypothesis": hypothesis, "which": which,
+    doc = {"format_version": 2, "checks": [{"hypothesis": hypothesis, "which": which,
                                             "check": text, "unresolved": unresolved,
                                             "calls": calls}]}
     with tempfile.TemporaryDirectory() as t:
@@ -581,14 +602,274 @@ class Verdicts(unittest.TestCase):
         v = h.verdict(check_of("p99(gone) < 1s", [], unresolved="unknown contender `gone`",
                                which="registered"), h.RowIndex())
         self.assertEqual(v, {"hypothesis": "H1", "which": "registered",
-                             "verdict": "not evaluable", "interval": None, "calls": []})
+                             "verdict": "not evaluable", "interval": None, "calls": [],
+                             "compared": []})
 
     def test_json_numbers(self):
-        text = h.verdicts_text({"format_version": 1, "verdicts": [
+        text = h.verdicts_text({"format_version": 2, "verdicts": [
             {"low": 40.0, "high": INF, "ci_low": -INF, "ci_high": None, "n": 3, "x": -0.0}]})
         self.assertEqual(json.loads(text)["verdicts"][0],
                          {"low": 40.0, "high": "+inf", "ci_low": "-inf", "ci_high": None,
                           "n": 3, "x": 0.0})
+
+
+# ---------------------------------------------------------------------------------------
+# Checks that compare two arms
+
+
+def found(text):
+    """The comparisons of two arms in text: (A's call as written, form, bound, OP)."""
+    tree, calls = h.parse_check(text)
+    return [(text[calls[a.a].start:calls[a.a].end], a.form, a.bound, a.op)
+            for a in h.two_arms(tree)]
+
+
+def median_call(start, end, values, repetitions=None):
+    """(stat, CallValue) of a median call over values (base units), repetitions 1, 2, …"""
+    reps = repetitions or range(1, len(values) + 1)
+    return "median", h.CallValue({"start": start, "end": end}, exact=list(zip(reps, values)))
+
+
+B3 = [1.0, 2.0, 1.5, 1.2, 1.8]
+A3 = [3.0 * x for x in B3]
+
+
+class ComparingTwoArms(unittest.TestCase):
+    def test_the_forms_are_found_either_way_round_and_nothing_else(self):
+        self.assertEqual(
+            found("saturation(x.a) >= 5 * saturation(x.b) and "
+                  "saturation(y.a) >= saturation(y.b) * 5"),
+            [("saturation(x.a)", "ratio", 5.0, ">="), ("saturation(y.a)", "ratio", 5.0, ">=")])
+        # mirrored: `k · b < a` is `a > k · b`
+        self.assertEqual(found("5 * p99(x.b) < p99(x.a)"), [("p99(x.a)", "ratio", 5.0, ">")])
+        self.assertEqual(found("p99(x.b) * 2 >= p99(x.a)"), [("p99(x.a)", "ratio", 2.0, "<=")])
+        # a call alone is k = 1
+        self.assertEqual(found("p99(x.a) < p99(x.b)"), [("p99(x.a)", "ratio", 1.0, "<")])
+        # a difference, against c in base units, or −c
+        self.assertEqual(found("p99(x.a) <= p99(x.b) + 50ms"),
+                         [("p99(x.a)", "difference", 0.05, "<=")])
+        self.assertEqual(found("p99(x.a) <= 50ms + p99(x.b)"),
+                         [("p99(x.a)", "difference", 0.05, "<=")])
+        self.assertEqual(found("not (p99(x.a) <= p99(x.b) - 2ms)"),
+                         [("p99(x.a)", "difference", -0.002, "<=")])
+        self.assertEqual(found("p99(x.b) + 50ms > p99(x.a)"),
+                         [("p99(x.a)", "difference", 0.05, "<")])
+        # a difference's c may be unitless; a ratio's k must be
+        self.assertEqual(found("requests(x.a) > requests(x.b) + 3"),
+                         [("requests(x.a)", "difference", 3.0, ">")])
+        # in and, or, not, in order
+        self.assertEqual(
+            [f[0] for f in found("p99(a) < 2 * p99(b) or not (p99(c) > p99(d) and "
+                                 "p99(e) >= p99(f) - 1s)")],
+            ["p99(a)", "p99(c)", "p99(e)"])
+        # interval arithmetic stays: a literal bound, a scale with a unit, a sum of two
+        # calls, an equality, a constant minus a call; a quotient, a negative scale, a
+        # scale on both sides, two scales
+        for other in ("p99(x.a) < 5ms", "p99(x.a) < 2ms * p99(x.b)",
+                      "p99(x.a) < p99(x.b) + p99(x.c)", "p99(x.a) == p99(x.b)",
+                      "p99(x.a) != p99(x.b)", "p99(x.a) < 5ms - p99(x.b)",
+                      "p99(x.a) < p99(x.b) / 2", "p99(x.a) < -2 * p99(x.b)",
+                      "2 * p99(x.a) < 3 * p99(x.b)", "p99(x.a) < 2 * 3 * p99(x.b)",
+                      "p99(x.a) - p99(x.b) < 5ms"):
+            self.assertEqual(found(other), [], other)
+
+    def test_spans(self):
+        # the whole comparison, in bytes; with the parentheses it stands in
+        for text, want in (("p99(x.a) >= 2 * p99(x.b)", (0, 24)),
+                           ("not (p99(x.a) <= p99(x.b) - 2ms)", (4, 32)),
+                           ("p99(c) < 1s or ((2 * p99(b) < p99(a)))", (15, 38)),
+                           ("p99(a) >= (2 * p99(b)) and p99(c) < 1s", (0, 22))):
+            tree, _ = h.parse_check(text)
+            (arms,) = h.two_arms(tree)
+            self.assertEqual(arms.span, want, text)
+
+    def test_a_ratio_is_decided_by_its_interval(self):
+        text = "p99(x.a) >= 2 * p99(x.b)"
+        (arms,) = h.two_arms(h.parse_check(text)[0])
+        # a is 3× b in every round, round effects shared: paired, the ratio is exactly 3
+        calls = {0: median_call(0, 8, A3), 1: median_call(16, 24, B3)}
+        entry, holds = h.compared(arms, calls, True)
+        self.assertTrue(entry["paired"])
+        self.assertEqual(entry["low"], entry["high"])
+        self.assertAlmostEqual(entry["low"], 3.0, delta=1e-12)
+        self.assertEqual((holds, entry["confidence"], entry["verdict"]),
+                         (True, 0.9375, "supported"))
+        self.assertEqual({k: entry[k] for k in ("start", "end", "form", "bound")},
+                         {"start": 0, "end": 24, "form": "ratio", "bound": 2.0})
+        # unpaired, the round effects stay in: the ratio's interval reaches below 2
+        entry, holds = h.compared(arms, calls, False)
+        self.assertFalse(entry["paired"])
+        self.assertLess(entry["low"], 2.0)
+        self.assertGreater(entry["high"], 2.0)
+        self.assertEqual((holds, entry["verdict"]), (None, "undecided"))
+        lo, hi, conf = comparison.shift_interval([math.log(x) for x in A3],
+                                                 [math.log(x) for x in B3])
+        self.assertEqual((entry["low"], entry["high"], entry["confidence"]),
+                         (math.exp(lo), math.exp(hi), conf))
+        # paired only with the same repetitions in both calls (matched by number)
+        other = {0: median_call(0, 8, A3, repetitions=[2, 3, 4, 5, 6]), 1: calls[1]}
+        self.assertFalse(h.compared(arms, other, True)[0]["paired"])
+        shuffled = {0: median_call(0, 8, A3[::-1], repetitions=[5, 4, 3, 2, 1]), 1: calls[1]}
+        entry, holds = h.compared(arms, shuffled, True)
+        self.assertEqual((entry["paired"], holds), (True, True))
+        self.assertAlmostEqual(entry["high"], 3.0, delta=1e-12)
+        # the other way: `<` 2 is false
+        (arms,) = h.two_arms(h.parse_check("p99(x.a) < 2 * p99(x.b)")[0])
+        entry, holds = h.compared(arms, calls, True)
+        self.assertEqual((holds, entry["verdict"]), (False, "not supported"))
+
+    def test_what_keeps_interval_arithmetic(self):
+        (arms,) = h.two_arms(h.parse_check("p99(x.a) >= 2 * p99(x.b)")[0])
+        calls = {0: median_call(0, 8, A3), 1: median_call(16, 24, B3)}
+        # a bound among the values
+        bounded = dict(calls)
+        bounded[1] = ("median", h.CallValue({}, exact=None))
+        self.assertIsNone(h.compared(arms, bounded, True))
+        # a mean
+        self.assertIsNone(h.compared(arms, {0: ("mean", calls[0][1]), 1: calls[1]}, True))
+        # a ratio of a value not above 0
+        zero = {0: calls[0], 1: median_call(16, 24, [0.0] + B3[1:])}
+        self.assertIsNone(h.compared(arms, zero, True))
+        # … which a difference does not mind
+        (diff,) = h.two_arms(h.parse_check("p99(x.a) >= p99(x.b) + 1s")[0])
+        self.assertIsNotNone(h.compared(diff, zero, True))
+
+    def test_a_difference_is_decided_by_its_interval(self):
+        # a − b is 40–60 ms in every round, against + 50 ms: open
+        text = "p99(x.a) <= p99(x.b) + 50ms"
+        (arms,) = h.two_arms(h.parse_check(text)[0])
+        b = [0.1, 0.2, 0.3, 0.4, 0.5]
+        a = [x + d for x, d in zip(b, [0.04, 0.05, 0.06, 0.045, 0.055])]
+        calls = {0: median_call(0, 8, a), 1: median_call(12, 20, b)}
+        entry, holds = h.compared(arms, calls, True)
+        self.assertEqual((entry["form"], entry["bound"], entry["paired"]),
+                         ("difference", 0.05, True))
+        self.assertLess(entry["low"], 0.05)
+        self.assertGreater(entry["high"], 0.05)
+        self.assertEqual((holds, entry["verdict"], entry["confidence"]),
+                         (None, "undecided", 0.9375))
+        self.assertEqual((entry["low"], entry["high"], entry["confidence"]),
+                         comparison.paired_shift_interval([x - y for x, y in zip(a, b)]))
+        # against + 70 ms it holds, against − 10 ms (`- 10ms`) it does not
+        for bound, want in (("+ 70ms", True), ("- 10ms", False)):
+            (arms,) = h.two_arms(h.parse_check(f"p99(x.a) <= p99(x.b) {bound}")[0])
+            self.assertEqual(h.compared(arms, calls, True)[1], want, bound)
+        # unpaired: the Hodges–Lehmann interval of a_i − b_j
+        entry, _ = h.compared(arms, calls, False)
+        self.assertEqual((entry["low"], entry["high"], entry["confidence"]),
+                         comparison.shift_interval(a, b))
+
+
+def two_arm_rows(a, b, unit="1/s", notes_a=(), notes_b=()):
+    ows = ("objective-windows", "")
+    notes_a = list(notes_a) + [""] * (len(a) - len(notes_a))
+    notes_b = list(notes_b) + [""] * (len(b) - len(notes_b))
+    return ([(IDX.format(i + 1), "saturation", v, unit, n, None, *ows)
+             for i, (v, n) in enumerate(zip(a, notes_a))] +
+            [(PROD.format(i + 1), "saturation", v, unit, n, None, *ows)
+             for i, (v, n) in enumerate(zip(b, notes_b))])
+
+
+SAT2 = "saturation(feed-rs.indexed) >= 2 * saturation(feed-rs.production)"
+
+
+def sat2_calls(text=SAT2, reps=(1, 2, 3, 4, 5), stats=("median", "median")):
+    return [call_of(text, "saturation(feed-rs.indexed)", stat=stats[0],
+                    rows=[spec(IDX.format(r), "saturation", "objective-windows") for r in reps]),
+            call_of(text, "saturation(feed-rs.production)", stat=stats[1],
+                    rows=[spec(PROD.format(r), "saturation", "objective-windows")
+                          for r in reps])]
+
+
+class TwoArmVerdicts(unittest.TestCase):
+    def verdict(self, rows, text=SAT2, paired_rounds=True, **kw):
+        return h.verdict(check_of(text, sat2_calls(text, **kw)), index_of(rows), paired_rounds)
+
+    def test_the_ratio_decides_where_the_intervals_do_not(self):
+        v = self.verdict(two_arm_rows(A3, B3))
+        # the medians' intervals alone, [3, 6] against 2 × [1, 2], leave it open; the ratio
+        # is 3 in every round
+        self.assertEqual([(c["ci_low"], c["ci_high"]) for c in v["calls"]],
+                         [(3.0, 6.0), (1.0, 2.0)])
+        self.assertEqual((v["verdict"], v["interval"]), ("supported", "supported"))
+        (c,) = v["compared"]
+        self.assertEqual({k: c[k] for k in ("start", "end", "form", "bound", "paired",
+                                            "confidence", "verdict")},
+                         {"start": 0, "end": len(SAT2), "form": "ratio", "bound": 2.0,
+                          "paired": True, "confidence": 0.9375, "verdict": "supported"})
+        self.assertAlmostEqual(c["low"], 3.0, delta=1e-12)
+        # unpaired (the plan's order makes no rounds): undecided
+        v = self.verdict(two_arm_rows(A3, B3), paired_rounds=False)
+        self.assertEqual((v["interval"], v["compared"][0]["paired"],
+                          v["compared"][0]["verdict"]), ("undecided", False, "undecided"))
+
+    def test_in_logic_with_other_comparisons(self):
+        text = (f"not ({SAT2}) or saturation(feed-rs.indexed) == "
+                "saturation(feed-rs.production)")
+        calls = sat2_calls(text)
+        # the second pair of calls: the same runs
+        second = text.index("saturation(feed-rs.indexed) ==")
+        calls += [dict(calls[0], start=second, end=second + 27),
+                  dict(calls[1], start=second + 31, end=len(text))]
+        v = h.verdict(check_of(text, calls), index_of(two_arm_rows(A3, B3)), True)
+        # not true or (interval arithmetic: [3, 6] == [1, 2] is false): not supported
+        self.assertEqual(v["interval"], "not supported")
+        self.assertEqual([(c["start"], c["end"]) for c in v["compared"]],
+                         [(4, 4 + len(SAT2) + 2)])
+
+    def test_a_bound_keeps_interval_arithmetic(self):
+        # a lower bound among a's values: no comparison of the two arms; the intervals,
+        # [30, +inf] against 2 × [1, 2], decide
+        a = [30.0, 31.0, 32.0, 33.0, 34.0]
+        v = self.verdict(two_arm_rows(a, B3, notes_a=["not reached"]))
+        self.assertEqual((v["interval"], v["compared"]), ("supported", []))
+        self.assertEqual(v["calls"][0]["ci_high"], INF)
+        # and with a = 3b and one lower bound: open
+        v = self.verdict(two_arm_rows(A3, B3, notes_b=["", "", "not reached"]))
+        self.assertEqual((v["interval"], v["compared"]), ("undecided", []))
+
+    def test_only_medians_with_intervals(self):
+        v = self.verdict(two_arm_rows(A3, B3), stats=("mean", "median"))
+        self.assertEqual((v["compared"], v["interval"] is not None), ([], True))
+        # fewer than 3 repetitions: no verdict across the intervals, and nothing compared
+        v = self.verdict(two_arm_rows(A3[:2], B3[:2]), reps=(1, 2))
+        self.assertEqual((v["verdict"], v["interval"], v["compared"]),
+                         ("supported", None, []))
+
+    def test_a_call_in_parentheses(self):
+        # feedbench gives a call in parentheses the span of the parentheses (the outermost
+        # pair); it is the same call, and the same comparison of two arms
+        for text in ("saturation(feed-rs.indexed) >= 2 * (saturation(feed-rs.production))",
+                     "((saturation(feed-rs.indexed))) >= 2 * ( saturation(feed-rs.production) )"):
+            with self.subTest(text=text):
+                _, parsed = h.parse_check(text)
+                calls = sat2_calls(text)
+                for c, p in zip(calls, parsed):
+                    c["start"], c["end"] = p.spans[-1]
+                self.assertEqual(text[calls[1]["start"]], "(")
+                v = h.verdict(check_of(text, calls), index_of(two_arm_rows(A3, B3)), True)
+                self.assertEqual([(c["start"], c["end"]) for c in v["calls"]],
+                                 [p.spans[-1] for p in parsed])  # as given
+                self.assertEqual((v["verdict"], v["interval"]), ("supported", "supported"))
+                (c,) = v["compared"]
+                self.assertEqual((c["start"], c["end"], c["form"], c["paired"]),
+                                 (0, len(text), "ratio", True))
+
+    def test_values_in_base_units(self):
+        # 0.9 s against 100 ms, in rows of s and ms: a − b is 0.8 s in every round
+        text = "p99(x.a) >= p99(x.b) + 750ms"
+        runs = {x: [f"{x}/b/r{r}" for r in (1, 2, 3, 4, 5)] for x in ("x.a", "x.b")}
+        calls = [call_of(text, f"p99({x})", rows=[spec(r, "latency_p99") for r in runs[x]])
+                 for x in ("x.a", "x.b")]
+        rows = ([(r, "latency_p99", 0.9 + i / 10, "s", "") for i, r in enumerate(runs["x.a"])] +
+                [(r, "latency_p99", 100.0 + i * 100, "ms", "")
+                 for i, r in enumerate(runs["x.b"])])
+        v = h.verdict(check_of(text, calls), index_of(rows), True)
+        (c,) = v["compared"]
+        self.assertEqual((c["form"], c["bound"], c["paired"], c["verdict"]),
+                         ("difference", 0.75, True, "supported"))
+        self.assertAlmostEqual(c["low"], 0.8, delta=1e-12)
+        self.assertAlmostEqual(c["high"], 0.8, delta=1e-12)
 
 
 FB_TEXT = "cpu(database, at: first-breach, of: svc) >= 90%"
@@ -691,7 +972,7 @@ class Command(unittest.TestCase):
         self.checks = self.root / "checks.json"
         self.metrics = self.root / "metrics.csv"
         self.out = self.root / "out"
-        self.doc = {"format_version": 1, "checks": [
+        self.doc = {"format_version": 2, "checks": [
             {"hypothesis": "H1", "which": "current", "check": SAT, "unresolved": None,
              "calls": sat_calls()},
             {"hypothesis": "H1", "which": "registered", "check": "p99(x) < 1s",
@@ -716,16 +997,17 @@ class Command(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(sorted(x.name for x in self.out.iterdir()), ["verdicts.json"])
         doc = json.loads((self.out / "verdicts.json").read_text())
-        self.assertEqual(doc, {"format_version": 1, "verdicts": [
+        self.assertEqual(doc, {"format_version": 2, "verdicts": [
             {"hypothesis": "H1", "which": "current", "verdict": "supported", "interval": None,
              "calls": [{"start": 0, "end": 27, "evaluable": True, "n": 1, "low": 30.0,
                         "high": "+inf", "ci_low": None, "ci_high": None,
                         "confidence": None},
                        {"start": 35, "end": 65, "evaluable": True, "n": 1, "low": 5.0,
                         "high": 5.0, "ci_low": None, "ci_high": None,
-                        "confidence": None}]},
+                        "confidence": None}],
+             "compared": []},
             {"hypothesis": "H1", "which": "registered", "verdict": "not evaluable",
-             "interval": None, "calls": []}]})
+             "interval": None, "calls": [], "compared": []}]})
 
     def test_metrics_mode_at_first_breach(self):
         # the first_breach rows are kept with the rows the checks read
@@ -733,7 +1015,7 @@ class Command(unittest.TestCase):
         c = call_of(text, "cpu(replica-1, at: first-breach, of: svc)", stat="max",
                     rows=[spec(f"svc/ramp/r{r}", "cpu_mean_pct_of_cap", "first-breach", "r-1",
                                at_first_breach=True) for r in (1, 2)])
-        self.doc = {"format_version": 1, "checks": [
+        self.doc = {"format_version": 2, "checks": [
             {"hypothesis": "H2", "which": "current", "check": text, "unresolved": None,
              "calls": [c]}]}
         self.write_checks()
@@ -762,6 +1044,41 @@ class Command(unittest.TestCase):
                 v = json.loads((self.out / "verdicts.json").read_text())["verdicts"][0]
                 self.assertEqual((v["verdict"], v["calls"][0]["n"], v["calls"][0]["low"]), want)
 
+    def test_metrics_mode_compares_two_arms(self):
+        self.doc = {"format_version": 2, "checks": [
+            {"hypothesis": "H3", "which": "current", "check": SAT2, "unresolved": None,
+             "calls": sat2_calls()}]}
+        self.write_checks()
+        ows = {"metric": "saturation", "definition": "objective-windows", "unit": "1/s"}
+        metrics_csv(self.metrics,
+                    [dict(ows, run=IDX.format(r), value=str(3 * 2 ** r)) for r in range(1, 6)] +
+                    [dict(ows, run=PROD.format(r), value=str(2 ** r)) for r in range(1, 6)])
+        for flags, paired, verdict in (((), False, "undecided"),
+                                       (("--paired-rounds",), True, "supported")):
+            with self.subTest(flags=flags):
+                p = twin("--out", self.out, "--checks", self.checks, "--metrics", self.metrics,
+                         *flags)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                (v,) = json.loads((self.out / "verdicts.json").read_text())["verdicts"]
+                self.assertEqual((v["verdict"], v["interval"]), ("supported", verdict))
+                (c,) = v["compared"]
+                self.assertEqual(sorted(c), ["bound", "confidence", "end", "form", "high",
+                                             "low", "paired", "start", "verdict"])
+                self.assertEqual({k: c[k] for k in ("start", "end", "form", "bound", "paired",
+                                                    "verdict")},
+                                 {"start": 0, "end": len(SAT2), "form": "ratio", "bound": 2.0,
+                                  "paired": paired, "verdict": verdict})
+                if paired:
+                    self.assertAlmostEqual(c["low"], 3.0, delta=1e-12)
+                    self.assertAlmostEqual(c["high"], 3.0, delta=1e-12)
+                    self.assertEqual(c["confidence"], 0.9375)
+                else:
+                    # the 25 ratios 3·2^(i−j), sorted: the 3rd to the 23rd (k* = 3 of 5
+                    # against 5, coverage 1 − 2·4/252)
+                    self.assertAlmostEqual(c["low"], 3 / 8, delta=1e-12)
+                    self.assertAlmostEqual(c["high"], 24.0, delta=1e-12)
+                    self.assertEqual(c["confidence"], 1 - 8 / 252)
+
     def test_a_span_with_white_space_around_the_call(self):
         self.doc["checks"][0]["calls"][0]["end"] = 28  # "saturation(feed-rs.indexed) "
         self.write_checks()
@@ -770,6 +1087,45 @@ class Command(unittest.TestCase):
         doc = json.loads((self.out / "verdicts.json").read_text())
         self.assertEqual(doc["verdicts"][0]["calls"][0]["end"], 28)  # as given
         self.assertEqual(doc["verdicts"][0]["verdict"], "supported")
+
+    def test_a_span_of_parentheses_around_the_call(self):
+        # `p99(x.a) >= 2 * (p99(x.b))` as feedbench gives it: the second call at [16, 26)
+        text = "p99(x.a) >= 2 * (p99(x.b))"
+        runs = {x: [f"{x}/b/r{r}" for r in (1, 2, 3)] for x in ("x.a", "x.b")}
+        calls = [call_of(text, f"p99({x})", rows=[spec(r, "latency_p99") for r in runs[x]])
+                 for x in ("x.a", "x.b")]
+        calls[1].update(start=16, end=26)
+        self.doc = {"format_version": 2, "checks": [
+            {"hypothesis": "H1", "which": "current", "check": text, "unresolved": None,
+             "calls": calls}]}
+        metrics_csv(self.metrics,
+                    [{"run": r, "metric": "latency_p99", "value": str(30 + i), "unit": "ms"}
+                     for i, r in enumerate(runs["x.a"])] +
+                    [{"run": r, "metric": "latency_p99", "value": str(10 + i), "unit": "ms"}
+                     for i, r in enumerate(runs["x.b"])])
+        # the parentheses with white space around them, or the call inside them: the call
+        for start, end in ((16, 26), (15, 26), (17, 25)):
+            with self.subTest(span=(start, end)):
+                calls[1].update(start=start, end=end)
+                self.write_checks()
+                p = twin("--out", self.out, "--checks", self.checks, "--metrics", self.metrics)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                v = json.loads((self.out / "verdicts.json").read_text())["verdicts"][0]
+                self.assertEqual([(c["start"], c["end"], c["n"]) for c in v["calls"]],
+                                 [(0, 8, 3), (start, end, 3)])
+                self.assertEqual(v["verdict"], "supported")
+        # parentheses that hold more than the call are not on it
+        self.out = self.root / "refused"
+        text = "p99(x.a) >= 2 * (p99(x.b) + 1ms)"
+        self.doc["checks"][0]["check"] = text
+        calls[1].update(start=16, end=len(text))
+        self.write_checks()
+        self.fails("checks[0].calls[1]: the span [16, 32) is not on a call of the check")
+        # nor is half a pair
+        self.doc["checks"][0]["check"] = "p99(x.a) >= 2 * (p99(x.b))"
+        calls[1].update(start=16, end=25)
+        self.write_checks()
+        self.fails("checks[0].calls[1]: the span [16, 25) is not on a call of the check")
 
     def test_usage_errors(self):
         for args, needle in (
@@ -805,13 +1161,19 @@ class Command(unittest.TestCase):
                 line = self.fails(needle)
                 self.assertIn("checks.json", line)
 
-        case(lambda d: d.update(format_version=2), "format_version is 2, the twin reads 1")
+        case(lambda d: d.update(format_version=1), "format_version is 1, the twin reads 2")
         case(lambda d: d.pop("checks"), "no field checks")
         case(lambda d: d["checks"][0].pop("check"), "no field checks[0].check")
         case(lambda d: d["checks"][0]["calls"][1]["rows"][0].pop("at_first_breach"),
              "no field checks[0].calls[1].rows[0].at_first_breach")
         case(lambda d: d["checks"][0]["calls"][0]["rows"][0].update(at_first_breach="yes"),
              "checks[0].calls[0].rows[0].at_first_breach is not true or false: \"yes\"")
+        case(lambda d: d["checks"][0]["calls"][1]["rows"][0].pop("repetition"),
+             "no field checks[0].calls[1].rows[0].repetition")
+        case(lambda d: d["checks"][0]["calls"][0]["rows"][0].update(repetition="1"),
+             "checks[0].calls[0].rows[0].repetition is not an integer: \"1\"")
+        case(lambda d: d["checks"][0]["calls"][0]["rows"][0].update(repetition=-1),
+             "checks[0].calls[0].rows[0].repetition is negative: -1")
         case(lambda d: d["checks"][0]["calls"][0].update(stat="mode"),
              "checks[0].calls[0].stat is \"mode\"")
         case(lambda d: d["checks"][0].update(which="now"), "checks[0].which")
@@ -823,7 +1185,7 @@ class Command(unittest.TestCase):
              "checks[0].check: unparsable check at byte 66: a chained comparison")
         case(lambda d: d["checks"][1].update(calls=good["checks"][0]["calls"]),
              "a check that does not resolve has calls")
-        self.checks.write_text('{"format_version": 1,\n "checks": [}')
+        self.checks.write_text('{"format_version": 2,\n "checks": [}')
         self.assertRegex(self.fails("does not parse"), r"checks\.json:2:\d+: does not parse")
 
     def test_damaged_metrics(self):
@@ -870,17 +1232,22 @@ class OnRunDirectories(unittest.TestCase):
         cpu = "cpu_seconds(replicas, at: first-breach, of: feed-rs.indexed)"
         add(f"{cpu} > 0", (cpu, "median", [spec(ramp, "cpu_seconds", "step", "replicas",
                                                  at_first_breach=True)]))
-        cls.doc = {"format_version": 1, "checks": checks}
+        # two arms: each run's p50 against half its p99, paired by round
+        p99 = "p99(feed-rs.indexed)"
+        add(f"{p50} <= 0.5 * {p99}", (p50, "median", [spec(r, "latency_p50") for r in base]),
+            (p99, "median", [spec(r, "latency_p99") for r in base]))
+        cls.doc = {"format_version": 2, "checks": checks}
         cls.checks = root / "checks.json"
         cls.checks.write_text(json.dumps(cls.doc))
         cls.out = root / "out"
-        p = twin("--out", cls.out, "--checks", cls.checks, *cls.dirs)
+        p = twin("--out", cls.out, "--checks", cls.checks, "--paired-rounds", *cls.dirs)
         if p.returncode != 0:
             raise AssertionError(p.stderr)
         cls.v = json.loads((cls.out / "verdicts.json").read_text())
         cls.s = read_summary(cls.out / "summary.csv")
         cls.out2 = root / "out2"
-        p = twin("--out", cls.out2, "--checks", cls.checks, "--metrics", cls.out / "metrics.csv")
+        p = twin("--out", cls.out2, "--checks", cls.checks, "--metrics", cls.out / "metrics.csv",
+                 "--paired-rounds")
         if p.returncode != 0:
             raise AssertionError(p.stderr)
         cls.v2 = json.loads((cls.out2 / "verdicts.json").read_text())
@@ -898,10 +1265,28 @@ class OnRunDirectories(unittest.TestCase):
         self.assertEqual(got, [("supported", "supported"), ("not supported", "not supported"),
                                ("supported", None), ("supported", None), ("supported", None),
                                ("not evaluable", None), ("supported", None),
-                               ("supported", None)])
+                               ("supported", None), ("supported", "supported")])
         # errors-only never breached: [50, +inf]
         c = self.v["verdicts"][4]["calls"][0]
         self.assertEqual((c["low"], c["high"]), (50.0, "+inf"))
+
+    def test_two_arms(self):
+        self.assertEqual([v["compared"] for v in self.v["verdicts"][:-1]], [[]] * 8)
+        m = {}
+        with open(self.out / "metrics.csv", newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                if r["second"] == "" and r["definition"] == "" and r["container"] == "":
+                    m[(r["run"], r["metric"])] = float(r["value"]) * 0.001
+        runs = [f"feed-rs.indexed/baseline/r{r}" for r in (1, 2, 3)]
+        ratios = [math.log(m[(r, "latency_p50")] / m[(r, "latency_p99")]) for r in runs]
+        lo, hi, conf = comparison.paired_shift_interval(ratios)
+        text = self.doc["checks"][-1]["check"]
+        self.assertEqual(self.v["verdicts"][-1]["compared"], [
+            {"start": 0, "end": len(text), "form": "ratio", "bound": 0.5, "paired": True,
+             "low": math.exp(lo), "high": math.exp(hi), "confidence": 0.75,
+             "verdict": "supported"}])
+        self.assertEqual(conf, 0.75)
+        self.assertLess(math.exp(hi), 0.5)
 
     def test_at_first_breach(self):
         m = {}

@@ -144,7 +144,7 @@ impl StudyReport {
             time: None,
             summary: summary::summarise(&metrics),
             paired_rounds: false,
-            comparisons: comparison::of_rows(&metrics, false),
+            comparisons: comparison::of_rows(&metrics, false, &Default::default()),
             metrics,
             runs,
             run_dirs,
@@ -310,7 +310,6 @@ pub fn build(
     let metrics: Vec<Row> = runs.iter().flat_map(|r| r.rows.iter().cloned()).collect();
     let summary = summary::summarise(&metrics);
     let paired_rounds = comparison::paired_rounds(&plan.matrix.order);
-    let comparisons = comparison::of_rows(&metrics, paired_rounds);
     let mut standing = verdicts::Standing {
         not_standing: excluded
             .iter()
@@ -328,6 +327,8 @@ pub fn build(
         &standing,
         &verdicts::RowIndex::new(&metrics),
     );
+    let registered = verdicts::compared::registered_pairs(&checks);
+    let comparisons = comparison::of_rows(&metrics, paired_rounds, &registered);
     let s = &audited.summary;
     Ok(StudyReport {
         format_version: FORMAT_VERSION,

@@ -76,6 +76,28 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// Every call's span, in order of appearance.
+    pub fn call_spans(&self) -> Vec<Span> {
+        let mut out = Vec::new();
+        self.collect_calls(&mut out);
+        out
+    }
+
+    fn collect_calls(&self, out: &mut Vec<Span>) {
+        match self {
+            Expr::Call(c) => out.push(c.span),
+            Expr::Number(..) => {}
+            Expr::Neg(a, _) | Expr::Not(a, _) => a.collect_calls(out),
+            Expr::Arith(_, a, b, _)
+            | Expr::Compare(_, a, b, _)
+            | Expr::And(a, b, _)
+            | Expr::Or(a, b, _) => {
+                a.collect_calls(out);
+                b.collect_calls(out);
+            }
+        }
+    }
+
     pub fn span(&self) -> Span {
         match self {
             Expr::Number(_, _, s)

@@ -8,7 +8,7 @@ use super::{Comparison, Finding};
 use crate::report::rows::{number, Difference};
 
 /// comparisons.csv's columns.
-pub const COLUMNS: [&str; 27] = [
+pub const COLUMNS: [&str; 28] = [
     "metric",
     "definition",
     "container",
@@ -36,6 +36,7 @@ pub const COLUMNS: [&str; 27] = [
     "needed",
     "level",
     "why",
+    "family",
 ];
 
 /// A comparison's cells, in [`COLUMNS`]' order.
@@ -90,6 +91,7 @@ fn cells(c: &Comparison) -> Vec<String> {
         needed.map(|n| n.to_string()).unwrap_or_default(),
         opt(level),
         why.to_string(),
+        c.family.cell().to_string(),
     ]);
     out
 }
@@ -128,6 +130,7 @@ fn numeric(column: &str) -> bool {
             | "finding"
             | "higher"
             | "why"
+            | "family"
     )
 }
 

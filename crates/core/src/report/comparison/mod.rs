@@ -7,7 +7,7 @@
 pub mod exact;
 pub mod file;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -82,6 +82,39 @@ impl Value {
     }
 }
 
+/// A pair of arms on one figure, profile and fault, `a` before `b` in byte order: how a
+/// check's comparison of two arms names the comparisons.csv line it registers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pair {
+    pub metric: String,
+    pub definition: String,
+    pub container: String,
+    pub profile: String,
+    pub fault: String,
+    pub a: String,
+    pub b: String,
+}
+
+/// Which family Holm's correction holds a comparison in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// A pair a hypothesis's check compares: registered before the runs.
+    Hypotheses,
+    /// Every other pair the report compares.
+    Exploratory,
+}
+
+impl Family {
+    /// comparisons.csv's `family` cell.
+    pub fn cell(self) -> &'static str {
+        match self {
+            Family::Hypotheses => "hypotheses",
+            Family::Exploratory => "exploratory",
+        }
+    }
+}
+
 /// What a comparison found, after Holm's correction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "finding", rename_all = "kebab-case")]
@@ -111,6 +144,7 @@ pub struct Comparison {
     pub n_b: usize,
     /// Paired by round (the signed-rank test on within-round ratios) or not (rank sums).
     pub paired: bool,
+    pub family: Family,
     pub median_a: Option<f64>,
     pub median_b: Option<f64>,
     /// Of the shift `a − b`, and (every value above 0) of the ratio `a / b`.
@@ -142,9 +176,10 @@ type Problem = String;
 /// Each arm's values on one figure, profile and fault, or why one is unusable.
 type Arms = BTreeMap<String, Result<Arm, Problem>>;
 
-/// Every pair of arms on the same profile, fault and headline figure, tested, and the whole
-/// family adjusted by Holm.
-pub fn of_rows(rows: &[Row], paired_rounds: bool) -> Vec<Comparison> {
+/// Every pair of arms on the same profile, fault and headline figure, tested, each in its
+/// family (the hypotheses' where `registered` holds the pair), and each family adjusted by
+/// Holm on its own.
+pub fn of_rows(rows: &[Row], paired_rounds: bool, registered: &BTreeSet<Pair>) -> Vec<Comparison> {
     // (figure, profile, fault) → arm → its values, or why one is unusable.
     let mut groups: BTreeMap<(usize, String, String), Arms> = BTreeMap::new();
     for r in rows
@@ -190,12 +225,40 @@ pub fn of_rows(rows: &[Row], paired_rounds: bool) -> Vec<Comparison> {
                 c.fault = fault.clone();
                 c.a = (*a).clone();
                 c.b = (*b).clone();
+                c.family = if registered.contains(&pair_of(&c)) {
+                    Family::Hypotheses
+                } else {
+                    Family::Exploratory
+                };
                 out.push(c);
             }
         }
     }
-    adjust(&mut out);
+    for family in [Family::Hypotheses, Family::Exploratory] {
+        let mut members: Vec<Comparison> =
+            out.iter().filter(|c| c.family == family).cloned().collect();
+        adjust(&mut members);
+        let mut adjusted = members.into_iter();
+        for c in out.iter_mut().filter(|c| c.family == family) {
+            if let Some(m) = adjusted.next() {
+                *c = m;
+            }
+        }
+    }
     out
+}
+
+/// The pair a comparison is of.
+fn pair_of(c: &Comparison) -> Pair {
+    Pair {
+        metric: c.metric.clone(),
+        definition: c.definition.clone(),
+        container: c.container.clone(),
+        profile: c.profile.clone(),
+        fault: c.fault.clone(),
+        a: c.a.clone(),
+        b: c.b.clone(),
+    }
 }
 
 fn blank(finding: Finding) -> Comparison {
@@ -210,6 +273,7 @@ fn blank(finding: Finding) -> Comparison {
         n_a: 0,
         n_b: 0,
         paired: false,
+        family: Family::Exploratory,
         median_a: None,
         median_b: None,
         difference: None,

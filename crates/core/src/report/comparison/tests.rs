@@ -109,7 +109,9 @@ fn three_repetitions_cannot_show_a_difference_and_say_what_could() {
             "",
         ));
     }
-    let [c] = of_rows(&rows, false).try_into().unwrap();
+    let [c] = of_rows(&rows, false, &Default::default())
+        .try_into()
+        .unwrap();
     assert_eq!((c.p, c.p_min), (Some(0.1), Some(0.1)));
     assert_eq!(
         c.finding,
@@ -120,7 +122,9 @@ fn three_repetitions_cannot_show_a_difference_and_say_what_could() {
         }
     );
     // Interleaved rounds pair them: 3 rounds give at best p = 0.25; 6 could.
-    let [c] = of_rows(&rows, true).try_into().unwrap();
+    let [c] = of_rows(&rows, true, &Default::default())
+        .try_into()
+        .unwrap();
     assert!(c.paired);
     assert_eq!(
         c.finding,
@@ -142,7 +146,9 @@ fn three_repetitions_cannot_show_a_difference_and_say_what_could() {
         })
         .collect();
     for paired in [false, true] {
-        let [c] = of_rows(&zeros, paired).try_into().unwrap();
+        let [c] = of_rows(&zeros, paired, &Default::default())
+            .try_into()
+            .unwrap();
         assert_eq!((c.p, c.adjusted), (None, None));
         let Finding::NotTestable { why } = &c.finding else {
             panic!("{c:?}")
@@ -159,17 +165,21 @@ fn bounds_rank_where_they_decide_the_order_and_missing_values_are_named() {
         rows.push(row("a", rep, "saturation", Some(200.0), NOT_REACHED));
         rows.push(row("b", rep, "saturation", Some(50.0 + rep as f64), ""));
     }
-    let [c] = of_rows(&rows, false).try_into().unwrap();
+    let [c] = of_rows(&rows, false, &Default::default())
+        .try_into()
+        .unwrap();
     assert_eq!(c.finding, Finding::Higher { higher: "a".into() });
     assert_eq!(c.ratio, None, "no interval from bounds");
     // A bound at or below another arm's value leaves the order open.
     rows.push(row("b", 5, "saturation", Some(250.0), ""));
-    let [c] = of_rows(&rows, false).try_into().unwrap();
+    let [c] = of_rows(&rows, false, &Default::default())
+        .try_into()
+        .unwrap();
     assert!(matches!(c.finding, Finding::NotTestable { .. }), "{c:?}");
     // A repetition without a value.
     rows.push(row("a", 5, "latency_p99", None, "no request"));
     rows.push(row("b", 5, "latency_p99", Some(0.2), ""));
-    let c = of_rows(&rows, false)
+    let c = of_rows(&rows, false, &Default::default())
         .into_iter()
         .find(|c| c.metric == "latency_p99")
         .unwrap();
@@ -195,7 +205,9 @@ fn one_differing_round_is_too_few_not_a_tie_and_zeros_do_not_pick_the_arm() {
             ]
         })
         .collect();
-    let [c] = of_rows(&rows, true).try_into().unwrap();
+    let [c] = of_rows(&rows, true, &Default::default())
+        .try_into()
+        .unwrap();
     assert_eq!(
         c.finding,
         Finding::CannotBeShown {
@@ -211,7 +223,9 @@ fn one_differing_round_is_too_few_not_a_tie_and_zeros_do_not_pick_the_arm() {
         .filter(|r| r.key.repetition == 5)
         .cloned()
         .collect();
-    let [c] = of_rows(&one, false).try_into().unwrap();
+    let [c] = of_rows(&one, false, &Default::default())
+        .try_into()
+        .unwrap();
     assert!(
         matches!(c.finding, Finding::CannotBeShown { n: 1, .. }),
         "{c:?}"
@@ -228,4 +242,47 @@ fn one_differing_round_is_too_few_not_a_tie_and_zeros_do_not_pick_the_arm() {
     let b: Arm = (1..=10).map(|i| (i, Value::Exact(10.0))).collect();
     let c = compare(&Ok(a), &Ok(b), true);
     assert!(c.paired && c.a_above && c.ranked == 5, "{c:?}");
+}
+
+#[test]
+fn a_registered_pair_is_held_in_its_own_family() {
+    // Two figures, four repetitions each, fully separated: p = 2/70 each.
+    let mut rows = Vec::new();
+    for rep in 1..=4 {
+        for (arm, base) in [("x.a", 100.0), ("x.b", 10.0)] {
+            rows.push(row(arm, rep, "saturation", Some(base + rep as f64), ""));
+            rows.push(row(arm, rep, "latency_p99", Some(base + rep as f64), ""));
+        }
+    }
+    // One family of two: Holm doubles the smaller p to 4/70 > 5 %.
+    let both = of_rows(&rows, false, &Default::default());
+    assert_eq!(both.len(), 2);
+    for c in &both {
+        assert_eq!(c.family, Family::Exploratory);
+        assert!(matches!(c.finding, Finding::CannotBeShown { .. }), "{c:?}");
+    }
+    // The hypothesis's pair alone in its family: 2/70 stands; so does the other, alone too.
+    let (_, definition, container) = HEADLINE[1];
+    let registered = BTreeSet::from([Pair {
+        metric: "latency_p99".into(),
+        definition: definition.into(),
+        container: container.into(),
+        profile: "ramp".into(),
+        fault: String::new(),
+        a: "x.a".into(),
+        b: "x.b".into(),
+    }]);
+    let split = of_rows(&rows, false, &registered);
+    let family = |m: &str| split.iter().find(|c| c.metric == m).unwrap();
+    assert_eq!(family("latency_p99").family, Family::Hypotheses);
+    assert_eq!(family("saturation").family, Family::Exploratory);
+    for c in &split {
+        assert_eq!(c.adjusted, c.p, "alone in its family: {c:?}");
+        assert_eq!(
+            c.finding,
+            Finding::Higher {
+                higher: "x.a".into()
+            }
+        );
+    }
 }

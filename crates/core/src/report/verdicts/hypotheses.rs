@@ -42,10 +42,11 @@ pub fn judge(
     index: &RowIndex,
 ) -> (Vec<HypothesisVerdict>, Vec<Resolved>) {
     let registered = stated_hypotheses(history.registration().document.as_ref());
+    let paired_rounds = crate::report::comparison::paired_rounds(&plan.matrix.order);
     let mut resolved = Vec::new();
     let mut run = |id: &str, which: &str, src: &str| {
         let r = resolve(plan, id, which, src, runs);
-        let e = evaluate(&r, index);
+        let e = evaluate(&r, index, paired_rounds);
         resolved.push(r);
         e
     };

@@ -40,7 +40,7 @@ impl Interval {
         Interval { lo: v, hi: v }
     }
 
-    const WHOLE: Interval = Interval {
+    pub const WHOLE: Interval = Interval {
         lo: f64::NEG_INFINITY,
         hi: f64::INFINITY,
     };
@@ -95,7 +95,7 @@ impl Interval {
     }
 }
 
-fn compare(op: CmpOp, a: Interval, b: Interval) -> Option<bool> {
+pub fn compare(op: CmpOp, a: Interval, b: Interval) -> Option<bool> {
     let less = |a: Interval, b: Interval| -> Option<bool> {
         if a.hi < b.lo {
             Some(true)
@@ -142,54 +142,73 @@ enum Value {
 /// Evaluates a checked expression; `call` gives each call's interval by its span. The
 /// plan's checker has already refused a quantity where a condition belongs and the reverse.
 pub fn evaluate(expr: &Expr, call: &dyn Fn(Span) -> Interval) -> Option<bool> {
-    match value(expr, call) {
+    evaluate_atoms(expr, call, &|_| None)
+}
+
+/// As [`evaluate`], with `atom` deciding a comparison itself where it gives `Some`
+/// (a comparison of two arms read through their comparison's interval).
+pub fn evaluate_atoms(expr: &Expr, call: &dyn Fn(Span) -> Interval, atom: Atoms) -> Option<bool> {
+    let at = At { call, atom };
+    match at.value(expr) {
         Value::Condition(c) => c,
         Value::Quantity(_) => None,
     }
 }
 
-fn quantity(e: &Expr, call: &dyn Fn(Span) -> Interval) -> Interval {
-    match value(e, call) {
-        Value::Quantity(q) => q,
-        Value::Condition(_) => Interval::WHOLE,
-    }
+/// Decides a comparison by its span, or leaves it to interval arithmetic (`None`).
+pub type Atoms<'a> = &'a dyn Fn(Span) -> Option<Option<bool>>;
+
+/// How calls and comparisons are valued.
+struct At<'a> {
+    call: &'a dyn Fn(Span) -> Interval,
+    atom: Atoms<'a>,
 }
 
-fn condition(e: &Expr, call: &dyn Fn(Span) -> Interval) -> Option<bool> {
-    match value(e, call) {
-        Value::Condition(c) => c,
-        Value::Quantity(_) => None,
+impl At<'_> {
+    fn quantity(&self, e: &Expr) -> Interval {
+        match self.value(e) {
+            Value::Quantity(q) => q,
+            Value::Condition(_) => Interval::WHOLE,
+        }
     }
-}
 
-fn value(e: &Expr, call: &dyn Fn(Span) -> Interval) -> Value {
-    match e {
-        Expr::Number(n, unit, _) => Value::Quantity(Interval::point(n * literal(*unit).1)),
-        Expr::Call(c) => Value::Quantity(call(c.span)),
-        Expr::Neg(a, _) => Value::Quantity(quantity(a, call).neg()),
-        Expr::Arith(op, a, b, _) => {
-            let (a, b) = (quantity(a, call), quantity(b, call));
-            Value::Quantity(match op {
-                ArithOp::Add => a.add(b),
-                ArithOp::Sub => a.add(b.neg()),
-                ArithOp::Mul => a.mul(b),
-                ArithOp::Div => a.div(b),
-            })
+    fn condition(&self, e: &Expr) -> Option<bool> {
+        match self.value(e) {
+            Value::Condition(c) => c,
+            Value::Quantity(_) => None,
         }
-        Expr::Compare(op, a, b, _) => {
-            Value::Condition(compare(*op, quantity(a, call), quantity(b, call)))
+    }
+
+    fn value(&self, e: &Expr) -> Value {
+        match e {
+            Expr::Number(n, unit, _) => Value::Quantity(Interval::point(n * literal(*unit).1)),
+            Expr::Call(c) => Value::Quantity((self.call)(c.span)),
+            Expr::Neg(a, _) => Value::Quantity(self.quantity(a).neg()),
+            Expr::Arith(op, a, b, _) => {
+                let (a, b) = (self.quantity(a), self.quantity(b));
+                Value::Quantity(match op {
+                    ArithOp::Add => a.add(b),
+                    ArithOp::Sub => a.add(b.neg()),
+                    ArithOp::Mul => a.mul(b),
+                    ArithOp::Div => a.div(b),
+                })
+            }
+            Expr::Compare(op, a, b, span) => Value::Condition(
+                (self.atom)(*span)
+                    .unwrap_or_else(|| compare(*op, self.quantity(a), self.quantity(b))),
+            ),
+            Expr::Not(a, _) => Value::Condition(self.condition(a).map(|c| !c)),
+            Expr::And(a, b, _) => Value::Condition(match (self.condition(a), self.condition(b)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            }),
+            Expr::Or(a, b, _) => Value::Condition(match (self.condition(a), self.condition(b)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            }),
         }
-        Expr::Not(a, _) => Value::Condition(condition(a, call).map(|c| !c)),
-        Expr::And(a, b, _) => Value::Condition(match (condition(a, call), condition(b, call)) {
-            (Some(false), _) | (_, Some(false)) => Some(false),
-            (Some(true), Some(true)) => Some(true),
-            _ => None,
-        }),
-        Expr::Or(a, b, _) => Value::Condition(match (condition(a, call), condition(b, call)) {
-            (Some(true), _) | (_, Some(true)) => Some(true),
-            (Some(false), Some(false)) => Some(false),
-            _ => None,
-        }),
     }
 }
 
@@ -203,8 +222,7 @@ mod tests {
     /// Evaluates `src` with the calls given in order of appearance.
     fn eval(src: &str, calls: &[(f64, f64)]) -> Option<bool> {
         let expr = parse(src).unwrap();
-        let mut spans = Vec::new();
-        collect(&expr, &mut spans);
+        let spans = expr.call_spans();
         evaluate(&expr, &|s| {
             let i = spans.iter().position(|x| *x == s).unwrap();
             Interval {
@@ -212,21 +230,6 @@ mod tests {
                 hi: calls[i].1,
             }
         })
-    }
-
-    fn collect(e: &Expr, out: &mut Vec<Span>) {
-        match e {
-            Expr::Call(c) => out.push(c.span),
-            Expr::Number(..) => {}
-            Expr::Neg(a, _) | Expr::Not(a, _) => collect(a, out),
-            Expr::Arith(_, a, b, _)
-            | Expr::Compare(_, a, b, _)
-            | Expr::And(a, b, _)
-            | Expr::Or(a, b, _) => {
-                collect(a, out);
-                collect(b, out);
-            }
-        }
     }
 
     #[test]

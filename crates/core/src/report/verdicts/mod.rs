@@ -3,6 +3,7 @@
 //! twin is given, as checks.json), each call's value and bootstrap interval, and the check
 //! evaluated over both. The registered check is evaluated beside an amended one.
 
+pub mod compared;
 pub mod hypotheses;
 pub mod interval;
 pub mod scaled;
@@ -21,7 +22,7 @@ use crate::rundir::frame::Frame;
 use interval::Interval;
 
 /// The version of checks.json and of the twin's verdicts.json.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 pub const SUPPORTED: &str = "supported";
 pub const NOT_SUPPORTED: &str = "not supported";
 pub const NOT_EVALUABLE: &str = "not evaluable";
@@ -55,14 +56,32 @@ pub struct Call {
     pub dim: Dim,
     /// One per standing planned run, in run-id order.
     pub rows: Vec<RowKey>,
+    /// The figure and arm it reads, as comparisons.csv names them; not in checks.json.
+    #[serde(skip)]
+    pub figure: Figure,
     /// Planned runs that do not stand, as `run: state`.
     pub not_standing: Vec<String>,
+}
+
+/// What a call reads, as comparisons.csv keys a pair: `(metric, definition, container,
+/// profile, fault)` and the arm (`contender` or `contender.variant`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Figure {
+    pub metric: String,
+    pub definition: String,
+    /// Empty for a run-wide row, `replicas` for the replicas' sum, else the role.
+    pub container: String,
+    pub profile: String,
+    pub fault: String,
+    pub arm: String,
 }
 
 /// The metrics.csv row a call reads in one run (`second` empty).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RowKey {
     pub run: String,
+    /// The run's repetition: what pairs two calls' runs by round.
+    pub repetition: u32,
     pub metric: String,
     pub definition: String,
     pub container: String,
@@ -121,6 +140,14 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
             stat: q.stat.to_string(),
             dim: functions::find(q.function).map_or(Dim::Number, |f| f.dim),
             rows: Vec::new(),
+            figure: Figure {
+                metric: q.metric.clone(),
+                definition: q.definition.clone(),
+                container: q.role.clone().unwrap_or_default(),
+                profile: q.profile.clone(),
+                fault: q.fault.clone().unwrap_or_default(),
+                arm: q.contender.clone(),
+            },
             not_standing: Vec::new(),
         };
         let of_query = planned
@@ -128,7 +155,7 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
             .filter(|r| r.contender == q.contender && r.profile == q.profile && r.fault == q.fault);
         for r in of_query {
             match runs.containers.get(r.id.as_str()) {
-                Some(roles) => call.rows.push(row_key(q, &r.id, roles)),
+                Some(roles) => call.rows.push(row_key(q, &r.id, r.repetition, roles)),
                 None => call.not_standing.push(format!(
                     "{}: {}",
                     r.id,
@@ -143,7 +170,7 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
     out
 }
 
-fn row_key(q: &Query, run: &str, roles: &BTreeMap<&str, &str>) -> RowKey {
+fn row_key(q: &Query, run: &str, repetition: u32, roles: &BTreeMap<&str, &str>) -> RowKey {
     let container = match q.role.as_deref() {
         None => String::new(),
         Some(functions::REPLICAS) => functions::REPLICAS.to_string(),
@@ -152,6 +179,7 @@ fn row_key(q: &Query, run: &str, roles: &BTreeMap<&str, &str>) -> RowKey {
     };
     RowKey {
         run: run.to_string(),
+        repetition,
         metric: q.metric.clone(),
         definition: q.definition.clone(),
         container,
@@ -187,6 +215,10 @@ pub struct CallValue {
     pub rows: Vec<(String, Option<f64>, String, String)>,
     /// Why the call is not evaluable (empty when it is).
     pub problems: Vec<String>,
+    /// Each repetition's value in base units, when every row read is exact (what a
+    /// comparison of two arms ranks); `None` with a bound or a problem.
+    #[serde(skip)]
+    pub exact: Option<Vec<(u32, f64)>>,
 }
 
 /// A check's verdict.
@@ -199,6 +231,9 @@ pub struct Evaluation {
     pub interval: Option<&'static str>,
     pub reasons: Vec<String>,
     pub calls: Vec<CallValue>,
+    /// The check's comparisons of two arms read through their comparison's interval, which
+    /// decide them across the intervals in place of interval arithmetic.
+    pub compared: Vec<compared::Compared>,
 }
 
 /// metrics.csv's rows without a second, by `(run, metric, definition, container)`.
@@ -284,7 +319,7 @@ pub fn unit_factor(unit: &str) -> f64 {
 }
 
 /// Evaluates a resolved check against the rows.
-pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
+pub fn evaluate(r: &Resolved, rows: &RowIndex, paired_rounds: bool) -> Evaluation {
     let mut e = Evaluation {
         which: r.which.clone(),
         check: r.check.clone(),
@@ -292,6 +327,7 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
         interval: None,
         reasons: Vec::new(),
         calls: Vec::new(),
+        compared: Vec::new(),
     };
     if let Some(why) = &r.unresolved {
         e.reasons.push(format!(
@@ -348,13 +384,42 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex) -> Evaluation {
         }
     };
     if e.calls.iter().all(|c| c.interval.is_some()) {
-        e.interval = Some(match interval::evaluate(&expr, &at(|c| c.interval)) {
-            Some(true) => SUPPORTED,
-            Some(false) => NOT_SUPPORTED,
-            None => UNDECIDED,
-        });
+        e.interval = Some(across_intervals(&mut e, &expr, paired_rounds));
     }
     e
+}
+
+/// The verdict across the intervals: each comparison of two arms' medians by its
+/// comparison's interval (kept in `e.compared`), the rest by interval arithmetic over the
+/// calls' intervals.
+fn across_intervals(e: &mut Evaluation, expr: &parse::Expr, paired_rounds: bool) -> &'static str {
+    let mut atoms = Vec::new();
+    compared::atoms(expr, &mut atoms);
+    let read: Vec<_> = atoms
+        .iter()
+        .filter_map(|a| {
+            Some((
+                a.span,
+                compared::read(&e.check, a, &e.calls, paired_rounds)?,
+            ))
+        })
+        .collect();
+    let calls = &e.calls;
+    let call = |s: check::Span| {
+        calls
+            .iter()
+            .find(|c| c.start == s.start && c.end == s.end)
+            .and_then(|c| c.interval)
+            .unwrap_or(Interval::WHOLE)
+    };
+    let atom = |s: check::Span| read.iter().find(|(at, _)| *at == s).map(|(_, c)| c.verdict);
+    let verdict = match interval::evaluate_atoms(expr, &call, &atom) {
+        Some(true) => SUPPORTED,
+        Some(false) => NOT_SUPPORTED,
+        None => UNDECIDED,
+    };
+    e.compared = read.into_iter().map(|(_, c)| c).collect();
+    verdict
 }
 
 fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
@@ -375,8 +440,9 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
             .iter()
             .map(|s| format!("needs `{s}`"))
             .collect(),
+        exact: None,
     };
-    let (mut lows, mut highs) = (Vec::new(), Vec::new());
+    let (mut lows, mut highs, mut exact) = (Vec::new(), Vec::new(), Vec::new());
     for k in &c.rows {
         let found = match index.find(k) {
             Ok(found) => found,
@@ -433,12 +499,16 @@ fn call_value(src: &str, c: &Call, index: &RowIndex) -> CallValue {
                     Bound::AtMost => (0.0, x),
                     Bound::AtLeast => (x, f64::INFINITY),
                 };
+                exact.push((row.bound() == Bound::Exact).then_some((k.repetition, x)));
                 lows.push(lo);
                 highs.push(hi);
             }
         }
     }
     v.n = lows.len();
+    if v.problems.is_empty() {
+        v.exact = exact.into_iter().collect();
+    }
     if v.problems.is_empty() && !lows.is_empty() {
         v.value = Some(Interval {
             lo: stat(&c.stat, &lows),

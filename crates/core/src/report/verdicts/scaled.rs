@@ -51,8 +51,12 @@ mod tests {
 
     /// The check's calls, in order, with the values given.
     fn calls(check: &str, values: &[f64]) -> Vec<CallValue> {
-        let mut spans = Vec::new();
-        collect(&parse::parse(check).unwrap(), &mut spans);
+        let mut spans: Vec<(usize, usize)> = parse::parse(check)
+            .unwrap()
+            .call_spans()
+            .iter()
+            .map(|s| (s.start, s.end))
+            .collect();
         spans.sort();
         spans
             .into_iter()
@@ -69,23 +73,9 @@ mod tests {
                 confidence: None,
                 rows: Vec::new(),
                 problems: Vec::new(),
+                exact: Some(vec![(1, v)]),
             })
             .collect()
-    }
-
-    fn collect(e: &Expr, out: &mut Vec<(usize, usize)>) {
-        match e {
-            Expr::Call(c) => out.push((c.span.start, c.span.end)),
-            Expr::Arith(_, a, b, _)
-            | Expr::Compare(_, a, b, _)
-            | Expr::And(a, b, _)
-            | Expr::Or(a, b, _) => {
-                collect(a, out);
-                collect(b, out);
-            }
-            Expr::Neg(x, _) | Expr::Not(x, _) => collect(x, out),
-            Expr::Number(..) => {}
-        }
     }
 
     fn found(check: &str, values: &[f64]) -> Option<String> {

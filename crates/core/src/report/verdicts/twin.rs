@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Evaluation, Resolved, FORMAT_VERSION};
+use super::compared::{Compared, Form};
+use super::{Evaluation, Resolved, FORMAT_VERSION, NOT_SUPPORTED, SUPPORTED, UNDECIDED};
 use crate::report::rows::{agree, Difference};
 
 /// checks.json's file name in the twin's scratch directory.
@@ -42,6 +43,21 @@ pub struct Theirs {
     pub verdict: String,
     pub interval: Option<String>,
     pub calls: Vec<TheirCall>,
+    /// The comparisons of two arms read through their comparison's interval.
+    pub compared: Vec<TheirCompared>,
+}
+
+/// A comparison of two arms as the twin read it.
+#[derive(Debug, Deserialize)]
+pub struct TheirCompared {
+    pub start: usize,
+    pub end: usize,
+    pub form: String,
+    pub paired: bool,
+    pub low: f64,
+    pub high: f64,
+    pub confidence: f64,
+    pub verdict: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +120,66 @@ fn shown(v: Option<f64>) -> String {
     v.map_or("none".into(), |v| v.to_string())
 }
 
+/// A comparison's verdict as verdicts.json writes it.
+fn verdict_of(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => SUPPORTED,
+        Some(false) => NOT_SUPPORTED,
+        None => UNDECIDED,
+    }
+}
+
+/// Our comparisons of two arms against the twin's, by span: the same ones, each with the
+/// same form, pairing and verdict, its interval and coverage within tolerance.
+fn compare_compared(
+    name: &str,
+    ours: &[Compared],
+    theirs: &[TheirCompared],
+    diff: &mut impl FnMut(String, String, String),
+) {
+    for t in theirs {
+        if !ours.iter().any(|c| c.start == t.start && c.end == t.end) {
+            let row = format!("{name}: comparison at {}..{}", t.start, t.end);
+            diff(row, "(none)".into(), "read through its interval".into());
+        }
+    }
+    for c in ours {
+        let row = |what: &str| format!("{name}: `{}` {what}", c.text);
+        let Some(t) = theirs.iter().find(|t| t.start == c.start && t.end == c.end) else {
+            diff(
+                row("comparison"),
+                "read through its interval".into(),
+                "(none)".into(),
+            );
+            continue;
+        };
+        let form = match c.form {
+            Form::Ratio => "ratio",
+            Form::Difference => "difference",
+        };
+        let texts = [
+            ("form", form.to_string(), t.form.clone()),
+            ("paired", c.paired.to_string(), t.paired.to_string()),
+            ("verdict", verdict_of(c.verdict).into(), t.verdict.clone()),
+        ];
+        for (what, a, b) in texts {
+            if a != b {
+                diff(row(what), a, b);
+            }
+        }
+        let i = c.interval;
+        for (what, a, b) in [
+            ("low", i.lo, t.low),
+            ("high", i.hi, t.high),
+            ("confidence", i.confidence, t.confidence),
+        ] {
+            if !same(Some(a), Some(b)) {
+                diff(row(what), shown(Some(a)), shown(Some(b)));
+            }
+        }
+    }
+}
+
 /// Every disagreement between our evaluations (each with its hypothesis) and the twin's.
 pub fn compare(ours: &[(&str, &Evaluation)], theirs: &[Theirs]) -> Vec<Difference> {
     let mut out = Vec::new();
@@ -141,6 +217,7 @@ pub fn compare(ours: &[(&str, &Evaluation)], theirs: &[Theirs]) -> Vec<Differenc
                 t.interval.clone().unwrap_or("none".into()),
             );
         }
+        compare_compared(&name, &e.compared, &t.compared, &mut diff);
         for c in &e.calls {
             let Some(tc) = t
                 .calls

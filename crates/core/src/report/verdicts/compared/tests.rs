@@ -1,0 +1,175 @@
+//! The comparison forms a check is read through, and their verdicts from the two arms'
+//! values.
+
+use super::*;
+use crate::plan::check::parse::parse;
+
+fn found(src: &str) -> Vec<(String, Form, f64, CmpOp)> {
+    let mut out = Vec::new();
+    atoms(&parse(src).unwrap(), &mut out);
+    out.into_iter()
+        .map(|a| (src[a.a.start..a.a.end].to_string(), a.form, a.bound, a.op))
+        .collect()
+}
+
+#[test]
+fn the_forms_are_found_either_way_round_and_nothing_else() {
+    let r = "saturation(x.a) >= 5 * saturation(x.b) and saturation(y.a) >= saturation(y.b) * 5";
+    assert_eq!(
+        found(r),
+        [
+            ("saturation(x.a)".into(), Form::Ratio, 5.0, CmpOp::Ge),
+            ("saturation(y.a)".into(), Form::Ratio, 5.0, CmpOp::Ge),
+        ]
+    );
+    // Mirrored: `k · b < a` is `a > k · b`.
+    assert_eq!(
+        found("5 * p99(x.b) < p99(x.a)"),
+        [("p99(x.a)".into(), Form::Ratio, 5.0, CmpOp::Gt)]
+    );
+    assert_eq!(
+        found("p99(x.a) <= p99(x.b) + 50ms"),
+        [("p99(x.a)".into(), Form::Difference, 0.05, CmpOp::Le)]
+    );
+    assert_eq!(
+        found("not (p99(x.a) <= p99(x.b) - 2ms)"),
+        [("p99(x.a)".into(), Form::Difference, -0.002, CmpOp::Le)]
+    );
+    // Interval arithmetic stays: a literal bound, a scale with a unit, a sum of two calls,
+    // an equality, a constant minus a call.
+    for other in [
+        "p99(x.a) < 5ms",
+        "p99(x.a) < 2ms * p99(x.b)",
+        "p99(x.a) < p99(x.b) + p99(x.c)",
+        "p99(x.a) == p99(x.b)",
+        "p99(x.a) < 5ms - p99(x.b)",
+    ] {
+        assert_eq!(found(other), [], "{other}");
+    }
+}
+
+/// A median call over `values` (base units), repetitions 1, 2, …, spanning `start..end`.
+fn call(start: usize, end: usize, values: &[f64]) -> CallValue {
+    CallValue {
+        start,
+        end,
+        text: String::new(),
+        stat: "median".into(),
+        unit: "s",
+        n: values.len(),
+        value: None,
+        interval: None,
+        confidence: None,
+        rows: Vec::new(),
+        problems: Vec::new(),
+        exact: Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u32 + 1, *v))
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn a_ratio_and_a_difference_are_decided_by_their_interval() {
+    let src = "p99(x.a) >= 2 * p99(x.b)";
+    let mut atoms_found = Vec::new();
+    atoms(&parse(src).unwrap(), &mut atoms_found);
+    let [atom] = atoms_found.try_into().unwrap();
+    // a is 3× b in every round, round effects shared: paired, the ratio is exactly 3.
+    let b = [1.0, 2.0, 1.5, 1.2, 1.8];
+    let a: Vec<f64> = b.iter().map(|x| 3.0 * x).collect();
+    let calls = [
+        call(atom.a.start, atom.a.end, &a),
+        call(atom.b.start, atom.b.end, &b),
+    ];
+    let c = read(src, &atom, &calls, true).unwrap();
+    assert!(c.paired && c.interval.lo == c.interval.hi, "{c:?}");
+    assert!((c.interval.lo - 3.0).abs() < 1e-12);
+    assert_eq!((c.verdict, c.interval.confidence), (Some(true), 0.9375));
+    // Unpaired, the round effects stay in: the ratio's interval reaches below 2.
+    let c = read(src, &atom, &calls, false).unwrap();
+    assert!(
+        !c.paired && c.interval.lo < 2.0 && c.interval.hi > 2.0,
+        "{c:?}"
+    );
+    assert_eq!(c.verdict, None);
+    // A bound among the values: interval arithmetic decides.
+    let mut bounded = calls.clone();
+    bounded[1].exact = None;
+    assert_eq!(read(src, &atom, &bounded, true), None);
+    // A difference: a − b is 40–60 ms in every round, against + 50 ms.
+    let src = "p99(x.a) <= p99(x.b) + 50ms";
+    let mut atoms_found = Vec::new();
+    atoms(&parse(src).unwrap(), &mut atoms_found);
+    let [atom] = atoms_found.try_into().unwrap();
+    let b = [0.1, 0.2, 0.3, 0.4, 0.5];
+    let a: Vec<f64> = b
+        .iter()
+        .zip([0.04, 0.05, 0.06, 0.045, 0.055])
+        .map(|(x, d)| x + d)
+        .collect();
+    let calls = [
+        call(atom.a.start, atom.a.end, &a),
+        call(atom.b.start, atom.b.end, &b),
+    ];
+    let c = read(src, &atom, &calls, true).unwrap();
+    assert_eq!(c.form, Form::Difference);
+    assert!(c.interval.lo < 0.05 && c.interval.hi > 0.05, "{c:?}");
+    assert_eq!(c.verdict, None);
+}
+
+/// A resolved check whose calls read `figures` (arm, profile), in order of appearance.
+fn resolved(check: &str, figures: &[(&str, &str)]) -> Resolved {
+    use crate::plan::check::Dim;
+    use crate::report::verdicts::{Call, Figure};
+    let spans = parse(check).unwrap().call_spans();
+    let calls = spans
+        .iter()
+        .zip(figures)
+        .map(|(s, (arm, profile))| Call {
+            start: s.start,
+            end: s.end,
+            stat: "median".into(),
+            dim: Dim::Time,
+            rows: Vec::new(),
+            figure: Figure {
+                metric: "latency_p99".into(),
+                profile: profile.to_string(),
+                arm: arm.to_string(),
+                ..Default::default()
+            },
+            not_standing: Vec::new(),
+        })
+        .collect();
+    Resolved {
+        hypothesis: "H1".into(),
+        which: "current".into(),
+        check: check.into(),
+        unresolved: None,
+        calls,
+    }
+}
+
+#[test]
+fn the_pairs_a_check_compares_are_registered_in_byte_order() {
+    let r = resolved(
+        "p99(x.b) <= p99(x.a) + 5ms and p99(x.a) < 20ms and p99(x.c) < p99(x.a, profile: other)",
+        &[
+            ("x.b", "ramp"),
+            ("x.a", "ramp"),
+            ("x.a", "ramp"),
+            ("x.c", "ramp"),
+            ("x.a", "other"),
+        ],
+    );
+    let pairs = registered_pairs(&[r]);
+    let found: Vec<_> = pairs
+        .iter()
+        .map(|p| (p.a.as_str(), p.b.as_str(), p.profile.as_str()))
+        .collect();
+    // The literal bound registers nothing, nor two calls on different profiles.
+    assert_eq!(found, [("x.a", "x.b", "ramp")]);
+}
