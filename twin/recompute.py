@@ -912,15 +912,30 @@ def read_fault_instants(run_dir: Path, f):
 
 
 def compute_run(run_dir: Path):
+    """Every row of one run directory, in docs/analysis.md's order: the measured phase, its
+    seconds, CPU and memory, the ramp's steps, the fault."""
     run_id, f = read_run_json(run_dir / "run.json")
     req = read_requests(run_dir / "requests.csv")
     cont = read_containers(run_dir / "containers.csv", f["caps"])
     out = RunRows(run_id, f)
-    ms, me = f["start"], f["end"]
     # the fault's instants, for the qualified rows and the fault's own
     instants = read_fault_instants(run_dir, f) if f["fault_window"] is not None else None
+    lo, hi = measured_rows(out, run_dir, f, req, instants)
+    sec_thr, sec_p99 = second_rows(out, req, f["start"], f["end"])
+    resource_rows(out, f, req, cont, lo, hi)
+    if f["steps"]:
+        ramp_rows(out, f, req, cont)
+    # the fault
+    if f["fault_window"] is not None:
+        fault_rows(out, run_dir, f, req, sec_thr, sec_p99, instants)
+        ready_row(out, run_dir, f)
+    return out
 
-    # --- the measured phase
+
+def measured_rows(out, run_dir, f, req, instants):
+    """The measured phase's rows (whole, by route, over the fault's spans, by status);
+    returns the phase's request span `(lo, hi)`."""
+    ms, me = f["start"], f["end"]
     lo, hi = req.span(ms, me)
     n = hi - lo
     L = (me - ms) / 1e9
@@ -954,8 +969,12 @@ def compute_run(run_dir: Path):
         if instants is not None:
             down = first_down(hw, hstate, ours, instants[0], min(observe_end(f, instants), me))
     qualified_rows(out, req, f, instants, down)
+    return lo, hi
 
-    # --- the per-second series
+
+def second_rows(out, req, ms, me):
+    """The per-second series over the measured phase; returns each second's throughput
+    and p99 (the fault's rows read them)."""
     K = max(0, (me - ms) // NS)
     sec_thr = np.zeros(K, dtype=np.int64)
     sec_p50 = np.full(K, np.nan)
@@ -979,8 +998,12 @@ def compute_run(run_dir: Path):
         out.add("second_p50", None if np.isnan(sec_p50[k]) else sec_p50[k], "ms", second=k)
         out.add("second_p99", None if np.isnan(sec_p99[k]) else sec_p99[k], "ms", second=k)
         out.add("second_failed", int(sec_failed[k]), "count", second=k)
+    return sec_thr, sec_p99
 
-    # --- CPU and memory, efficiency, the measurement path
+
+def resource_rows(out, f, req, cont, lo, hi):
+    """CPU and memory, efficiency, and the measurement path's CPU over the measured phase."""
+    ms, me = f["start"], f["end"]
     cpu_memory_rows(out, cont, ms, me, "measured", None, efficiency_ok=served(req, f, lo, hi))
     for role in PATH_ROLES:
         for name in sorted(c for c, v in f["caps"].items() if v["role"] == role):
@@ -988,70 +1011,66 @@ def compute_run(run_dir: Path):
             p95 = percentile(share, P95) if len(share) and not np.isnan(share).any() else None
             out.add("path_cpu_p95_pct_of_cap", p95, "%", container=name, definition="measured")
 
-    # --- step ramps
+
+def ramp_rows(out, f, req, cont):
+    """A step ramp's rows: each step's figures, each definition's verdicts and knees, and
+    CPU and memory at the first breach under `objective-windows`."""
     steps = f["steps"]
-    if steps:
-        verdicts = {d: [] for d in SATURATION_DEFINITIONS}
-        for s in steps:
-            a, b, rate = s["start"], s["end"], s["rate"]
-            S = (b - a) / 1e9
-            slo, shi = req.span(a, b)
-            sn = shi - slo
-            offered = s["offered"] / S if S > 0 else None
-            achieved = sn / S if S > 0 else None
-            sfailed = int(req.failed_in(slo, shi))
-            out.add("step_requests", sn, "count", step_rate=rate)
-            out.add("step_offered_rate", offered, "1/s", step_rate=rate)
-            out.add("step_achieved_rate", achieved, "1/s", step_rate=rate)
-            out.add("step_p99", percentile(req.dur[slo:shi], P99), "ms", step_rate=rate)
-            out.add("step_failed_share", sfailed / sn if sn else 0, "ratio", step_rate=rate)
-            cpu_memory_rows(out, cont, a, b, "step", rate, efficiency_ok=served(req, f, slo, shi))
-            W, p99b, fb = f["W"], f["p99_ms"], f["failed_bound"]
-            verdicts["objective-windows"].append(windows_met(req, a, b, W, p99b, fb, True, True))
-            verdicts["every-second"].append(windows_met(req, a, b, NS, p99b, fb, True, True))
-            verdicts["p99-only"].append(windows_met(req, a, b, W, p99b, fb, True, False))
-            verdicts["errors-only"].append(windows_met(req, a, b, W, p99b, fb, False, True))
-            verdicts["throughput-knee"].append(
-                achieved is not None and offered is not None and achieved >= 0.98 * offered)
-        for d in SATURATION_DEFINITIONS:
-            met = verdicts[d]
-            for s, v in zip(steps, met):
-                out.add("step_met", 1 if v else 0, "count", step_rate=s["rate"], definition=d)
-            first, sustained, transients = knees(met, f["confirm"])
-            unmet = CENSORED if f["stopped"] else NOT_REACHED
+    verdicts = {d: [] for d in SATURATION_DEFINITIONS}
+    for s in steps:
+        a, b, rate = s["start"], s["end"], s["rate"]
+        S = (b - a) / 1e9
+        slo, shi = req.span(a, b)
+        sn = shi - slo
+        offered = s["offered"] / S if S > 0 else None
+        achieved = sn / S if S > 0 else None
+        sfailed = int(req.failed_in(slo, shi))
+        out.add("step_requests", sn, "count", step_rate=rate)
+        out.add("step_offered_rate", offered, "1/s", step_rate=rate)
+        out.add("step_achieved_rate", achieved, "1/s", step_rate=rate)
+        out.add("step_p99", percentile(req.dur[slo:shi], P99), "ms", step_rate=rate)
+        out.add("step_failed_share", sfailed / sn if sn else 0, "ratio", step_rate=rate)
+        cpu_memory_rows(out, cont, a, b, "step", rate, efficiency_ok=served(req, f, slo, shi))
+        W, p99b, fb = f["W"], f["p99_ms"], f["failed_bound"]
+        verdicts["objective-windows"].append(windows_met(req, a, b, W, p99b, fb, True, True))
+        verdicts["every-second"].append(windows_met(req, a, b, NS, p99b, fb, True, True))
+        verdicts["p99-only"].append(windows_met(req, a, b, W, p99b, fb, True, False))
+        verdicts["errors-only"].append(windows_met(req, a, b, W, p99b, fb, False, True))
+        verdicts["throughput-knee"].append(
+            achieved is not None and offered is not None and achieved >= 0.98 * offered)
+    for d in SATURATION_DEFINITIONS:
+        met = verdicts[d]
+        for s, v in zip(steps, met):
+            out.add("step_met", 1 if v else 0, "count", step_rate=s["rate"], definition=d)
+        first, sustained, transients = knees(met, f["confirm"])
+        unmet = CENSORED if f["stopped"] else NOT_REACHED
 
-            def below(metric, at):
-                """The saturation below the breach at step `at` (None: no breach)."""
-                if at is None:
-                    out.add(metric, steps[-1]["rate"], "1/s", unmet, definition=d)
-                elif at == 0:
-                    out.add(metric, steps[0]["rate"], "1/s", BELOW_FIRST_STEP, definition=d)
-                else:
-                    out.add(metric, steps[at - 1]["rate"], "1/s", definition=d)
+        def below(metric, at):
+            """The saturation below the breach at step `at` (None: no breach)."""
+            if at is None:
+                out.add(metric, steps[-1]["rate"], "1/s", unmet, definition=d)
+            elif at == 0:
+                out.add(metric, steps[0]["rate"], "1/s", BELOW_FIRST_STEP, definition=d)
+            else:
+                out.add(metric, steps[at - 1]["rate"], "1/s", definition=d)
 
-            def breach(metric, at):
-                if at is None:
-                    out.add(metric, None, "1/s", unmet, definition=d)
-                else:
-                    out.add(metric, steps[at]["rate"], "1/s", definition=d)
+        def breach(metric, at):
+            if at is None:
+                out.add(metric, None, "1/s", unmet, definition=d)
+            else:
+                out.add(metric, steps[at]["rate"], "1/s", definition=d)
 
-            below("saturation", sustained)
-            breach("sustained_breach", sustained)
-            below("saturation_before_first_breach", first)
-            breach("first_breach", first)
-            out.add("transient_steps", transients, "count", definition=d)
-        met = verdicts["objective-windows"]
-        first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)
-        s = steps[first]
-        slo, shi = req.span(s["start"], s["end"])
-        cpu_memory_rows(out, cont, s["start"], s["end"], "first-breach", s["rate"],
-                        efficiency_ok=served(req, f, slo, shi))
-
-    # --- faults
-    if f["fault_window"] is not None:
-        fault_rows(out, run_dir, f, req, sec_thr, sec_p99, instants)
-        ready_row(out, run_dir, f)
-    return out
+        below("saturation", sustained)
+        breach("sustained_breach", sustained)
+        below("saturation_before_first_breach", first)
+        breach("first_breach", first)
+        out.add("transient_steps", transients, "count", definition=d)
+    met = verdicts["objective-windows"]
+    first = next((i for i, v in enumerate(met) if not v), len(steps) - 1)
+    s = steps[first]
+    slo, shi = req.span(s["start"], s["end"])
+    cpu_memory_rows(out, cont, s["start"], s["end"], "first-breach", s["rate"],
+                    efficiency_ok=served(req, f, slo, shi))
 
 
 FAULT_METRICS = (
