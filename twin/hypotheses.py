@@ -706,12 +706,12 @@ class TwoArms:
 
 
 def _arm_b(node):
-    """(B's call index, form, bound) when node is `k * f(B)`, `f(B) * k` or `f(B)` (a
-    ratio; k a number without a unit, 1 for `f(B)` alone), or `f(B) + c`, `c + f(B)` or
-    `f(B) - c` (a difference, against c or −c; c a number with any unit, in base units);
-    else None."""
+    """(B's call index, form, bound) when node is `k * f(B)` or `f(B) * k` (a ratio; k a
+    number without a unit), `f(B)` alone (a difference against 0), or `f(B) + c`,
+    `c + f(B)` or `f(B) - c` (a difference, against c or −c; c a number with any unit, in
+    base units); else None."""
     if node[0] == "call":
-        return node[1], RATIO, 1.0
+        return node[1], DIFFERENCE, 0.0
     if node[0] != "arith":
         return None
     op, x, y = node[1], node[2], node[3]
@@ -802,6 +802,28 @@ def arms_interval(form, exact_a, exact_b, paired_rounds):
     return paired, (lo, hi, conf)
 
 
+SNAP = 1e-9
+
+
+def snap(x, bound):
+    """x, or the bound exactly when x is within 1e-9 · (1 + |bound|) of it: ln and exp cost
+    the last bits (A = 3 · B exactly comes back as 3.0000000000000004)."""
+    return bound if abs(x - bound) <= SNAP * (1 + abs(bound)) else x
+
+
+def point_holds(arms: TwoArms, a: CallValue, b: CallValue):
+    """The comparison decided on the two calls' point values (the medians of their exact
+    values, base units), as interval arithmetic decides it: a ratio compares mA with
+    k · mB, a difference mA with mB + c."""
+    ma = statistic("median", [v for _, v in a.exact])
+    mb = statistic("median", [v for _, v in b.exact])
+    if arms.form == RATIO:
+        right = iv_mul((arms.bound, arms.bound), (mb, mb))
+    else:
+        right = iv_add((mb, mb), (arms.bound, arms.bound))
+    return compare(arms.op, (ma, ma), right)
+
+
 def compared(arms: TwoArms, calls, paired_rounds):
     """The entry of verdicts.json's `compared` for a comparison of two arms, and its
     verdict (True, False or None), or None when the comparison keeps interval arithmetic:
@@ -814,8 +836,14 @@ def compared(arms: TwoArms, calls, paired_rounds):
     if got is None:
         return None
     paired, (lo, hi, conf) = got
-    # the interval against the bound: `<=` true when hi <= k, false when lo > k, …
+    # each end within 1e-9 · (1 + |bound|) of the bound is the bound, then the interval
+    # against it: `<=` true when hi <= k, false when lo > k, …
+    lo, hi = snap(lo, arms.bound), snap(hi, arms.bound)
     holds = compare(arms.op, (lo, hi), (arms.bound, arms.bound))
+    # never against the point verdict: the interval is of the shift between the arms (a
+    # pseudo-median), which can fall on the other side of the bound than the medians' own
+    if holds is not None and point_holds(arms, a, b) is not holds:
+        holds = None
     entry = {"start": arms.span[0], "end": arms.span[1], "form": arms.form,
              "bound": arms.bound, "paired": paired, "low": lo, "high": hi,
              "confidence": conf, "verdict": INTERVAL_VERDICT[holds]}
@@ -827,7 +855,10 @@ def call_figure(call, arms):
     arm), as comparisons.csv keys a pair: its rows' metric, definition and container, and
     its runs' arm (`contender` or `contender.variant`), profile and fault (arms: run id ->
     (arm, profile, fault), as metrics.csv's rows of the run name them). None when the call
-    reads no row of a known run, or its rows read more than one figure."""
+    reads no row of a known run, or its rows read more than one figure, or it is not of
+    the whole run (a row at a step rate, or `at:` the first breach)."""
+    if any(spec["step_rate"] is not None or spec["at_first_breach"] for spec in call["rows"]):
+        return None
     figures = {(spec["metric"], spec["definition"], spec["container"],
                 arms[spec["run"]][1], arms[spec["run"]][2], arms[spec["run"]][0])
                for spec in call["rows"] if spec["run"] in arms}
@@ -836,15 +867,15 @@ def call_figure(call, arms):
 
 def registered_pairs(checks, arms):
     """The pairs of arms the checks compare, comparisons.csv's `hypotheses` family
-    (docs/analysis.md, "Two families and Holm's correction"): from every resolved check,
-    current and registered, each comparison of two arms (two_arms: the form alone, whatever
+    (docs/analysis.md, "Two families and Holm's correction"): from every resolved check
+    registered before the runs (`registered` true), each comparison of two arms (two_arms: the form alone, whatever
     its calls' statistics or values) whose two calls read the same metric, definition,
     container, profile and fault and two different arms. Each pair is (metric, definition,
     container, profile, fault, a, b), a before b by name (byte order), as
     comparison.Family names its comparisons. arms: run id -> (arm, profile, fault)."""
     out = set()
     for check in checks:
-        if check["unresolved"] is not None:
+        if check["unresolved"] is not None or not check["registered"]:
             continue
         calls = {call["index"]: call for call in check["calls"]}
         for arms_of in two_arms(check["tree"]):
@@ -1014,7 +1045,11 @@ def _read_check(path, c, where):
         "which": _string(path, c, "which", where),
         "check": _string(path, c, "check", where),
         "unresolved": _string(path, c, "unresolved", where, nullable=True),
+        "registered": _field(path, c, "registered", where),
     }
+    if not isinstance(out["registered"], bool):
+        raise InputError(path, None, f"{where}.registered is not true or false: "
+                                     f"{json.dumps(out['registered'])}")
     if out["which"] not in WHICH:
         raise InputError(path, None, f"{where}.which is {json.dumps(out['which'])}, "
                                      f"not `current` or `registered`")

@@ -117,7 +117,8 @@ pub fn section(out: &mut String, comparisons: &[Comparison]) {
         if members.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "{title} ({} in the family):\n", members.len());
+        let tested = members.iter().filter(|c| c.p.is_some()).count();
+        let _ = writeln!(out, "{title} ({tested} tested in the family):\n");
         for c in members {
             let _ = writeln!(out, "{}", sentence(c));
         }

@@ -93,10 +93,10 @@ fn compared_line(out: &mut String, e: &Evaluation, c: &Compared) {
     };
     let _ = writeln!(
         out,
-        "  - across the intervals, `{}` reads the two arms' comparison: the {what}'s {} % interval {i}{}, against {bound}: **{}**",
+        "  - across the intervals, `{}` reads the two arms' comparison: the {what}'s {} % interval {i} ({}of the shift between the arms; never against the medians), against {bound}: **{}**",
         c.text,
         number((c.interval.confidence * 1e3).round() / 10.0),
-        if c.paired { " (paired by round)" } else { "" },
+        if c.paired { "paired by round, " } else { "" },
         match c.verdict {
             Some(true) => SUPPORTED,
             Some(false) => NOT_SUPPORTED,

@@ -396,7 +396,7 @@ def read_checks(checks):
         return hypotheses.read_checks(path)
 
 
-def check(text, figures, which="current", stat="median"):
+def check(text, figures, which="current", stat="median", registered=True):
     """A resolved check whose calls (in order of appearance, each at its span as feedbench
     gives it) read figures: (arm, profile, repetitions) each, None for a call without rows."""
     _, parsed = hypotheses.parse_check(text)
@@ -406,7 +406,7 @@ def check(text, figures, which="current", stat="median"):
         calls.append({"start": start, "end": end, "stat": stat, "not_standing": [],
                       "rows": [] if fig is None else p99_rows(*fig)})
     return {"hypothesis": "H1", "which": which, "check": text, "unresolved": None,
-            "calls": calls}
+            "registered": registered, "calls": calls}
 
 
 # run id -> (arm, profile, fault), as metrics.csv's rows of the run name them
@@ -450,10 +450,37 @@ class RegisteredPairs(unittest.TestCase):
         registered = check("p99(x.c) < p99(x.a)", [("x.c", "ramp"), ("x.a", "ramp")],
                            which="registered")
         unresolved = {"hypothesis": "H2", "which": "current", "check": "p99(y) < p99(z)",
-                      "unresolved": "unknown contender `y`", "calls": []}
+                      "unresolved": "unknown contender `y`", "registered": True, "calls": []}
         self.assertEqual(
             hypotheses.registered_pairs(read_checks([current, registered, unresolved]), ARMS),
             {AB_RAMP, P99 + ("other", "", "x.b", "x.c"), P99 + ("ramp", "", "x.a", "x.c")})
+
+    def test_only_registered_statements_register(self):
+        # a check added or amended after registration (`registered` false) registers nothing
+        added = check("p99(x.a) < p99(x.b)", [("x.a", "ramp"), ("x.b", "ramp")],
+                      registered=False)
+        self.assertEqual(hypotheses.registered_pairs(read_checks([added]), ARMS), set())
+        # … the registered statement of the same hypothesis does
+        registered = check("p99(x.c) < 2 * p99(x.a)", [("x.c", "ramp"), ("x.a", "ramp")],
+                           which="registered")
+        self.assertEqual(
+            hypotheses.registered_pairs(read_checks([added, registered]), ARMS),
+            {P99 + ("ramp", "", "x.a", "x.c")})
+        # and so does a current statement standing as registered
+        standing = check("p99(x.a) < p99(x.b)", [("x.a", "ramp"), ("x.b", "ramp")])
+        self.assertEqual(hypotheses.registered_pairs(read_checks([standing]), ARMS),
+                         {AB_RAMP})
+
+    def test_only_whole_run_calls_register(self):
+        # a call at a step rate, or `at:` the first breach, has no figure
+        for key, value in (("step_rate", 100.0), ("at_first_breach", True)):
+            for which in (0, 1):
+                c = check("p99(x.a) < p99(x.b)", [("x.a", "ramp", (1, 2)), ("x.b", "ramp")])
+                c["calls"][which]["rows"][-1][key] = value
+                self.assertIsNone(hypotheses.call_figure(
+                    read_checks([c])[0]["calls"][which], ARMS), (key, which))
+                self.assertEqual(hypotheses.registered_pairs(read_checks([c]), ARMS), set(),
+                                 (key, which))
 
     def test_a_call_without_a_figure_registers_nothing(self):
         # no rows (every run of the arm left out); runs the twin did not compute
@@ -552,7 +579,7 @@ class Command(unittest.TestCase):
         checks = Path(self.tmp.name) / "checks-p99.json"
         checks.write_text(json.dumps({"format_version": 2, "checks": [
             {"hypothesis": "H1", "which": "current", "check": text, "unresolved": None,
-             "calls": calls}]}))
+             "registered": True, "calls": calls}]}))
         pair = ("latency_p99", "", "", "baseline", "", "feed-rs.indexed", "feed-rs.plain")
         for flags in ((), ("--paired-rounds",)):
             with self.subTest(flags=flags):

@@ -301,11 +301,12 @@ def index_of(rows):
     return ix
 
 
-def check_of(text, calls, unresolved=None, hypothesis="H1", which="current"):
+def check_of(text, calls, unresolved=None, hypothesis="H1", which="current",
+             registered=True):
     """A check as read_checks returns it (the calls matched by their spans)."""
     doc = {"format_version": 2, "checks": [{"hypothesis": hypothesis, "which": which,
                                             "check": text, "unresolved": unresolved,
-                                            "calls": calls}]}
+                                            "registered": registered, "calls": calls}]}
     with tempfile.TemporaryDirectory() as t:
         p = Path(t) / "checks.json"
         p.write_text(json.dumps(doc))
@@ -643,8 +644,10 @@ class ComparingTwoArms(unittest.TestCase):
         # mirrored: `k · b < a` is `a > k · b`
         self.assertEqual(found("5 * p99(x.b) < p99(x.a)"), [("p99(x.a)", "ratio", 5.0, ">")])
         self.assertEqual(found("p99(x.b) * 2 >= p99(x.a)"), [("p99(x.a)", "ratio", 2.0, "<=")])
-        # a call alone is k = 1
-        self.assertEqual(found("p99(x.a) < p99(x.b)"), [("p99(x.a)", "ratio", 1.0, "<")])
+        # a call alone is a difference against 0, not a ratio with k = 1
+        self.assertEqual(found("p99(x.a) < p99(x.b)"), [("p99(x.a)", "difference", 0.0, "<")])
+        self.assertEqual(found("(p99(x.b)) >= p99(x.a)"),
+                         [("p99(x.b)", "difference", 0.0, ">=")])
         # a difference, against c in base units, or −c
         self.assertEqual(found("p99(x.a) <= p99(x.b) + 50ms"),
                          [("p99(x.a)", "difference", 0.05, "<=")])
@@ -759,6 +762,62 @@ class ComparingTwoArms(unittest.TestCase):
         self.assertEqual((entry["low"], entry["high"], entry["confidence"]),
                          comparison.shift_interval(a, b))
 
+    def test_a_bare_comparison_is_a_difference_and_zeros_do_not_matter(self):
+        # `f(A) >= f(B)` is A − B against 0: a zero among the values keeps its interval
+        (arms,) = h.two_arms(h.parse_check("p99(x.a) >= p99(x.b)")[0])
+        zero = {0: median_call(0, 8, A3), 1: median_call(12, 20, [0.0] + B3[1:])}
+        entry, holds = h.compared(arms, zero, True)
+        self.assertEqual((entry["form"], entry["bound"], entry["paired"], holds),
+                         ("difference", 0.0, True, True))
+        self.assertEqual((entry["low"], entry["high"], entry["confidence"]),
+                         comparison.paired_shift_interval(
+                             [x - y for x, y in zip(A3, [0.0] + B3[1:])]))
+
+    def test_the_ends_snap_to_the_bound(self):
+        # A = 3 · B exactly: ln and exp give 3.0000000000000004, which snaps to 3, so
+        # `<=` and `>=` 3 hold and `<`, `>` do not
+        raw = h.arms_interval("ratio", list(zip(range(1, 6), A3)),
+                              list(zip(range(1, 6), B3)), True)[1]
+        self.assertNotEqual(raw[0], 3.0)
+        calls = {0: median_call(0, 8, A3), 1: median_call(15, 23, B3)}
+        for op, want in (("<=", True), (">=", True), ("<", False), (">", False)):
+            (arms,) = h.two_arms(h.parse_check(f"p99(x.a) {op} 3 * p99(x.b)")[0])
+            entry, holds = h.compared(arms, calls, True)
+            self.assertEqual((entry["low"], entry["high"], holds), (3.0, 3.0, want), op)
+        # within 1e-9 · (1 + |bound|) of the bound, and no further
+        self.assertEqual(h.snap(3.0 + 3.9e-9, 3.0), 3.0)
+        self.assertEqual(h.snap(3.0 - 4e-9, 3.0), 3.0)
+        self.assertEqual(h.snap(3.0 + 4.1e-9, 3.0), 3.0 + 4.1e-9)
+        self.assertEqual(h.snap(-0.9e-9, 0.0), 0.0)
+        self.assertEqual(h.snap(1.1e-9, 0.0), 1.1e-9)
+        self.assertEqual(h.snap(-2.0 + 2.9e-9, -2.0), -2.0)
+
+    def test_never_against_the_point_verdict(self):
+        # every round's ratio but three is 3: the shift's interval, [2.35, 3], is above 2,
+        # but median(a) / median(b) = 11 / 6 is below: undecided
+        a, b = P_A, P_B
+        (arms,) = h.two_arms(h.parse_check("p99(x.a) >= 2 * p99(x.b)")[0])
+        calls = {0: median_call(0, 8, a), 1: median_call(16, 24, b)}
+        entry, holds = h.compared(arms, calls, True)
+        self.assertGreater(entry["low"], 2.0)
+        self.assertEqual((holds, entry["verdict"]), (None, "undecided"))
+        self.assertIs(h.point_holds(arms, calls[0][1], calls[1][1]), False)
+        # against 1.5 both say it holds
+        (arms,) = h.two_arms(h.parse_check("p99(x.a) >= 1.5 * p99(x.b)")[0])
+        self.assertEqual(h.compared(arms, calls, True)[1], True)
+        # a difference's point verdict compares median(a) with median(b) + c (or − c)
+        for text, want in (("p99(x.a) >= p99(x.b) + 5", True),
+                           ("p99(x.a) > p99(x.b) + 5", False),
+                           ("p99(x.a) > p99(x.b) - 1", True),
+                           ("p99(x.a) <= p99(x.b)", False)):
+            (arms,) = h.two_arms(h.parse_check(text)[0])
+            self.assertIs(h.point_holds(arms, calls[0][1], calls[1][1]), want, text)
+
+
+# every ratio 3 but three (2.75, 2.2, 1.83): median(a) = 11 is below 2 · median(b) = 12
+P_B = [float(x) for x in range(1, 12)]
+P_A = [3.0, 6.0, 9.0, 11.0, 11.0, 11.0, 21.0, 24.0, 27.0, 30.0, 33.0]
+
 
 def two_arm_rows(a, b, unit="1/s", notes_a=(), notes_b=()):
     ows = ("objective-windows", "")
@@ -827,6 +886,12 @@ class TwoArmVerdicts(unittest.TestCase):
         # and with a = 3b and one lower bound: open
         v = self.verdict(two_arm_rows(A3, B3, notes_b=["", "", "not reached"]))
         self.assertEqual((v["interval"], v["compared"]), ("undecided", []))
+
+    def test_never_against_the_point_verdict(self):
+        # the shift's interval says supported, the medians' ratio 11 / 6 not: undecided
+        v = self.verdict(two_arm_rows(P_A, P_B), reps=range(1, 12))
+        self.assertEqual((v["verdict"], v["interval"], v["compared"][0]["verdict"]),
+                         ("not supported", "undecided", "undecided"))
 
     def test_only_medians_with_intervals(self):
         v = self.verdict(two_arm_rows(A3, B3), stats=("mean", "median"))
@@ -974,9 +1039,9 @@ class Command(unittest.TestCase):
         self.out = self.root / "out"
         self.doc = {"format_version": 2, "checks": [
             {"hypothesis": "H1", "which": "current", "check": SAT, "unresolved": None,
-             "calls": sat_calls()},
+             "registered": True, "calls": sat_calls()},
             {"hypothesis": "H1", "which": "registered", "check": "p99(x) < 1s",
-             "unresolved": "unknown contender `x`", "calls": []}]}
+             "unresolved": "unknown contender `x`", "registered": True, "calls": []}]}
         self.write_checks()
         metrics_csv(self.metrics, [
             {"run": IDX.format(1), "metric": "saturation", "definition": "objective-windows",
@@ -1017,7 +1082,7 @@ class Command(unittest.TestCase):
                                at_first_breach=True) for r in (1, 2)])
         self.doc = {"format_version": 2, "checks": [
             {"hypothesis": "H2", "which": "current", "check": text, "unresolved": None,
-             "calls": [c]}]}
+             "registered": True, "calls": [c]}]}
         self.write_checks()
 
         def row(r, metric, value, step_rate="", definition="first-breach", container="r-1",
@@ -1047,7 +1112,7 @@ class Command(unittest.TestCase):
     def test_metrics_mode_compares_two_arms(self):
         self.doc = {"format_version": 2, "checks": [
             {"hypothesis": "H3", "which": "current", "check": SAT2, "unresolved": None,
-             "calls": sat2_calls()}]}
+             "registered": True, "calls": sat2_calls()}]}
         self.write_checks()
         ows = {"metric": "saturation", "definition": "objective-windows", "unit": "1/s"}
         metrics_csv(self.metrics,
@@ -1097,7 +1162,7 @@ class Command(unittest.TestCase):
         calls[1].update(start=16, end=26)
         self.doc = {"format_version": 2, "checks": [
             {"hypothesis": "H1", "which": "current", "check": text, "unresolved": None,
-             "calls": calls}]}
+             "registered": True, "calls": calls}]}
         metrics_csv(self.metrics,
                     [{"run": r, "metric": "latency_p99", "value": str(30 + i), "unit": "ms"}
                      for i, r in enumerate(runs["x.a"])] +
@@ -1177,6 +1242,11 @@ class Command(unittest.TestCase):
         case(lambda d: d["checks"][0]["calls"][0].update(stat="mode"),
              "checks[0].calls[0].stat is \"mode\"")
         case(lambda d: d["checks"][0].update(which="now"), "checks[0].which")
+        case(lambda d: d["checks"][0].pop("registered"), "no field checks[0].registered")
+        case(lambda d: d["checks"][1].update(registered="yes"),
+             "checks[1].registered is not true or false: \"yes\"")
+        case(lambda d: d["checks"][0].update(registered=None),
+             "checks[0].registered is not true or false: null")
         case(lambda d: d["checks"][0]["calls"][0].update(end=200), "outside the check")
         case(lambda d: d["checks"][0]["calls"][0].update(start=1), "not on a call")
         case(lambda d: d["checks"][0]["calls"][1].update(start=0, end=27), "two entries")
@@ -1214,7 +1284,7 @@ class OnRunDirectories(unittest.TestCase):
 
         def add(text, *calls):
             checks.append({"hypothesis": f"H{len(checks) + 1}", "which": "current",
-                           "check": text, "unresolved": None,
+                           "check": text, "unresolved": None, "registered": True,
                            "calls": [call_of(text, t, stat=s, rows=r) for t, s, r in calls]})
 
         p50 = "p50(feed-rs.indexed)"

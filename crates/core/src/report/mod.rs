@@ -110,7 +110,7 @@ pub struct StudyReport {
     pub summary: Vec<SummaryRow>,
     /// Whether the plan's order pairs arms by round (docs/analysis.md, "Comparisons").
     pub paired_rounds: bool,
-    /// Every pair of arms on each headline figure, Holm-adjusted as one family.
+    /// Every pair of arms on each headline figure, Holm-adjusted within its family.
     pub comparisons: Vec<comparison::Comparison>,
     #[serde(skip)]
     pub runs: Vec<RunFigures>,

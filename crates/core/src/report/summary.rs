@@ -161,6 +161,7 @@ pub struct SummaryRow {
 
 /// What a figure's median across repetitions is, given which values are bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Across {
     /// Every value exact: the median and its interval.
     Exact,

@@ -1,6 +1,6 @@
 //! Two arms compared on one headline figure across repetitions: the difference and the ratio
 //! of their medians with exact intervals, an exact rank test (`exact`), and Holm's correction
-//! over the report's family of comparisons. Never a bare winner and never "no difference":
+//! within each of the report's two families of comparisons (the hypotheses', exploratory). Never a bare winner and never "no difference":
 //! what the data cannot show is said to be not shown, with the repetitions that could show
 //! it (docs/analysis.md, "Comparisons").
 
@@ -15,7 +15,7 @@ use super::rows::{number, Bound, Row};
 use crate::plan::model::Order;
 use exact::ShiftInterval;
 
-/// The family-wise error rate Holm's correction holds the report's comparisons to.
+/// The family-wise error rate Holm's correction holds each family of comparisons to.
 pub const ALPHA: f64 = 0.05;
 /// The level asked of a comparison's intervals.
 pub const LEVEL: f64 = 0.95;

@@ -58,14 +58,15 @@ fn number(e: &Expr) -> Option<(f64, bool)> {
     }
 }
 
-/// `k · b`, `b · k`, `b`, `b + c`, `c + b` or `b − c`, with `b` a call.
+/// `k · b`, `b · k`, `b` (a difference against 0), `b + c`, `c + b` or `b − c`, with `b`
+/// a call.
 fn scaled_call(e: &Expr) -> Option<(Span, Form, f64)> {
     let call = |e: &Expr| match e {
         Expr::Call(c) => Some(c.span),
         _ => None,
     };
     if let Some(b) = call(e) {
-        return Some((b, Form::Ratio, 1.0));
+        return Some((b, Form::Difference, 0.0));
     }
     let Expr::Arith(op, x, y, _) = e else {
         return None;
@@ -153,32 +154,15 @@ pub fn read(src: &str, atom: &Atom, calls: &[CallValue], paired_rounds: bool) ->
     let reps = |x: &[(u32, f64)]| x.iter().map(|v| v.0).collect::<Vec<_>>();
     let paired = paired_rounds && reps(xa) == reps(xb);
     let values = |x: &[(u32, f64)]| x.iter().map(|v| v.1).collect::<Vec<_>>();
-    let (va, vb) = (values(xa), values(xb));
-    let interval = match atom.form {
-        Form::Ratio => {
-            if !va.iter().chain(&vb).all(|v| *v > 0.0) {
-                return None;
-            }
-            let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
-            let i = if paired {
-                let r: Vec<f64> = va.iter().zip(&vb).map(|(x, y)| (x / y).ln()).collect();
-                paired_shift_interval(&r, LEVEL)?
-            } else {
-                shift_interval(&ln(&va), &ln(&vb), LEVEL)?
-            };
-            ShiftInterval {
-                lo: i.lo.exp(),
-                hi: i.hi.exp(),
-                confidence: i.confidence,
-            }
+    let mut interval = shift(atom.form, &values(xa), &values(xb), paired)?;
+    // The logarithm and its inverse cost the last bits (3·b comes back 3.0000000000000004·b):
+    // an end that close to the bound is the bound.
+    for end in [&mut interval.lo, &mut interval.hi] {
+        if (*end - atom.bound).abs() <= 1e-9 * (1.0 + atom.bound.abs()) {
+            *end = atom.bound;
         }
-        Form::Difference if paired => {
-            let d: Vec<f64> = va.iter().zip(&vb).map(|(x, y)| x - y).collect();
-            paired_shift_interval(&d, LEVEL)?
-        }
-        Form::Difference => shift_interval(&va, &vb, LEVEL)?,
-    };
-    let verdict = compare(
+    }
+    let decided = compare(
         atom.op,
         Interval {
             lo: interval.lo,
@@ -186,6 +170,15 @@ pub fn read(src: &str, atom: &Atom, calls: &[CallValue], paired_rounds: bool) ->
         },
         Interval::point(atom.bound),
     );
+    // The interval is of the shift between the arms (the centre of the round ratios, say),
+    // which can fall on the other side of the bound than the medians do: never claimed
+    // against the check's own verdict on the medians.
+    let (ma, mb) = (a.value?.lo, Interval::point(b.value?.lo));
+    let scaled = match atom.form {
+        Form::Ratio => Interval::point(atom.bound).times(mb),
+        Form::Difference => mb.plus(Interval::point(atom.bound)),
+    };
+    let point = compare(atom.op, Interval::point(ma), scaled);
     Some(Compared {
         start: atom.span.start,
         end: atom.span.end,
@@ -194,15 +187,49 @@ pub fn read(src: &str, atom: &Atom, calls: &[CallValue], paired_rounds: bool) ->
         bound: atom.bound,
         paired,
         interval,
-        verdict,
+        verdict: decided.filter(|d| point == Some(*d)),
     })
 }
 
-/// The pairs the checks compare in one of the forms (every statement of every check,
-/// current and registered): the hypotheses' family of comparisons.
+/// The interval of the ratio `a / b` (every value above 0) or of the difference `a − b`,
+/// paired by round or not.
+fn shift(form: Form, a: &[f64], b: &[f64], paired: bool) -> Option<ShiftInterval> {
+    match form {
+        Form::Ratio => {
+            if !a.iter().chain(b).all(|v| *v > 0.0) {
+                return None;
+            }
+            let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
+            let i = if paired {
+                let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| (x / y).ln()).collect();
+                paired_shift_interval(&r, LEVEL)?
+            } else {
+                shift_interval(&ln(a), &ln(b), LEVEL)?
+            };
+            Some(ShiftInterval {
+                lo: i.lo.exp(),
+                hi: i.hi.exp(),
+                confidence: i.confidence,
+            })
+        }
+        Form::Difference if paired => {
+            let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+            paired_shift_interval(&d, LEVEL)
+        }
+        Form::Difference => shift_interval(a, b, LEVEL),
+    }
+}
+
+/// The pairs the registered statements of the checks compare in one of the forms, calls
+/// over the whole measured phase on one figure: the hypotheses' family of comparisons.
+/// A check added or amended after the runs registers nothing, so that no pair can be moved
+/// into the smaller family after its p is seen.
 pub fn registered_pairs(checks: &[Resolved]) -> BTreeSet<Pair> {
     let mut out = BTreeSet::new();
-    for r in checks.iter().filter(|r| r.unresolved.is_none()) {
+    for r in checks
+        .iter()
+        .filter(|r| r.registered && r.unresolved.is_none())
+    {
         let Ok(expr) = parse::parse(&r.check) else {
             continue;
         };
@@ -212,7 +239,7 @@ pub fn registered_pairs(checks: &[Resolved]) -> BTreeSet<Pair> {
             r.calls
                 .iter()
                 .find(|c| c.start == s.start && c.end == s.end)
-                .map(|c| &c.figure)
+                .and_then(|c| c.figure.as_ref())
         };
         for atom in found {
             let (Some(a), Some(b)) = (figure(atom.a), figure(atom.b)) else {

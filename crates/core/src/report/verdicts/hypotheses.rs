@@ -44,22 +44,29 @@ pub fn judge(
     let registered = stated_hypotheses(history.registration().document.as_ref());
     let paired_rounds = crate::report::comparison::paired_rounds(&plan.matrix.order);
     let mut resolved = Vec::new();
-    let mut run = |id: &str, which: &str, src: &str| {
-        let r = resolve(plan, id, which, src, runs);
+    // `as_registered`: whether this statement is the one registered before the runs.
+    let mut run = |id: &str, which: &str, src: &str, as_registered: bool| {
+        let mut r = resolve(plan, id, which, src, runs);
+        r.registered = as_registered;
         let e = evaluate(&r, index, paired_rounds);
         resolved.push(r);
         e
     };
     let mut out = Vec::new();
     for h in &plan.study.hypotheses {
-        let check = h.check.as_deref().map(|src| run(&h.id, CURRENT, src));
-        let (standing, registered_check, registered_eval) = match registered.get(&h.id) {
+        let stated = registered.get(&h.id).map(|(_, c)| c);
+        let as_registered = stated == Some(&h.check);
+        let check = h
+            .check
+            .as_deref()
+            .map(|src| run(&h.id, CURRENT, src, as_registered));
+        let (standing, registered_check, registered_eval) = match stated {
             None => (ADDED, None, None),
-            Some((_, c)) if *c == h.check => (AS_REGISTERED, None, None),
-            Some((_, c)) => (
+            Some(_) if as_registered => (AS_REGISTERED, None, None),
+            Some(c) => (
                 AMENDED,
                 c.clone(),
-                c.as_deref().map(|src| run(&h.id, REGISTERED, src)),
+                c.as_deref().map(|src| run(&h.id, REGISTERED, src, true)),
             ),
         };
         out.push(HypothesisVerdict {
@@ -81,7 +88,7 @@ pub fn judge(
             standing: REMOVED,
             check: None,
             registered_check: c.clone(),
-            registered: c.as_deref().map(|src| run(id, REGISTERED, src)),
+            registered: c.as_deref().map(|src| run(id, REGISTERED, src, true)),
         });
     }
     (out, resolved)

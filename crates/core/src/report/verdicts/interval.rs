@@ -45,7 +45,7 @@ impl Interval {
         hi: f64::INFINITY,
     };
 
-    fn add(self, b: Interval) -> Interval {
+    pub fn plus(self, b: Interval) -> Interval {
         Interval {
             lo: self.lo + b.lo,
             hi: self.hi + b.hi,
@@ -60,7 +60,7 @@ impl Interval {
         }
     }
 
-    fn mul(self, b: Interval) -> Interval {
+    pub fn times(self, b: Interval) -> Interval {
         // A product of 0 and an infinity is 0: a factor known to be 0 makes the product 0.
         let p = |x: f64, y: f64| if x == 0.0 || y == 0.0 { 0.0 } else { x * y };
         let c = [
@@ -79,7 +79,7 @@ impl Interval {
         if b.lo <= 0.0 && 0.0 <= b.hi {
             return Interval::WHOLE;
         }
-        self.mul(Interval {
+        self.times(Interval {
             lo: 1.0 / b.hi,
             hi: 1.0 / b.lo,
         })
@@ -187,9 +187,9 @@ impl At<'_> {
             Expr::Arith(op, a, b, _) => {
                 let (a, b) = (self.quantity(a), self.quantity(b));
                 Value::Quantity(match op {
-                    ArithOp::Add => a.add(b),
-                    ArithOp::Sub => a.add(b.neg()),
-                    ArithOp::Mul => a.mul(b),
+                    ArithOp::Add => a.plus(b),
+                    ArithOp::Sub => a.plus(b.neg()),
+                    ArithOp::Mul => a.times(b),
                     ArithOp::Div => a.div(b),
                 })
             }

@@ -41,6 +41,10 @@ pub struct Resolved {
     pub check: String,
     /// Why the check does not resolve against the plan (then there are no calls).
     pub unresolved: Option<String>,
+    /// Whether this statement is the one registered before the runs (the registered
+    /// check, or the current one of a hypothesis standing as registered): only these
+    /// register the pairs they compare.
+    pub registered: bool,
     pub calls: Vec<Call>,
 }
 
@@ -56,9 +60,10 @@ pub struct Call {
     pub dim: Dim,
     /// One per standing planned run, in run-id order.
     pub rows: Vec<RowKey>,
-    /// The figure and arm it reads, as comparisons.csv names them; not in checks.json.
+    /// The figure and arm it reads, as comparisons.csv names them, for a call over the
+    /// whole measured phase (none for an `at:`); not in checks.json.
     #[serde(skip)]
-    pub figure: Figure,
+    pub figure: Option<Figure>,
     /// Planned runs that do not stand, as `run: state`.
     pub not_standing: Vec<String>,
 }
@@ -118,6 +123,7 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
         which: which.to_string(),
         check: src.to_string(),
         unresolved: None,
+        registered: false,
         calls: Vec::new(),
     };
     let queries = match check::check(plan, src) {
@@ -140,14 +146,14 @@ pub fn resolve(plan: &Plan, hypothesis: &str, which: &str, src: &str, runs: &Sta
             stat: q.stat.to_string(),
             dim: functions::find(q.function).map_or(Dim::Number, |f| f.dim),
             rows: Vec::new(),
-            figure: Figure {
+            figure: (q.at == At::Measured).then(|| Figure {
                 metric: q.metric.clone(),
                 definition: q.definition.clone(),
                 container: q.role.clone().unwrap_or_default(),
                 profile: q.profile.clone(),
                 fault: q.fault.clone().unwrap_or_default(),
                 arm: q.contender.clone(),
-            },
+            }),
             not_standing: Vec::new(),
         };
         let of_query = planned

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::plan::check::parse::parse;
+use crate::report::verdicts::interval::Interval;
 
 fn found(src: &str) -> Vec<(String, Form, f64, CmpOp)> {
     let mut out = Vec::new();
@@ -21,6 +22,11 @@ fn the_forms_are_found_either_way_round_and_nothing_else() {
             ("saturation(x.a)".into(), Form::Ratio, 5.0, CmpOp::Ge),
             ("saturation(y.a)".into(), Form::Ratio, 5.0, CmpOp::Ge),
         ]
+    );
+    // Bare: a difference against 0, which zeros among the values do not stop.
+    assert_eq!(
+        found("failed(x.a) < failed(x.b)"),
+        [("failed(x.a)".into(), Form::Difference, 0.0, CmpOp::Lt)]
     );
     // Mirrored: `k · b < a` is `a > k · b`.
     assert_eq!(
@@ -57,7 +63,7 @@ fn call(start: usize, end: usize, values: &[f64]) -> CallValue {
         stat: "median".into(),
         unit: "s",
         n: values.len(),
-        value: None,
+        value: crate::report::summary::median(values).map(Interval::point),
         interval: None,
         confidence: None,
         rows: Vec::new(),
@@ -135,12 +141,12 @@ fn resolved(check: &str, figures: &[(&str, &str)]) -> Resolved {
             stat: "median".into(),
             dim: Dim::Time,
             rows: Vec::new(),
-            figure: Figure {
+            figure: Some(Figure {
                 metric: "latency_p99".into(),
                 profile: profile.to_string(),
                 arm: arm.to_string(),
                 ..Default::default()
-            },
+            }),
             not_standing: Vec::new(),
         })
         .collect();
@@ -149,6 +155,7 @@ fn resolved(check: &str, figures: &[(&str, &str)]) -> Resolved {
         which: "current".into(),
         check: check.into(),
         unresolved: None,
+        registered: true,
         calls,
     }
 }
@@ -165,6 +172,12 @@ fn the_pairs_a_check_compares_are_registered_in_byte_order() {
             ("x.a", "other"),
         ],
     );
+    let mut added = r.clone();
+    added.registered = false;
+    assert!(
+        registered_pairs(&[added]).is_empty(),
+        "an added check registers nothing"
+    );
     let pairs = registered_pairs(&[r]);
     let found: Vec<_> = pairs
         .iter()
@@ -172,4 +185,43 @@ fn the_pairs_a_check_compares_are_registered_in_byte_order() {
         .collect();
     // The literal bound registers nothing, nor two calls on different profiles.
     assert_eq!(found, [("x.a", "x.b", "ramp")]);
+}
+
+/// The one atom of `src`, and its two calls over `a` and `b`.
+fn setup(src: &str, a: &[f64], b: &[f64]) -> (Atom, [CallValue; 2]) {
+    let mut found = Vec::new();
+    atoms(&parse(src).unwrap(), &mut found);
+    let [atom] = found.try_into().unwrap();
+    let calls = [
+        call(atom.a.start, atom.a.end, a),
+        call(atom.b.start, atom.b.end, b),
+    ];
+    (atom, calls)
+}
+
+#[test]
+fn an_exact_multiple_is_the_bound_not_the_last_bit_beyond_it() {
+    // a = 3·b in every round: ln and exp give 3.0000000000000004, which is 3.
+    let b = [10.0, 20.0, 15.0, 12.0, 18.0];
+    let a: Vec<f64> = b.iter().map(|x| 3.0 * x).collect();
+    let src = "saturation(x.a) <= 3 * saturation(x.b)";
+    let (atom, calls) = setup(src, &a, &b);
+    let c = read(src, &atom, &calls, true).unwrap();
+    assert_eq!(
+        (c.interval.lo, c.interval.hi, c.verdict),
+        (3.0, 3.0, Some(true))
+    );
+}
+
+#[test]
+fn the_interval_never_claims_against_the_medians() {
+    // Seven rounds whose ratios centre above 1 while the medians are 1.610 against 1.612:
+    // the check on the medians says no, so the interval's yes is undecided.
+    let a = [1.562, 2.987, 1.286, 1.61, 1.755, 1.508, 2.39];
+    let b = [1.045, 1.98, 1.041, 1.612, 1.694, 1.393, 1.7];
+    let src = "p99(x.a) > 1 * p99(x.b)";
+    let (atom, calls) = setup(src, &a, &b);
+    let c = read(src, &atom, &calls, true).unwrap();
+    assert!(c.interval.lo > 1.0, "{c:?}");
+    assert_eq!(c.verdict, None);
 }
