@@ -1,17 +1,20 @@
 //! `feedbench pilot <PLAN>`: selected runs of a plan that need not be committed, shortened by
 //! `--scale`, run by the study runner into a pilot area of their own
 //! (results/<study>/pilots/<NNN>/, with its own journal), apart from the study's runs; the
-//! audit lists pilots as exploration before registration. Wiring only: the scaling is
-//! `plan::scale`'s, the area `study::open_area`'s, the runs `study::run_study`'s.
+//! audit lists pilots as exploration before registration; with `--repetitions K`, each arm
+//! runs K times and the pilot sizes the plan's repetitions from their spread. Wiring only:
+//! the scaling is `plan::scale`'s, the area `study::open_area`'s, the runs
+//! `study::run_study`'s, the sizing `study::pilot::size`'s and `report::sizing`'s.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use super::{CliError, Format};
-use crate::plan::scale::{scale_loaded, Scale};
+use crate::plan::scale::{pilot_loaded, Repetitions, Scale, ScaleError};
 use crate::plan::select::with_dependencies;
 use crate::plan::{load_bytes, LoadError, Severity};
 use crate::study::{open_area, PilotRequest, Session, StudyRequest};
+use feedbench_core::report::sizing::{self, Sizing};
 
 #[derive(Debug, clap::Args)]
 pub struct PilotArgs {
@@ -30,6 +33,11 @@ pub struct PilotArgs {
         allow_hyphen_values = true
     )]
     pub scale: String,
+    /// Run K repetitions of each arm in place of the plan's (at least 2), then size the
+    /// plan's repetitions from their spread (docs/analysis.md, "Sizing repetitions from a
+    /// pilot").
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub repetitions: Option<String>,
     /// Where study results are; pilots go to DIR/<study>/pilots/<NNN>/.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,
@@ -49,6 +57,13 @@ impl PilotArgs {
             .scale
             .parse()
             .map_err(|e: crate::plan::scale::ScaleError| CliError::invalid(e.to_string()))?;
+        let repetitions: Option<Repetitions> = match &self.repetitions {
+            Some(k) => Some(
+                k.parse()
+                    .map_err(|e: ScaleError| CliError::invalid(e.to_string()))?,
+            ),
+            None => None,
+        };
         let bytes = std::fs::read(&self.plan).map_err(|source| LoadError::Read {
             file: self.plan.display().to_string(),
             source,
@@ -56,7 +71,7 @@ impl PilotArgs {
         let cores = super::local_cores();
         let loaded = load_bytes(&self.plan, bytes.clone(), cores)?;
         let source = String::from_utf8_lossy(&bytes);
-        let scaled = scale_loaded(&loaded, &source, scale, cores).map_err(|e| match e {
+        let scaled = pilot_loaded(&loaded, &source, scale, repetitions, cores).map_err(|e| match e {
             LoadError::Invalid { diagnostics, .. } => CliError::Invalid(
                 format!(
                     "at --scale {scale}, `{}` is not a valid plan: choose a larger scale, or change the plan",
@@ -100,6 +115,7 @@ impl PilotArgs {
             scaled: &scaled,
             plan_text: &bytes,
             scale,
+            repetitions: repetitions.map(Repetitions::get),
             only: self.only.as_deref(),
             selected: &selected,
             results: &self.results,
@@ -123,8 +139,31 @@ impl PilotArgs {
         let mut reporter = super::run::show::Show::new(json);
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
-        super::run::run_on_engine(&runtime, &mut session, &request, placements)
+        let ran = super::run::run_on_engine(&runtime, &mut session, &request, placements);
+        // Sized from what stands even when a run did not: the sizing names what it left out.
+        let sized = crate::study::size_pilot(&pilot, &runs).map_err(super::run::study_error);
+        match sized {
+            Ok(sizing) => show_sizing(json, &pilot, &sizing)?,
+            Err(e) if ran.is_ok() => return Err(e),
+            Err(e) => eprintln!("the pilot's sizing was not written: {e}"),
+        }
+        ran
     }
+}
+
+/// The pilot's sizing: its table on stdout (with the registered repetitions' shortfalls on
+/// stderr), or a JSON line.
+fn show_sizing(json: bool, pilot: &crate::study::Pilot, s: &Sizing) -> Result<(), CliError> {
+    let file = pilot.dir.join(feedbench_core::rundir::layout::PILOT_SIZING);
+    let mut out = std::io::stdout().lock();
+    if json {
+        let v = serde_json::json!({"event": "pilot-sized", "file": file.display().to_string(), "sizing": s});
+        writeln!(out, "{v}")?;
+        return Ok(());
+    }
+    write!(out, "{}", sizing::render(s))?;
+    eprintln!("sizing: {}", file.display());
+    Ok(())
 }
 
 /// Where the pilot goes and under which name: on stderr, or as a JSON line on stdout.

@@ -1,4 +1,6 @@
-//! `feedbench plan`: validate a plan, expand it into runs, print its hash and the runs.
+//! `feedbench plan`: validate a plan, expand it into runs, print its hash and the runs, and
+//! warn where the newest pilot's sizing says its repetitions fall short
+//! (`report::sizing::plan_warnings`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +23,11 @@ pub struct PlanArgs {
     /// Read only; no engine is reached.
     #[command(flatten)]
     pub engines: super::engines::EnginesArg,
+    /// Where study results are: the newest pilot of the plan's study there that sized its
+    /// repetitions (DIR/<study>/pilots/) is read, and a figure whose registered repetitions
+    /// fall short of the plan's smallest effect is warned of.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
 }
 
 impl PlanArgs {
@@ -28,7 +35,17 @@ impl PlanArgs {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let (_, runs) = super::planned(&loaded)?;
         let groups = self.engines.read()?.groups.len();
-        let summary = Summary::new(&loaded, runs, groups);
+        let mut summary = Summary::new(&loaded, runs, groups);
+        let study_dir = crate::rundir::layout::study_dir(&self.results, &summary.study);
+        let sized: Vec<String> = feedbench_core::report::sizing::plan_warnings(
+            &study_dir,
+            loaded.plan.matrix.repetitions,
+            loaded.plan.matrix.smallest_effect.map(|e| e.fraction()),
+        )
+        .into_iter()
+        .map(|w| format!("{}: {w}", loaded.file))
+        .collect();
+        summary.warnings.extend(sized.iter().cloned());
         match self.format {
             Format::Json => {
                 serde_json::to_writer_pretty(&mut *out, &summary).map_err(anyhow::Error::from)?;
@@ -37,8 +54,11 @@ impl PlanArgs {
             Format::Human => {
                 print_human(&summary, out)?;
                 let mut err = std::io::stderr().lock();
+                // Warnings are advisory; a closed stderr does not fail the command.
                 for w in &loaded.warnings {
-                    // Warnings are advisory; a closed stderr does not fail the command.
+                    let _ = writeln!(err, "warning: {w}");
+                }
+                for w in &sized {
                     let _ = writeln!(err, "warning: {w}");
                 }
             }

@@ -25,7 +25,7 @@ mod testbed;
 pub use decide::{decide, Decision};
 pub use error::StudyError;
 pub use interrupt::Interrupt;
-pub use pilot::{open_area, Pilot, PilotRequest};
+pub use pilot::{open_area, size as size_pilot, Pilot, PilotRequest};
 pub use reporter::{Reporter, StudyEvent};
 pub use runner::{run_study, StudyRequest};
 pub use session::Session;

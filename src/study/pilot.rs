@@ -3,6 +3,8 @@
 //! (`pilots/<NNN>/`, `ledger::pilot`), with its own journal, under a name no study has
 //! (`<study>.pilot-<n>`). `open_area` claims the area, records the pilot and gives the plan
 //! its pilot name; the caller then opens a `Session` with `StudyRequest::dir` set to it.
+//! When its runs are done, `size` reads those that stand and writes the pilot's sizing
+//! (`report::sizing`) into the area.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,8 @@ use crate::ledger::pilot::{self, PilotRecord, PilotRun};
 use crate::plan::scale::Scale;
 use crate::plan::units::Name;
 use crate::plan::{LoadedPlan, RunSpec};
-use crate::rundir::layout::pilot_study;
+use crate::rundir::layout::{pilot_study, PILOT_SIZING};
+use feedbench_core::report::{comparison, run::analyse_all, sizing};
 
 use super::StudyError;
 
@@ -33,6 +36,8 @@ pub struct PilotRequest<'a> {
     /// The plan file's bytes as loaded: copied into the area.
     pub plan_text: &'a [u8],
     pub scale: Scale,
+    /// The repetitions of each arm in place of the plan's, when given.
+    pub repetitions: Option<u32>,
     pub only: Option<&'a str>,
     /// The runs to run, with those they take a rate from, in plan order.
     pub selected: &'a [RunSpec],
@@ -63,6 +68,7 @@ pub fn open_area(request: &PilotRequest<'_>) -> Result<Pilot, StudyError> {
         git: request.git.clone(),
         scale: request.scale.get(),
         only: request.only.map(str::to_string),
+        repetitions: request.repetitions,
         runs: request
             .selected
             .iter()
@@ -82,4 +88,47 @@ pub fn open_area(request: &PilotRequest<'_>) -> Result<Pilot, StudyError> {
         loaded,
         record,
     })
+}
+
+/// The pilot's sizing from its runs that stand: each headline figure's spread and the
+/// repetitions the plan's smallest effect needs (`report::sizing`), written atomically as
+/// `sizing.json` in its area. `runs` are the scaled plan's, every one of them (which arms
+/// each entry compares sets the level). A standing run that cannot be read is named in
+/// `left_out`, never skipped in silence.
+pub fn size(pilot: &Pilot, runs: &[RunSpec]) -> Result<sizing::Sizing, StudyError> {
+    let journal = crate::ledger::journal::read(&pilot.dir.join(crate::ledger::journal::FILE))?;
+    let ledger = crate::ledger::state::Ledger::fold(journal.events());
+    let mut left_out = Vec::new();
+    let mut items = Vec::new();
+    for (run, rel) in ledger.standing_dirs() {
+        match crate::confine::inside(&pilot.dir, &rel) {
+            Ok(path) => items.push((run, path)),
+            Err(why) => left_out.push(format!("{run}: {why}")),
+        }
+    }
+    let mut rows = Vec::new();
+    for ((run, _), analysed) in items.iter().zip(analyse_all(&items, &mut |_, _, _| {})) {
+        match analysed {
+            Ok(figures) => rows.extend(figures.rows),
+            Err(why) => left_out.push(format!("{run}: {why}")),
+        }
+    }
+    let plan = &pilot.loaded.plan;
+    let mut found = sizing::size(
+        &sizing::Pilot {
+            number: pilot.number,
+            plan_hash: &pilot.record.plan_hash,
+            repetitions: plan.matrix.repetitions,
+            paired: comparison::paired_rounds(&plan.matrix.order),
+            runs,
+            effect: plan.matrix.smallest_effect.map(|e| e.fraction()),
+        },
+        &rows,
+    );
+    found.left_out = left_out;
+    let mut json = serde_json::to_vec_pretty(&found)
+        .map_err(|e| StudyError::Unfinished(format!("cannot write the pilot's sizing: {e}")))?;
+    json.push(b'\n');
+    feedbench_core::files::write_atomic(&pilot.dir.join(PILOT_SIZING), &json)?;
+    Ok(found)
 }

@@ -1,5 +1,6 @@
 //! `feedbench pilot` on its arguments, without the engine (every case here is refused, or
-//! fails, before the engine is asked anything): a scale outside (0, 1], an `--only` that
+//! fails, before the engine is asked anything): a scale outside (0, 1], fewer than two
+//! `--repetitions`, an `--only` that
 //! matches no run, a plan the scale makes invalid, a file where the pilots go. And
 //! `feedbench audit` listing pilots fabricated with the ledger's own writers, the way the
 //! runner writes them, under "exploration before registration", apart from the study.
@@ -59,6 +60,22 @@ fn a_scale_outside_zero_to_one_exits_2_naming_the_flag() {
         "{}",
         o.stderr
     );
+    assert!(!repo.path("results").exists(), "nothing is made");
+}
+
+#[test]
+fn fewer_than_two_repetitions_exit_2_naming_the_flag() {
+    let repo = Repo::with_plan("tests/plans/valid/minimal.yaml", PLAN);
+    for (bad, says) in [
+        ("1", "error: --repetitions: 1 is too few: a spread across repetitions needs at least 2 values"),
+        ("0", "error: --repetitions: 0 is too few"),
+        ("-3", "error: --repetitions: `-3` is not a whole number"),
+        ("three", "error: --repetitions: `three` is not a whole number; give at least 2, e.g. 3"),
+    ] {
+        let o = pilot(repo.dir.path(), &[PLAN, "--repetitions", bad]);
+        assert_eq!(o.code, 2, "{bad}: {}", o.stderr);
+        assert!(o.stderr.contains(says), "{bad}: {}", o.stderr);
+    }
     assert!(!repo.path("results").exists(), "nothing is made");
 }
 

@@ -684,3 +684,104 @@ fn plan_with_an_engines_file_estimates_the_wall_time_on_its_groups() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("groups[1]"), "{err}");
 }
+
+/// A sizing as a pilot of the smoke plan writes it: one arm's p99 on the ramp.
+fn smoke_sizing(log_sd: f64) -> feedbench_core::report::sizing::Sizing {
+    use feedbench_core::report::sizing::{Sizing, Spread, FORMAT_VERSION};
+    Sizing {
+        format_version: FORMAT_VERSION,
+        pilot: 2,
+        plan_hash: "0".repeat(64),
+        repetitions: 3,
+        paired: false,
+        comparisons: 0,
+        level: 0.05,
+        smallest_effect: Some(0.1),
+        spreads: vec![Spread {
+            metric: "latency_p99".into(),
+            definition: String::new(),
+            container: String::new(),
+            profile: "ramp".into(),
+            fault: String::new(),
+            arm: "feed-rs".into(),
+            values: vec![100.0, 110.0, 121.0],
+            median: Some(110.0),
+            log_sd: Some(log_sd),
+            why_not: None,
+            needed: None,
+        }],
+        left_out: Vec::new(),
+    }
+}
+
+/// The newest pilot's sizing is read from `--results`: a figure the registered repetitions
+/// cannot show the plan's smallest effect on is warned of, naming the figure, the pilot and
+/// what it needs; a damaged sizing is named; `--format json` carries the same warnings.
+#[test]
+fn plan_warns_when_the_newest_pilots_spread_needs_more_repetitions() {
+    let results = tempfile::tempdir().unwrap();
+    let area = results.path().join("smoke/pilots/002");
+    std::fs::create_dir_all(&area).unwrap();
+    std::fs::create_dir_all(results.path().join("smoke/pilots/003")).unwrap();
+    let sizing = area.join(feedbench_core::rundir::layout::PILOT_SIZING);
+    std::fs::write(&sizing, serde_json::to_vec(&smoke_sizing(0.095)).unwrap()).unwrap();
+    let plan = |format: &str| {
+        let out = feedbench()
+            .args([
+                "plan",
+                "experiments/smoke.yaml",
+                "--format",
+                format,
+                "--results",
+            ])
+            .arg(results.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (_, stderr) = plan("human");
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("fall short"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    let w = warned[0];
+    assert!(
+        w.starts_with("warning: experiments/smoke.yaml: matrix.repetitions: 1 repetition(s) fall short for latency_p99 of feed-rs on ramp: its spread across pilot 2's 3 repetitions"),
+        "{w}"
+    );
+    assert!(w.contains(&format!("`{}`", sizing.display())), "{w}");
+    assert!(w.contains("sd of ln 0.095) needs ") && w.contains(" of each arm to show the plan's smallest effect, 10%, in 80% of studies at level 0.0500"), "{w}");
+    let (stdout, _) = plan("json");
+    let json: Json = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        json["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x.as_str() == Some(&w["warning: ".len()..])),
+        "{json}"
+    );
+    // Damaged: named, and the plan still plans.
+    std::fs::write(&sizing, "{\"format_version\": 1, \"pilot\"").unwrap();
+    let (_, stderr) = plan("human");
+    assert!(
+        stderr.contains(&format!("`{}` cannot be read (", sizing.display())),
+        "{stderr}"
+    );
+    // Without a pilot's sizing, nothing is said of sizing.
+    std::fs::remove_file(&sizing).unwrap();
+    let (_, stderr) = plan("human");
+    assert!(
+        !stderr.contains("sizing") && !stderr.contains("fall short"),
+        "{stderr}"
+    );
+}

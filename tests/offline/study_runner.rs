@@ -814,6 +814,7 @@ async fn a_pilot_runs_in_its_own_area_under_its_own_name_and_leaves_the_study_al
             scaled: &scaled,
             plan_text: &text,
             scale,
+            repetitions: None,
             only: Some("nginx/baseline*"),
             selected: &selected,
             results: study.results.path(),

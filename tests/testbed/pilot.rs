@@ -1,5 +1,6 @@
-//! `feedbench pilot` on the real engine: one short run of the deploy probe's plan at half
-//! its length, into the study's first pilot area under the pilot's own name; the study's
+//! `feedbench pilot` on the real engine: two repetitions of one short run of the deploy
+//! probe's plan at half its length, into the study's first pilot area under the pilot's own
+//! name, sized from their spread (`sizing.json`, and its JSON line); the study's
 //! own directory gets no journal, and `feedbench audit` lists the pilot under "exploration
 //! before registration".
 
@@ -10,7 +11,8 @@ use std::process::Command;
 use common::audit::{audit, Repo};
 use feedbench::ledger::journal::{self, Event};
 use feedbench::ledger::manifest::Manifest;
-use feedbench::rundir::layout::{pilot_dir, PILOT_PLAN, PILOT_RECORD};
+use feedbench::rundir::layout::{pilot_dir, PILOT_PLAN, PILOT_RECORD, PILOT_SIZING};
+use feedbench_core::report::sizing;
 
 const PLAN: &str = "tests/plans/docker/probe.yaml";
 
@@ -31,6 +33,7 @@ pub fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() 
     let out = Command::new(env!("CARGO_BIN_EXE_feedbench"))
         .current_dir(repo.path(""))
         .args(["pilot", PLAN, "--scale", "0.5", "--only", "static/*"])
+        .args(["--repetitions", "2"])
         .args(["--no-build", "--results", "results", "--format", "json"])
         .output()
         .unwrap();
@@ -45,6 +48,30 @@ pub fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() 
             .contains("\"event\":\"pilot-opened\""),
         "{stdout}"
     );
+
+    // Sized from the two repetitions: the line printed is the file written.
+    let sized: serde_json::Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "pilot-sized")
+        .unwrap_or_else(|| panic!("no pilot-sized line: {stdout}"));
+    let file = repo
+        .path("results/test-pilot")
+        .join("pilots/001")
+        .join(PILOT_SIZING);
+    let sizing = sizing::parse(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(serde_json::to_value(&sizing).unwrap(), sized["sizing"]);
+    assert_eq!((sizing.pilot, sizing.repetitions), (1, 2));
+    assert!(sizing.left_out.is_empty(), "{:?}", sizing.left_out);
+    let p99 = sizing
+        .spreads
+        .iter()
+        .find(|s| s.metric == "latency_p99" && s.arm == "static")
+        .unwrap_or_else(|| panic!("{sizing:?}"));
+    assert_eq!(p99.values.len(), 2, "{p99:?}");
+    assert!(p99.log_sd.is_some_and(|sd| sd >= 0.0), "{p99:?}");
+    // The plan declares no smallest effect: spreads, and nothing needed.
+    assert!(sizing.spreads.iter().all(|s| s.needed.is_none()));
 
     let study = repo.path("results/test-pilot");
     let area = pilot_dir(&study, 1);
@@ -62,6 +89,7 @@ pub fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() 
     assert_eq!(record["scale"], 0.5);
     assert_eq!(record["name"], "test-pilot.pilot-1");
     assert_eq!(record["git"]["clean"], true);
+    assert_eq!(record["repetitions"], 2);
     let j = journal::read(&area.join(journal::FILE)).unwrap();
     let finished: Vec<&str> = j
         .events()
@@ -72,7 +100,7 @@ pub fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() 
             _ => None,
         })
         .collect();
-    assert_eq!(finished.len(), 1, "{:?}", j.entries);
+    assert_eq!(finished.len(), 2, "{:?}", j.entries);
     let run_dir = area.join(finished[0]);
     let m = Manifest::read(&run_dir).unwrap().unwrap();
     assert_eq!(m.study, "test-pilot.pilot-1");
@@ -106,7 +134,7 @@ pub fn a_pilot_at_half_scale_runs_apart_from_the_study_and_the_audit_lists_it() 
     assert_eq!(p["number"], 1, "{j}");
     assert_eq!(p["differs_from_registered"], false);
     assert_eq!(p["scale"], 0.5);
-    assert_eq!(p["runs"]["completed"], 1, "{p}");
+    assert_eq!(p["runs"]["completed"], 2, "{p}");
     let md = audit(&repo.path(""), &[PLAN]);
     assert!(
         md.stdout.contains("### Exploration before registration")

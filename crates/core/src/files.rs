@@ -180,6 +180,24 @@ pub fn links_under(dir: &Path) -> Result<Vec<String>, FileError> {
     Ok(out)
 }
 
+/// A JSON file's value from its text, when its `format_version` is `version`; an error says
+/// what is wrong in words (not JSON, no version, another version, a field amiss).
+pub fn parse_versioned<T: serde::de::DeserializeOwned>(
+    text: &[u8],
+    version: u32,
+) -> Result<T, String> {
+    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    match v.get("format_version").and_then(|f| f.as_u64()) {
+        Some(found) if found == u64::from(version) => {
+            serde_json::from_value(v).map_err(|e| e.to_string())
+        }
+        Some(other) => Err(format!(
+            "format_version {other}, this feedbench reads {version}"
+        )),
+        None => Err("no format_version".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,6 +139,7 @@ impl Fixture {
             git: git.clone(),
             scale,
             only: only.map(String::from),
+            repetitions: None,
             runs: runs
                 .iter()
                 .map(|r| PilotRun {

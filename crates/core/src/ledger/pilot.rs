@@ -33,6 +33,10 @@ pub struct PilotRecord {
     pub scale: f64,
     /// The `--only` pattern, if any.
     pub only: Option<String>,
+    /// The repetitions of each arm the pilot ran in place of the plan's (`--repetitions`);
+    /// absent when it ran the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u32>,
     /// The runs the pilot was to run (with those they take a rate from), in plan order.
     pub runs: Vec<PilotRun>,
     /// When the area was made (unix ns, as a string like the journal's).
@@ -104,17 +108,7 @@ pub fn write(dir: &Path, record: &PilotRecord, plan_text: &[u8]) -> Result<(), P
 
 /// Reads a record from its text; an error says what is wrong in words.
 pub fn parse(text: &[u8]) -> Result<PilotRecord, String> {
-    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-    match v.get("format_version").and_then(|f| f.as_u64()) {
-        Some(v) if v == u64::from(FORMAT_VERSION) => {}
-        Some(other) => {
-            return Err(format!(
-                "format_version {other}, this feedbench reads {FORMAT_VERSION}"
-            ))
-        }
-        None => return Err("no format_version".into()),
-    }
-    serde_json::from_value(v).map_err(|e| e.to_string())
+    crate::files::parse_versioned(text, FORMAT_VERSION)
 }
 
 #[cfg(test)]
@@ -136,6 +130,7 @@ mod tests {
             },
             scale: 0.25,
             only: Some("svc/ramp/r1".into()),
+            repetitions: Some(3),
             runs: vec![PilotRun {
                 run: "svc/ramp/r1".into(),
                 run_hash: "cd".repeat(32),

@@ -16,7 +16,8 @@
 //!   validation's floor), and at most the shortest scaled step when it was at most the
 //!   shortest step; a plan without a step ramp keeps its window.
 //!
-//! Nothing else changes: rates, caps, grace periods, latencies, the analysis settings.
+//! Nothing else changes: rates, caps, grace periods, latencies, the analysis settings. A
+//! pilot may also run its own number of repetitions (`pilot_loaded`, `Repetitions`).
 
 use std::fmt;
 
@@ -37,6 +38,38 @@ pub enum ScaleError {
     NotANumber(String),
     #[error("--scale: {0} is not in (0, 1]; give a fraction above 0 and at most 1, e.g. 0.25")]
     OutOfRange(String),
+    #[error("--repetitions: `{0}` is not a whole number; give at least 2, e.g. 3")]
+    NotACount(String),
+    #[error("--repetitions: {0} is too few: a spread across repetitions needs at least 2 values; give e.g. 3")]
+    TooFewRepetitions(u32),
+}
+
+/// The fewest repetitions a pilot may run: a spread across repetitions needs two values.
+pub const LEAST_REPETITIONS: u32 = 2;
+
+/// The repetitions a pilot runs of each arm in place of the plan's: at least
+/// [`LEAST_REPETITIONS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repetitions(u32);
+
+impl Repetitions {
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl std::str::FromStr for Repetitions {
+    type Err = ScaleError;
+    fn from_str(s: &str) -> Result<Repetitions, ScaleError> {
+        let k: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| ScaleError::NotACount(s.to_string()))?;
+        if k < LEAST_REPETITIONS {
+            return Err(ScaleError::TooFewRepetitions(k));
+        }
+        Ok(Repetitions(k))
+    }
 }
 
 impl Scale {
@@ -179,7 +212,22 @@ pub fn scale_loaded(
     s: Scale,
     host_cores: Option<f64>,
 ) -> Result<LoadedPlan, LoadError> {
-    let plan = scale(&loaded.plan, s);
+    pilot_loaded(loaded, source, s, None, host_cores)
+}
+
+/// `scale_loaded`, with `repetitions` of each arm in place of the plan's when given (a
+/// pilot's `--repetitions`), validated at that count.
+pub fn pilot_loaded(
+    loaded: &LoadedPlan,
+    source: &str,
+    s: Scale,
+    repetitions: Option<Repetitions>,
+    host_cores: Option<f64>,
+) -> Result<LoadedPlan, LoadError> {
+    let mut plan = scale(&loaded.plan, s);
+    if let Some(r) = repetitions {
+        plan.matrix.repetitions = r.get();
+    }
     let dir = loaded.base_dir.clone();
     let exists = move |rel: &str| dir.join(rel).exists();
     let ctx = Context {

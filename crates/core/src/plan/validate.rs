@@ -1001,6 +1001,16 @@ fn matrix(plan: &Plan, ctx: &Context, f: &mut Findings) {
             ),
         );
     }
+    if let Some(e) = m
+        .smallest_effect
+        .filter(|e| !(e.percent > 0.0 && e.percent <= 100.0))
+    {
+        f.error(
+            "matrix.smallest-effect",
+            format!("expected an effect above 0% and at most 100%, found {e}"),
+        )
+        .hint("10% asks to show one arm's median 1.1 times another's");
+    }
     if m.runs.is_empty() {
         f.error("matrix.runs", "the matrix needs at least one entry");
     }
@@ -1345,6 +1355,37 @@ mod tests {
         assert_eq!(written.plan.analysis, absent.plan.analysis);
         assert_ne!(written.plan_hash, absent.plan_hash);
         assert_eq!(run_hashes(&written), run_hashes(&absent));
+    }
+
+    #[test]
+    fn the_smallest_effect_enters_the_plan_hash_and_no_run_hash() {
+        let run_hashes = |l: &crate::plan::LoadedPlan| -> Vec<(String, String)> {
+            crate::plan::expand(&l.plan)
+                .into_iter()
+                .map(|r| (r.id, r.run_hash))
+                .collect()
+        };
+        let absent = load(MINIMAL);
+        let text = MINIMAL.replace(
+            "  repetitions: 3\n",
+            "  repetitions: 3\n  smallest-effect: 10%\n",
+        );
+        assert_ne!(text, MINIMAL);
+        let declared = load(&text);
+        assert_eq!(
+            declared.plan.matrix.smallest_effect.unwrap().fraction(),
+            0.1
+        );
+        assert_ne!(absent.plan_hash, declared.plan_hash);
+        assert_eq!(run_hashes(&absent), run_hashes(&declared));
+        let above = text.replace("10%", "100.5%");
+        assert_eq!(
+            errors(&above),
+            [format!(
+                "t.yaml:{}:20: matrix.smallest-effect: expected an effect above 0% and at most 100%, found 100.5%\n  hint: 10% asks to show one arm's median 1.1 times another's",
+                above.lines().position(|l| l.contains("smallest-effect")).unwrap() + 1
+            )]
+        );
     }
 
     #[test]

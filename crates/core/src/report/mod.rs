@@ -12,6 +12,7 @@ pub mod read;
 pub mod rows;
 pub mod run;
 pub mod scan;
+pub mod sizing;
 pub mod summary;
 pub mod usage;
 pub mod verdicts;

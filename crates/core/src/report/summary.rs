@@ -383,12 +383,7 @@ mod tests {
         assert!(order_confidence(400, k) >= WANTED && order_confidence(400, k + 1) < WANTED);
     }
 
-    /// A standard normal draw (Box–Muller) from the project's generator.
-    fn normal(rng: &mut SplitMix64) -> f64 {
-        let u = |r: &mut SplitMix64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-        let (a, b) = (u(rng), u(rng));
-        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-    }
+    use crate::report::sizing::normal;
 
     /// 10,000 samples each at n = 3, 5 and 10 from a normal, a lognormal (σ 0.5) and an even
     /// mixture of N(0, 1) and N(4, 1): each interval covers its population's median (0, 1

@@ -27,6 +27,9 @@ pub const PILOTS: &str = "pilots";
 pub const PILOT_RECORD: &str = "pilot.json";
 /// A pilot area's copy of the plan file as it was when the pilot ran.
 pub const PILOT_PLAN: &str = "plan.yaml";
+/// A pilot area's sizing: each headline figure's spread and the repetitions it calls for
+/// (`report::sizing`), written when its runs are done.
+pub const PILOT_SIZING: &str = "sizing.json";
 
 /// A study's directory, `results/<study>/`, under the results directory: the one place the
 /// two are put together (tests/offline/honest_paths.rs holds every other to it).
@@ -37,6 +40,11 @@ pub fn study_dir(results: &Path, study: &str) -> PathBuf {
 /// The area of pilot `n` of the study in `study`: `pilots/003/`.
 pub fn pilot_dir(study: &Path, n: u32) -> PathBuf {
     study.join(PILOTS).join(format!("{n:03}"))
+}
+
+/// The sizing of pilot `n` of the study in `study`: `pilots/003/sizing.json`.
+pub fn pilot_sizing(study: &Path, n: u32) -> PathBuf {
+    pilot_dir(study, n).join(PILOT_SIZING)
 }
 
 /// The pilot number an area's directory name spells (`003` → 3), if it spells one.

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::units::{Duration, Name};
+use crate::plan::units::{Duration, Name, Percent};
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -18,6 +18,13 @@ pub struct Matrix {
     pub setup_allowance: Duration,
     /// The (profile, fault) pairs.
     pub runs: Vec<MatrixEntry>,
+    /// The smallest difference between two arms' medians on a headline figure the study
+    /// means to be able to show, relative to the lower (10% : one arm's median 1.1 times the
+    /// other's), above 0% and at most 100%. A pilot sizes the repetitions for it, and
+    /// `feedbench plan` warns when the registered ones fall short (docs/analysis.md, "Sizing
+    /// repetitions from a pilot"). In the plan hash, in no run hash: it changes no run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_effect: Option<Percent>,
 }
 
 fn default_allowance() -> Duration {

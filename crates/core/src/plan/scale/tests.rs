@@ -230,3 +230,27 @@ fn a_scaled_plan_that_does_not_validate_is_refused_at_the_file_s_value() {
     assert!(d.message.contains("needs 30001ms"), "{d}");
     assert!(d.line > 1, "placed in the file: {d}");
 }
+
+#[test]
+fn a_pilot_runs_its_own_repetitions_and_at_least_two() {
+    let text = MINIMAL.replace("  repetitions: 3\n", "  repetitions: 1\n");
+    let l = loaded(&text);
+    assert!(l.warnings.iter().any(|d| d.path == "matrix.repetitions"));
+    let five: Repetitions = " 5".parse().unwrap();
+    let p = pilot_loaded(&l, &text, Scale::FULL, Some(five), None).unwrap();
+    assert_eq!(p.plan.matrix.repetitions, 5);
+    assert_eq!(p.plan_hash, l.plan_hash, "the file's hash is kept");
+    // Validated at the pilot's count: the plan's own 1 draws no warning.
+    assert!(!p.warnings.iter().any(|d| d.path == "matrix.repetitions"));
+    let runs = crate::plan::expand(&p.plan);
+    assert_eq!(runs.iter().map(|r| r.repetition).max(), Some(5));
+    assert_eq!(
+        "1".parse::<Repetitions>().unwrap_err().to_string(),
+        "--repetitions: 1 is too few: a spread across repetitions needs at least 2 values; give e.g. 3"
+    );
+    assert_eq!(
+        "three".parse::<Repetitions>().unwrap_err(),
+        ScaleError::NotACount("three".into())
+    );
+    assert!("-2".parse::<Repetitions>().is_err());
+}

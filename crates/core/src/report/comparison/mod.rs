@@ -176,26 +176,32 @@ type Problem = String;
 /// Each arm's values on one figure, profile and fault, or why one is unusable.
 type Arms = BTreeMap<String, Result<Arm, Problem>>;
 
+/// A whole-phase row of a headline figure: the figure's index in [`HEADLINE`] and the arm
+/// (`contender` or `contender.variant`) it belongs to.
+pub fn headline_arm(r: &Row) -> Option<(usize, String)> {
+    if r.second.is_some() || r.step_rate.is_some() {
+        return None;
+    }
+    let f = HEADLINE
+        .iter()
+        .position(|(m, d, c)| r.metric == *m && r.definition == *d && r.container == *c)?;
+    let arm = if r.key.variant.is_empty() {
+        r.key.contender.clone()
+    } else {
+        format!("{}.{}", r.key.contender, r.key.variant)
+    };
+    Some((f, arm))
+}
+
 /// Every pair of arms on the same profile, fault and headline figure, tested, each in its
 /// family (the hypotheses' where `registered` holds the pair), and each family adjusted by
 /// Holm on its own.
 pub fn of_rows(rows: &[Row], paired_rounds: bool, registered: &BTreeSet<Pair>) -> Vec<Comparison> {
     // (figure, profile, fault) → arm → its values, or why one is unusable.
     let mut groups: BTreeMap<(usize, String, String), Arms> = BTreeMap::new();
-    for r in rows
-        .iter()
-        .filter(|r| r.second.is_none() && r.step_rate.is_none())
-    {
-        let Some(f) = HEADLINE
-            .iter()
-            .position(|(m, d, c)| r.metric == *m && r.definition == *d && r.container == *c)
-        else {
+    for r in rows {
+        let Some((f, arm)) = headline_arm(r) else {
             continue;
-        };
-        let arm = if r.key.variant.is_empty() {
-            r.key.contender.clone()
-        } else {
-            format!("{}.{}", r.key.contender, r.key.variant)
         };
         let slot = groups
             .entry((f, r.key.profile.clone(), r.key.fault.clone()))
@@ -466,4 +472,4 @@ fn higher(c: &Comparison) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(in crate::report) mod tests;

@@ -67,7 +67,14 @@ fn holm_holds_the_family_and_finds_a_real_shift() {
     );
 }
 
-fn row(arm: &str, rep: u32, metric: &str, value: Option<f64>, note: &str) -> Row {
+/// One headline row of `arm` (`contender` or `contender.variant`) on the ramp profile.
+pub(in crate::report) fn row(
+    arm: &str,
+    rep: u32,
+    metric: &str,
+    value: Option<f64>,
+    note: &str,
+) -> Row {
     let (contender, variant) = arm.split_once('.').unwrap_or((arm, ""));
     let (_, definition, container) = HEADLINE.iter().find(|h| h.0 == metric).copied().unwrap();
     Row {

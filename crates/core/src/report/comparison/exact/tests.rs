@@ -107,12 +107,7 @@ fn holm_and_the_least_repetitions() {
     assert_eq!(least_n_unpaired(0.1), 3);
 }
 
-/// A standard normal draw (Box–Muller).
-pub(in crate::report::comparison) fn normal(rng: &mut SplitMix64) -> f64 {
-    let u = |r: &mut SplitMix64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let (a, b) = (u(rng), u(rng));
-    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-}
+pub(in crate::report::comparison) use crate::report::sizing::normal;
 
 /// Under a multiplicative shift of 1.2, the interval of the log ratio covers ln 1.2 as often
 /// as its label says, within 1.5 points, unpaired and paired (a shared round effect).
