@@ -140,19 +140,29 @@ impl PilotArgs {
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
         let ran = super::run::run_on_engine(&runtime, &mut session, &request, placements);
-        // Sized from what stands even when a run did not: the sizing names what it left out.
-        let sized = crate::study::size_pilot(&pilot, &runs).map_err(super::run::study_error);
-        match sized {
-            Ok(sizing) => show_sizing(json, &pilot, &sizing)?,
-            Err(e) if ran.is_ok() => return Err(e),
-            Err(e) => eprintln!("the pilot's sizing was not written: {e}"),
+        // Sized from the runs that stand even when another did not (the journal says which
+        // did not; the sizing names a standing run it could not read).
+        match crate::study::size_pilot(&pilot, &runs).map_err(super::run::study_error) {
+            Ok(Some(sizing)) => {
+                let shown = show_sizing(json, &pilot, &sizing);
+                // The plan's own repetitions judged by this sizing, as `feedbench plan` would.
+                let study = crate::rundir::layout::study_dir(&self.results, &pilot.record.study);
+                for w in sizing::plan_warnings(&study, &loaded.plan, &loaded.plan_hash, &runs) {
+                    eprintln!("warning: {}: {w}", loaded.file);
+                }
+                ran.and(shown)
+            }
+            Ok(None) => ran,
+            Err(e) if ran.is_ok() => Err(e),
+            Err(e) => {
+                eprintln!("the pilot's sizing was not written: {e}");
+                ran
+            }
         }
-        ran
     }
 }
 
-/// The pilot's sizing: its table on stdout (with the registered repetitions' shortfalls on
-/// stderr), or a JSON line.
+/// The pilot's sizing: its table on stdout, or a JSON line.
 fn show_sizing(json: bool, pilot: &crate::study::Pilot, s: &Sizing) -> Result<(), CliError> {
     let file = pilot.dir.join(feedbench_core::rundir::layout::PILOT_SIZING);
     let mut out = std::io::stdout().lock();

@@ -35,16 +35,18 @@ impl PlanArgs {
         let loaded = load_file(&self.plan, super::local_cores())?;
         let (_, runs) = super::planned(&loaded)?;
         let groups = self.engines.read()?.groups.len();
-        let mut summary = Summary::new(&loaded, runs, groups);
-        let study_dir = crate::rundir::layout::study_dir(&self.results, &summary.study);
+        let study_dir =
+            crate::rundir::layout::study_dir(&self.results, loaded.plan.study.name.as_str());
         let sized: Vec<String> = feedbench_core::report::sizing::plan_warnings(
             &study_dir,
-            loaded.plan.matrix.repetitions,
-            loaded.plan.matrix.smallest_effect.map(|e| e.fraction()),
+            &loaded.plan,
+            &loaded.plan_hash,
+            &runs,
         )
         .into_iter()
         .map(|w| format!("{}: {w}", loaded.file))
         .collect();
+        let mut summary = Summary::new(&loaded, runs, groups);
         summary.warnings.extend(sized.iter().cloned());
         match self.format {
             Format::Json => {

@@ -15,7 +15,7 @@ use crate::plan::scale::Scale;
 use crate::plan::units::Name;
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::rundir::layout::{pilot_study, PILOT_SIZING};
-use feedbench_core::report::{comparison, run::analyse_all, sizing};
+use feedbench_core::report::{run::analyse_all, sizing};
 
 use super::StudyError;
 
@@ -92,10 +92,11 @@ pub fn open_area(request: &PilotRequest<'_>) -> Result<Pilot, StudyError> {
 
 /// The pilot's sizing from its runs that stand: each headline figure's spread and the
 /// repetitions the plan's smallest effect needs (`report::sizing`), written atomically as
-/// `sizing.json` in its area. `runs` are the scaled plan's, every one of them (which arms
-/// each entry compares sets the level). A standing run that cannot be read is named in
+/// `sizing.json` in its area; `None`, and nothing written, when no run stands (a refused
+/// or interrupted pilot). `runs` are the scaled plan's, every one of them (which arms each
+/// entry compares sets the level). A standing run that cannot be read is named in
 /// `left_out`, never skipped in silence.
-pub fn size(pilot: &Pilot, runs: &[RunSpec]) -> Result<sizing::Sizing, StudyError> {
+pub fn size(pilot: &Pilot, runs: &[RunSpec]) -> Result<Option<sizing::Sizing>, StudyError> {
     let journal = crate::ledger::journal::read(&pilot.dir.join(crate::ledger::journal::FILE))?;
     let ledger = crate::ledger::state::Ledger::fold(journal.events());
     let mut left_out = Vec::new();
@@ -113,22 +114,22 @@ pub fn size(pilot: &Pilot, runs: &[RunSpec]) -> Result<sizing::Sizing, StudyErro
             Err(why) => left_out.push(format!("{run}: {why}")),
         }
     }
-    let plan = &pilot.loaded.plan;
     let mut found = sizing::size(
         &sizing::Pilot {
             number: pilot.number,
             plan_hash: &pilot.record.plan_hash,
-            repetitions: plan.matrix.repetitions,
-            paired: comparison::paired_rounds(&plan.matrix.order),
+            plan: &pilot.loaded.plan,
             runs,
-            effect: plan.matrix.smallest_effect.map(|e| e.fraction()),
         },
         &rows,
     );
     found.left_out = left_out;
+    if items.is_empty() {
+        return Ok(None);
+    }
     let mut json = serde_json::to_vec_pretty(&found)
         .map_err(|e| StudyError::Unfinished(format!("cannot write the pilot's sizing: {e}")))?;
     json.push(b'\n');
     feedbench_core::files::write_atomic(&pilot.dir.join(PILOT_SIZING), &json)?;
-    Ok(found)
+    Ok(Some(found))
 }

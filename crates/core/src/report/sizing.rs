@@ -14,6 +14,7 @@ use super::comparison::{self, exact, ALPHA, HEADLINE};
 use super::rows::{Bound, Row};
 use super::summary::median;
 use crate::plan::expand::{RunSpec, SplitMix64};
+use crate::plan::model::{Plan, Profile};
 
 /// The version of `sizing.json`.
 pub const FORMAT_VERSION: u32 = 1;
@@ -161,66 +162,63 @@ fn log_sd(values: &[f64]) -> f64 {
     (ss / (logs.len() - 1) as f64).sqrt()
 }
 
-/// The comparisons the plan's report makes on the figures `spreads` hold: on each figure,
-/// profile and fault, one per pair of the arms the plan runs on that profile and fault.
-pub fn comparisons(runs: &[RunSpec], spreads: &[Spread]) -> usize {
-    let mut arms: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+/// The comparisons the plan's report makes, whatever a pilot measured: on each profile and
+/// fault of the plan, one per pair of the arms it runs there and per headline figure the
+/// report gives such runs (`comparison::headline_figures`).
+pub fn comparisons(plan: &Plan, runs: &[RunSpec]) -> usize {
+    let mut arms: BTreeMap<(&str, Option<&str>), BTreeSet<&str>> = BTreeMap::new();
     for r in runs {
-        let fault = r.fault.as_deref().unwrap_or("");
-        arms.entry((r.profile.as_str(), fault))
+        arms.entry((r.profile.as_str(), r.fault.as_deref()))
             .or_default()
             .insert(r.contender.as_str());
     }
-    let figures: BTreeSet<(&str, &str, &str, &str, &str)> = spreads
-        .iter()
-        .map(|s| {
-            let (m, d, c) = (
-                s.metric.as_str(),
-                s.definition.as_str(),
-                s.container.as_str(),
-            );
-            (m, d, c, s.profile.as_str(), s.fault.as_str())
-        })
-        .collect();
-    figures
-        .iter()
-        .map(|&(_, _, _, p, f)| {
-            let a = arms.get(&(p, f)).map_or(0, BTreeSet::len);
-            a * a.saturating_sub(1) / 2
+    arms.iter()
+        .map(|((profile, fault), arms)| {
+            let ramp = matches!(plan.profiles.get(*profile), Some(Profile::StepRamp { .. }));
+            let pairs = arms.len() * arms.len().saturating_sub(1) / 2;
+            pairs * comparison::headline_figures(ramp, fault.is_some())
         })
         .sum()
+}
+
+/// The level and pairing the plan `runs` come from asks of a sizing: [`level`] over its
+/// [`comparisons`], and whether its order pairs arms by round.
+pub fn design(plan: &Plan, runs: &[RunSpec]) -> (f64, bool) {
+    (
+        level(comparisons(plan, runs)),
+        comparison::paired_rounds(&plan.matrix.order),
+    )
 }
 
 /// What a pilot found: its spreads, each with the repetitions `effect` needs.
 pub struct Pilot<'a> {
     pub number: u32,
     pub plan_hash: &'a str,
-    pub repetitions: u32,
-    pub paired: bool,
+    pub plan: &'a Plan,
     /// The plan's runs (all of them, not only the pilot's): which arms each entry compares.
     pub runs: &'a [RunSpec],
-    pub effect: Option<f64>,
 }
 
 /// The pilot's sizing from its rows.
 pub fn size(pilot: &Pilot<'_>, rows: &[Row]) -> Sizing {
     let mut spreads = spreads(rows);
-    let comparisons = comparisons(pilot.runs, &spreads);
-    let level = level(comparisons);
-    if let Some(effect) = pilot.effect {
+    let comparisons = comparisons(pilot.plan, pilot.runs);
+    let (level, paired) = design(pilot.plan, pilot.runs);
+    let effect = pilot.plan.matrix.smallest_effect.map(|e| e.fraction());
+    if let Some(effect) = effect {
         for s in &mut spreads {
-            s.needed = s.log_sd.map(|sd| needed(sd, effect, level, pilot.paired));
+            s.needed = s.log_sd.map(|sd| needed(sd, effect, level, paired));
         }
     }
     Sizing {
         format_version: FORMAT_VERSION,
         pilot: pilot.number,
         plan_hash: pilot.plan_hash.to_string(),
-        repetitions: pilot.repetitions,
-        paired: pilot.paired,
+        repetitions: pilot.plan.matrix.repetitions,
+        paired,
         comparisons,
         level,
-        smallest_effect: pilot.effect,
+        smallest_effect: effect,
         spreads,
         left_out: Vec::new(),
     }
@@ -301,13 +299,25 @@ pub struct Shortfall<'a> {
     pub needed: Needed,
 }
 
-/// The spreads whose arm needs more than `repetitions` to show `effect` at the pilot's level.
-pub fn shortfalls(sizing: &Sizing, repetitions: u32, effect: f64) -> Vec<Shortfall<'_>> {
+/// The spreads whose arm needs more than `repetitions` to show `effect` at `level` under
+/// the `paired` test: the current plan's, which may differ from the pilot's. A spread's
+/// stored `needed` is reused where the sizing was made for the same effect and design.
+pub fn shortfalls(
+    sizing: &Sizing,
+    repetitions: u32,
+    effect: f64,
+    (level, paired): (f64, bool),
+) -> Vec<Shortfall<'_>> {
+    let same =
+        sizing.smallest_effect == Some(effect) && sizing.level == level && sizing.paired == paired;
     sizing
         .spreads
         .iter()
         .filter_map(|s| {
-            let needed = needed(s.log_sd?, effect, sizing.level, sizing.paired);
+            let needed = match (same, s.needed) {
+                (true, Some(n)) => n,
+                _ => needed(s.log_sd?, effect, level, paired),
+            };
             needed
                 .exceeds(repetitions)
                 .then_some(Shortfall { spread: s, needed })
@@ -317,7 +327,25 @@ pub fn shortfalls(sizing: &Sizing, repetitions: u32, effect: f64) -> Vec<Shortfa
 
 /// Reads `sizing.json` from its text; an error says what is wrong in words.
 pub fn parse(text: &[u8]) -> Result<Sizing, String> {
-    crate::files::parse_versioned(text, FORMAT_VERSION)
+    let s: Sizing = crate::files::parse_versioned(text, FORMAT_VERSION)?;
+    // What a person's edit could make of the numbers a warning is computed from.
+    for sp in &s.spreads {
+        if let Some(sd) = sp.log_sd.filter(|sd| !(sd.is_finite() && *sd >= 0.0)) {
+            return Err(format!(
+                "the spread of {} is {sd}, not a standard deviation",
+                figure(sp)
+            ));
+        }
+    }
+    if s.smallest_effect.is_some_and(|e| !(e > 0.0 && e <= 1.0))
+        || !(s.level > 0.0 && s.level <= ALPHA)
+    {
+        return Err(format!(
+            "its smallest effect ({:?}) or level ({}) is out of range",
+            s.smallest_effect, s.level
+        ));
+    }
+    Ok(s)
 }
 
 /// The newest pilot of the study in `study_dir` that holds a sizing: its area and its
@@ -334,16 +362,21 @@ pub fn newest(study_dir: &Path) -> Option<(PathBuf, Result<Sizing, String>)> {
         match std::fs::symlink_metadata(&file) {
             Err(_) => None,
             Ok(m) if !m.is_file() => Some((file, Err("not a regular file".into()))),
-            Ok(_) => Some(match std::fs::read(&file) {
-                Ok(text) => (file, parse(&text)),
-                Err(e) => (file, Err(e.to_string())),
-            }),
+            // A pilot of one repetition, or one where nothing stood, sizes nothing: an
+            // older one that did is the newest sizing.
+            Ok(_) => match std::fs::read(&file)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse(&t))
+            {
+                Ok(s) if s.spreads.iter().all(|sp| sp.log_sd.is_none()) => None,
+                found => Some((file, found)),
+            },
         }
     })
 }
 
 mod words;
-pub use words::{figure, plan_warnings, render, warning};
+pub use words::{figure, level_text, plan_warnings, render, warning, Judged};
 
 #[cfg(test)]
 mod tests;

@@ -39,6 +39,14 @@ pub const HEADLINE: [(&str, &str, &str); 6] = [
     ("time_to_recover", "clear", ""),
 ];
 
+/// How many headline figures the report gives a run, and so compares arms on: every run
+/// has a p99, a failed share, requests per core-second and a working-set peak; a step
+/// ramp's also a saturation (`report::ramp`), a faulted run's a time to recover
+/// (`report::faults`).
+pub fn headline_figures(step_ramp: bool, fault: bool) -> usize {
+    HEADLINE.len() - usize::from(!step_ramp) - usize::from(!fault)
+}
+
 /// One repetition's value: exact, or only a bound (a saturation not reached or censored
 /// at the stop is at least its value; one below the first step at most).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -57,25 +57,36 @@ fn each_arm_gets_the_spread_of_its_log_values_or_says_why_it_has_none() {
     assert!(s.iter().all(|s| s.needed.is_none()));
 }
 
+/// A plan of `text`'s matrix over the minimal plan's profiles (`ramp` a step ramp,
+/// `baseline` constant) and fault (`db-cut`).
+fn plan() -> Plan {
+    let text = include_str!("../../../../../tests/plans/valid/minimal.yaml");
+    let ctx = crate::plan::validate::Context {
+        host_cores: None,
+        exists: None,
+    };
+    crate::plan::load_str("t.yaml", text, &ctx).unwrap().plan
+}
+
 #[test]
-fn the_level_is_alpha_over_the_comparisons_the_plan_makes_on_the_figures_measured() {
-    let rows: Vec<_> = ["latency_p99", "saturation"]
-        .iter()
-        .flat_map(|m| [row("a", 1, m, Some(1.0), ""), row("a", 2, m, Some(1.1), "")])
-        .collect();
-    let s = spreads(&rows);
-    // Three arms on the ramp: 3 pairs on each of 2 figures; the other entry is not measured.
+fn the_level_is_alpha_over_every_comparison_the_plans_report_makes() {
+    let plan = plan();
+    // Three arms on the ramp: 3 pairs on its 5 figures (a ramp's saturation, no recovery);
+    // two on the baseline with a fault: 1 pair on 5 (no saturation, a recovery); one arm
+    // alone on the baseline without a fault: none.
     let runs = [
         run("a", "ramp", None, 1),
         run("b", "ramp", None, 1),
+        run("c.x", "ramp", None, 2),
         run("c.x", "ramp", None, 1),
-        run("a", "ramp", Some("kill"), 1),
-        run("b", "ramp", Some("kill"), 1),
+        run("a", "baseline", Some("db-cut"), 1),
+        run("b", "baseline", Some("db-cut"), 1),
+        run("a", "baseline", None, 1),
     ];
-    assert_eq!(comparisons(&runs, &s), 6);
-    assert_eq!(level(6), ALPHA / 6.0);
+    assert_eq!(comparisons(&plan, &runs), 3 * 5 + 5);
+    assert_eq!(design(&plan, &runs), (ALPHA / 20.0, true));
     // One arm compares nothing: sized as one comparison would be.
-    assert_eq!(comparisons(&runs[..1], &s), 0);
+    assert_eq!(comparisons(&plan, &runs[..1]), 0);
     assert_eq!(level(0), ALPHA);
 }
 
@@ -131,6 +142,10 @@ fn the_repetitions_needed_show_the_effect_as_often_as_asked_and_no_fewer_do() {
             true => exact::least_n_paired(level),
             false => exact::least_n_unpaired(level),
         };
+        // Exactly the fewest by its own simulation (bisection finds no later n)…
+        assert!(power(n, sd, effect, level, paired) >= POWER);
+        assert!(n == least || power(n - 1, sd, effect, level, paired) < POWER);
+        // …and as often as asked by one of its own.
         let at = independent_power(n, sd, effect, level, paired);
         assert!(
             at >= POWER - 0.04,
@@ -152,13 +167,14 @@ fn sizing(log_sd: Option<f64>) -> Sizing {
         rows.push(row("a", rep, "latency_p99", Some(v), ""));
     }
     let runs = [run("a", "ramp", None, 1)];
+    let mut plan = plan();
+    plan.matrix.order = crate::plan::model::Order::Sequential;
+    plan.matrix.smallest_effect = Some("10%".parse().unwrap());
     let pilot = Pilot {
         number: 2,
         plan_hash: "abc",
-        repetitions: 3,
-        paired: false,
+        plan: &plan,
         runs: &runs,
-        effect: Some(0.1),
     };
     let mut s = size(&pilot, &rows);
     if log_sd.is_some() {
@@ -173,12 +189,15 @@ fn a_sizing_names_what_falls_short_and_reads_back_as_written() {
     assert_eq!((s.comparisons, s.level), (0, ALPHA));
     let needed = s.spreads[0].needed.unwrap();
     assert!(needed.exceeds(3), "{needed}");
-    let short = shortfalls(&s, 3, 0.1);
+    let unpaired = (ALPHA, false);
+    let short = shortfalls(&s, 3, 0.1, unpaired);
     assert_eq!(short.len(), 1);
     assert_eq!(short[0].needed, needed);
-    assert!(shortfalls(&s, 50, 0.1).is_empty());
-    // A larger effect needs fewer.
-    assert!(shortfalls(&s, 4, 1.0).is_empty());
+    assert!(shortfalls(&s, 50, 0.1, unpaired).is_empty());
+    // A larger effect needs fewer; a stricter level or the paired test more.
+    assert!(shortfalls(&s, 4, 1.0, unpaired).is_empty());
+    assert!(!shortfalls(&s, 4, 1.0, (ALPHA / 20.0, false)).is_empty());
+    assert!(!shortfalls(&s, 4, 1.0, (ALPHA, true)).is_empty());
     let text = serde_json::to_vec_pretty(&s).unwrap();
     assert_eq!(parse(&text).unwrap(), s);
     let other = String::from_utf8(text)
@@ -189,6 +208,21 @@ fn a_sizing_names_what_falls_short_and_reads_back_as_written() {
         "format_version 9, this feedbench reads 1"
     );
     assert!(parse(b"{\"format_version\": 1}").is_err());
+    // Numbers a person's edit could make: refused, named, never looped on.
+    let mut bad = s.clone();
+    bad.spreads[0].log_sd = Some(-0.1);
+    let text = serde_json::to_vec(&bad).unwrap();
+    assert!(parse(&text)
+        .unwrap_err()
+        .contains("is -0.1, not a standard deviation"));
+    for level in [-0.01, 0.0, 0.5] {
+        let bad = Sizing { level, ..s.clone() };
+        let text = serde_json::to_vec(&bad).unwrap();
+        assert!(
+            parse(&text).unwrap_err().contains("out of range"),
+            "{level}"
+        );
+    }
     assert!(parse(b"{not json").is_err());
 }
 
@@ -203,6 +237,12 @@ fn the_newest_pilot_with_a_sizing_is_read_and_a_damaged_one_is_named() {
     };
     std::fs::write(area(1), serde_json::to_vec(&sizing(Some(0.5))).unwrap()).unwrap();
     area(2); // no sizing: an interrupted pilot
+             // A pilot of one repetition has no spread to size from: skipped, as if it had none.
+    let mut spreadless = sizing(Some(0.5));
+    spreadless.spreads[0].log_sd = None;
+    std::fs::create_dir_all(crate::rundir::layout::pilot_dir(study.path(), 5)).unwrap();
+    let five = crate::rundir::layout::pilot_sizing(study.path(), 5);
+    std::fs::write(&five, serde_json::to_vec(&spreadless).unwrap()).unwrap();
     std::fs::create_dir_all(study.path().join("pilots/notes")).unwrap();
     let (file, found) = newest(study.path()).unwrap();
     assert!(file.ends_with("pilots/001/sizing.json"), "{file:?}");

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use super::{newest, shortfalls, Shortfall, Sizing, Spread, POWER};
+use super::{comparisons, design, level, newest, shortfalls, Shortfall, Sizing, Spread, POWER};
+use crate::plan::expand::RunSpec;
+use crate::plan::model::Plan;
 
 /// A spread's figure in words: `latency_p99 of feed-rs on baseline + db-latency`.
 pub fn figure(s: &Spread) -> String {
@@ -22,47 +24,79 @@ pub fn figure(s: &Spread) -> String {
     format!("{name} of {} on {on}", s.arm)
 }
 
+/// A level as a person reads it: four decimals, or three significant digits below 0.001.
+pub fn level_text(level: f64) -> String {
+    if level >= 0.001 {
+        format!("{level:.4}")
+    } else {
+        format!("{level:.2e}")
+    }
+}
+
+/// Where a plan's warnings about its repetitions come from: the newest pilot's sizing, in
+/// `file`, judged at the current plan's `comparisons` (their level) and pairing.
+pub struct Judged<'a> {
+    pub sizing: &'a Sizing,
+    pub file: &'a Path,
+    pub comparisons: usize,
+    /// Whether the plan changed since the pilot ran (its hash differs).
+    pub changed: bool,
+}
+
 /// The warning for a figure whose registered repetitions fall short, naming where the
 /// sizing came from.
-pub fn warning(
-    sizing: &Sizing,
-    file: &Path,
-    short: &Shortfall<'_>,
-    registered: u32,
-    effect: f64,
-) -> String {
+pub fn warning(j: &Judged<'_>, short: &Shortfall<'_>, registered: u32, effect: f64) -> String {
+    let s = j.sizing;
     format!(
-        "matrix.repetitions: {registered} repetition(s) fall short for {}: its spread across pilot {}'s {} repetitions (`{}`; sd of ln {:.3}) needs {} of each arm to show the plan's smallest effect, {}%, in {:.0}% of studies at level {:.4} ({} comparison(s))",
+        "matrix.repetitions: {registered} repetition(s) fall short for {}: its spread across pilot {}'s {} repetitions (`{}`{}; sd of ln {:.3}) needs {} of each arm to show the plan's smallest effect, {}%, in {:.0}% of studies at level {} ({} comparison(s))",
         figure(short.spread),
-        sizing.pilot,
-        sizing.repetitions,
-        file.display(),
+        s.pilot,
+        s.repetitions,
+        j.file.display(),
+        if j.changed { ", of an earlier version of the plan" } else { "" },
         short.spread.log_sd.unwrap_or_default(),
         short.needed,
         ryu_js::Buffer::new().format(effect * 100.0),
         POWER * 100.0,
-        sizing.level,
-        sizing.comparisons.max(1),
+        level_text(level(j.comparisons)),
+        j.comparisons.max(1),
     )
 }
 
 /// What `feedbench plan` says of the newest pilot of the study in `study_dir`: a warning
-/// per figure whose `repetitions` fall short of the `effect` (none without an effect or a
-/// pilot), or one naming a damaged `sizing.json`.
-pub fn plan_warnings(study_dir: &Path, repetitions: u32, effect: Option<f64>) -> Vec<String> {
+/// per figure whose registered repetitions fall short of the plan's smallest effect, at the
+/// level and under the test the current plan (hashed `plan_hash`, expanded into `runs`)
+/// asks (none without an effect or a pilot), or one naming a damaged `sizing.json`.
+pub fn plan_warnings(
+    study_dir: &Path,
+    plan: &Plan,
+    plan_hash: &str,
+    runs: &[RunSpec],
+) -> Vec<String> {
+    let effect = plan.matrix.smallest_effect.map(|e| e.fraction());
     let (Some(effect), Some((file, found))) = (effect, newest(study_dir)) else {
         return Vec::new();
     };
-    match found {
-        Ok(sizing) => shortfalls(&sizing, repetitions, effect)
-            .iter()
-            .map(|short| warning(&sizing, &file, short, repetitions, effect))
-            .collect(),
-        Err(why) => vec![format!(
-            "`{}` cannot be read ({why}): the repetitions are not sized; run `feedbench pilot` again",
-            file.display()
-        )],
-    }
+    let sizing = match found {
+        Ok(sizing) => sizing,
+        Err(why) => {
+            return vec![format!(
+                "`{}` cannot be read ({why}): the repetitions are not sized; run `feedbench pilot` again",
+                file.display()
+            )]
+        }
+    };
+    let judged = Judged {
+        sizing: &sizing,
+        file: &file,
+        comparisons: comparisons(plan, runs),
+        changed: sizing.plan_hash != plan_hash,
+    };
+    let repetitions = plan.matrix.repetitions;
+    shortfalls(&sizing, repetitions, effect, design(plan, runs))
+        .iter()
+        .map(|short| warning(&judged, short, repetitions, effect))
+        .collect()
 }
 
 /// The pilot's sizing as a table: each figure's median, spread and needed repetitions.
@@ -70,10 +104,10 @@ pub fn render(s: &Sizing) -> String {
     use std::fmt::Write;
     let test = if s.paired { "signed-rank" } else { "rank-sum" };
     let mut out = format!(
-        "pilot {}: {} repetition(s) of each arm; {test} tests at level {:.4} ({} comparison(s) in the plan's report)\n",
+        "pilot {}: {} repetition(s) of each arm; {test} tests at level {} ({} comparison(s) in the plan's report)\n",
         s.pilot,
         s.repetitions,
-        s.level,
+        level_text(s.level),
         s.comparisons.max(1)
     );
     match s.smallest_effect {
