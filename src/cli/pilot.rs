@@ -143,11 +143,11 @@ impl PilotArgs {
         // Sized from the runs that stand even when another did not (the journal says which
         // did not; the sizing names a standing run it could not read).
         match crate::study::size_pilot(&pilot, &runs).map_err(super::run::study_error) {
-            Ok(Some(sizing)) => {
-                let shown = show_sizing(json, &pilot, &sizing);
+            Ok(Some((file, sizing))) => {
+                let shown = show_sizing(json, &file, &sizing);
                 // The plan's own repetitions judged by this sizing, as `feedbench plan` would.
-                let study = crate::rundir::layout::study_dir(&self.results, &pilot.record.study);
-                for w in sizing::plan_warnings(&study, &loaded.plan, &loaded.plan_hash, &runs) {
+                let plan = &loaded.plan;
+                for w in sizing::judge(&sizing, &file, plan, &loaded.plan_hash, &runs) {
                     eprintln!("warning: {}: {w}", loaded.file);
                 }
                 ran.and(shown)
@@ -163,8 +163,7 @@ impl PilotArgs {
 }
 
 /// The pilot's sizing: its table on stdout, or a JSON line.
-fn show_sizing(json: bool, pilot: &crate::study::Pilot, s: &Sizing) -> Result<(), CliError> {
-    let file = pilot.dir.join(feedbench_core::rundir::layout::PILOT_SIZING);
+fn show_sizing(json: bool, file: &std::path::Path, s: &Sizing) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if json {
         let v = serde_json::json!({"event": "pilot-sized", "file": file.display().to_string(), "sizing": s});

@@ -92,11 +92,14 @@ pub fn open_area(request: &PilotRequest<'_>) -> Result<Pilot, StudyError> {
 
 /// The pilot's sizing from its runs that stand: each headline figure's spread and the
 /// repetitions the plan's smallest effect needs (`report::sizing`), written atomically as
-/// `sizing.json` in its area; `None`, and nothing written, when no run stands (a refused
+/// `sizing.json` in its area, returned with that file's path; `None`, and nothing written, when no run stands (a refused
 /// or interrupted pilot). `runs` are the scaled plan's, every one of them (which arms each
 /// entry compares sets the level). A standing run that cannot be read is named in
 /// `left_out`, never skipped in silence.
-pub fn size(pilot: &Pilot, runs: &[RunSpec]) -> Result<Option<sizing::Sizing>, StudyError> {
+pub fn size(
+    pilot: &Pilot,
+    runs: &[RunSpec],
+) -> Result<Option<(std::path::PathBuf, sizing::Sizing)>, StudyError> {
     let journal = crate::ledger::journal::read(&pilot.dir.join(crate::ledger::journal::FILE))?;
     let ledger = crate::ledger::state::Ledger::fold(journal.events());
     let mut left_out = Vec::new();
@@ -130,6 +133,7 @@ pub fn size(pilot: &Pilot, runs: &[RunSpec]) -> Result<Option<sizing::Sizing>, S
     let mut json = serde_json::to_vec_pretty(&found)
         .map_err(|e| StudyError::Unfinished(format!("cannot write the pilot's sizing: {e}")))?;
     json.push(b'\n');
-    feedbench_core::files::write_atomic(&pilot.dir.join(PILOT_SIZING), &json)?;
-    Ok(Some(found))
+    let file = pilot.dir.join(PILOT_SIZING);
+    feedbench_core::files::write_atomic(&file, &json)?;
+    Ok(Some((file, found)))
 }

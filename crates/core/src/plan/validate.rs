@@ -1328,14 +1328,16 @@ mod tests {
         ));
     }
 
+    /// Each run's id and run hash, in expansion order.
+    fn run_hashes(l: &crate::plan::LoadedPlan) -> Vec<(String, String)> {
+        crate::plan::expand(&l.plan)
+            .into_iter()
+            .map(|r| (r.id, r.run_hash))
+            .collect()
+    }
+
     #[test]
     fn analysis_enters_the_plan_hash_as_written_and_no_run_hash() {
-        let run_hashes = |l: &crate::plan::LoadedPlan| -> Vec<(String, String)> {
-            crate::plan::expand(&l.plan)
-                .into_iter()
-                .map(|r| (r.id, r.run_hash))
-                .collect()
-        };
         let absent = load(MINIMAL);
         assert_eq!(
             absent.plan_hash,
@@ -1359,12 +1361,6 @@ mod tests {
 
     #[test]
     fn the_smallest_effect_enters_the_plan_hash_and_no_run_hash() {
-        let run_hashes = |l: &crate::plan::LoadedPlan| -> Vec<(String, String)> {
-            crate::plan::expand(&l.plan)
-                .into_iter()
-                .map(|r| (r.id, r.run_hash))
-                .collect()
-        };
         let absent = load(MINIMAL);
         let text = MINIMAL.replace(
             "  repetitions: 3\n",

@@ -337,12 +337,18 @@ pub fn parse(text: &[u8]) -> Result<Sizing, String> {
             ));
         }
     }
-    if s.smallest_effect.is_some_and(|e| !(e > 0.0 && e <= 1.0))
-        || !(s.level > 0.0 && s.level <= ALPHA)
-    {
+    if let Some(e) = s.smallest_effect.filter(|e| !(*e > 0.0 && *e <= 1.0)) {
         return Err(format!(
-            "its smallest effect ({:?}) or level ({}) is out of range",
-            s.smallest_effect, s.level
+            "its smallest effect ({e}) is not above 0 and at most 1"
+        ));
+    }
+    // The level follows from the comparisons; a file where they disagree was edited.
+    if s.level != level(s.comparisons) {
+        return Err(format!(
+            "its level ({}) is not {ALPHA} over its {} comparison(s) ({})",
+            s.level,
+            s.comparisons,
+            level(s.comparisons)
         ));
     }
     Ok(s)
@@ -376,7 +382,7 @@ pub fn newest(study_dir: &Path) -> Option<(PathBuf, Result<Sizing, String>)> {
 }
 
 mod words;
-pub use words::{figure, level_text, plan_warnings, render, warning, Judged};
+pub use words::{figure, judge, level_text, plan_warnings, render, warning, Judged};
 
 #[cfg(test)]
 mod tests;

@@ -215,13 +215,30 @@ fn a_sizing_names_what_falls_short_and_reads_back_as_written() {
     assert!(parse(&text)
         .unwrap_err()
         .contains("is -0.1, not a standard deviation"));
-    for level in [-0.01, 0.0, 0.5] {
+    for level in [-0.01, 0.0, 0.5, s.level * 2.0] {
         let bad = Sizing { level, ..s.clone() };
         let text = serde_json::to_vec(&bad).unwrap();
+        let why = parse(&text).unwrap_err();
         assert!(
-            parse(&text).unwrap_err().contains("out of range"),
-            "{level}"
+            why.starts_with(&format!("its level ({level}) is not 0.05 over")),
+            "{why}"
         );
+    }
+    // Comparisons edited without the level: refused the same way.
+    let bad = Sizing {
+        comparisons: s.comparisons + 2,
+        ..s.clone()
+    };
+    assert!(parse(&serde_json::to_vec(&bad).unwrap())
+        .unwrap_err()
+        .contains("comparison(s)"));
+    for effect in [0.0, 1.5] {
+        let bad = Sizing {
+            smallest_effect: Some(effect),
+            ..s.clone()
+        };
+        let why = parse(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+        assert!(why.contains("smallest effect"), "{why}");
     }
     assert!(parse(b"{not json").is_err());
 }

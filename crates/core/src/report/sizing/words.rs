@@ -63,37 +63,49 @@ pub fn warning(j: &Judged<'_>, short: &Shortfall<'_>, registered: u32, effect: f
     )
 }
 
-/// What `feedbench plan` says of the newest pilot of the study in `study_dir`: a warning
-/// per figure whose registered repetitions fall short of the plan's smallest effect, at the
-/// level and under the test the current plan (hashed `plan_hash`, expanded into `runs`)
-/// asks (none without an effect or a pilot), or one naming a damaged `sizing.json`.
+/// What `feedbench plan` says of the newest pilot of the study in `study_dir`: the
+/// warnings [`judge`] gives of its sizing (none without an effect or a pilot), or one naming
+/// a damaged `sizing.json`.
 pub fn plan_warnings(
     study_dir: &Path,
     plan: &Plan,
     plan_hash: &str,
     runs: &[RunSpec],
 ) -> Vec<String> {
-    let effect = plan.matrix.smallest_effect.map(|e| e.fraction());
-    let (Some(effect), Some((file, found))) = (effect, newest(study_dir)) else {
+    if plan.matrix.smallest_effect.is_none() {
+        return Vec::new();
+    }
+    match newest(study_dir) {
+        None => Vec::new(),
+        Some((file, Ok(sizing))) => judge(&sizing, &file, plan, plan_hash, runs),
+        Some((file, Err(why))) => vec![format!(
+            "`{}` cannot be read ({why}): the repetitions are not sized; run `feedbench pilot` again",
+            file.display()
+        )],
+    }
+}
+
+/// A warning per figure of `sizing` (read from `file`) whose registered repetitions fall
+/// short of the plan's smallest effect, at the level and under the test the current plan
+/// (hashed `plan_hash`, expanded into `runs`) asks; none when the plan declares no effect.
+pub fn judge(
+    sizing: &Sizing,
+    file: &Path,
+    plan: &Plan,
+    plan_hash: &str,
+    runs: &[RunSpec],
+) -> Vec<String> {
+    let Some(effect) = plan.matrix.smallest_effect.map(|e| e.fraction()) else {
         return Vec::new();
     };
-    let sizing = match found {
-        Ok(sizing) => sizing,
-        Err(why) => {
-            return vec![format!(
-                "`{}` cannot be read ({why}): the repetitions are not sized; run `feedbench pilot` again",
-                file.display()
-            )]
-        }
-    };
     let judged = Judged {
-        sizing: &sizing,
-        file: &file,
+        sizing,
+        file,
         comparisons: comparisons(plan, runs),
         changed: sizing.plan_hash != plan_hash,
     };
     let repetitions = plan.matrix.repetitions;
-    shortfalls(&sizing, repetitions, effect, design(plan, runs))
+    shortfalls(sizing, repetitions, effect, design(plan, runs))
         .iter()
         .map(|short| warning(&judged, short, repetitions, effect))
         .collect()
