@@ -861,6 +861,8 @@ fn run_generator(
         match seen {
             Seen::ScenarioStart(ns) => scenario_start = Some(ns),
             Seen::Request(r) => starts.push((r.start_ns, r.scheduled_ns)),
+            // The summary counts them.
+            Seen::Dropped { .. } => {}
         }
         false
     })

@@ -484,6 +484,12 @@ def read_run_json(path: Path):
     }
     if f["recovery"]["step"] <= 0 or f["recovery"]["window"] <= 0:
         raise _json_error(path, "frame.recovery.step_ns and window_ns must be positive")
+    # The rule the run's windows are judged by (docs/analysis.md, "Windows by schedule");
+    # absent in older run.json files, which were judged by start.
+    rule = frame.get("judged_by", "by-start")
+    if rule not in JUDGING_RULES:
+        raise _json_error(path, f"frame.judged_by is {rule!r}, not one of {', '.join(JUDGING_RULES)}")
+    f["judged_by"] = rule
     load = doc.get("load")
     dropped = None
     if isinstance(load, dict) and load.get("dropped_iterations") is not None:
@@ -491,7 +497,25 @@ def read_run_json(path: Path):
     elif load is not None and not isinstance(load, dict):
         raise _json_error(path, "load is not an object")
     f["dropped"] = dropped
+    f["scenario_start"], f["dropped_per_second"] = _drops(path, load)
     return run_id, f
+
+
+JUDGING_RULES = ("by-start", "by-schedule")
+
+
+def _drops(path, load):
+    """The load summary's scenario start (unix ns, or None) and dropped starts per second."""
+    if not isinstance(load, dict):
+        return None, []
+    start = load.get("scenario_start_ns")
+    if start is not None:
+        start = _ns(path, load, "scenario_start_ns", "load")
+    per = load.get("dropped_per_second") or []
+    if not isinstance(per, list) or any(
+            isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in per):
+        raise _json_error(path, "load.dropped_per_second is not a list of counts")
+    return start, per
 
 
 def is_replica_role(role: str) -> bool:
@@ -506,6 +530,7 @@ class Requests:
     """requests.csv sorted by start_ns, with cumulative counts for span queries."""
 
     def __init__(self, df: pd.DataFrame):
+        self.df = df
         order = np.argsort(df["start_ns"].to_numpy(), kind="stable")
         self.start = df["start_ns"].to_numpy()[order]
         self.end = df["end_ns"].to_numpy()[order]
@@ -537,6 +562,63 @@ class Requests:
 
     def failed_in(self, lo, hi):
         return self.cum_failed[hi] - self.cum_failed[lo]
+
+    def placed(self, f):
+        """These requests as the run's rule places them (docs/analysis.md, "Windows by
+        schedule"): by schedule, each row with a scheduled instant starts there, and its
+        duration is its latency from there (at least 0); by start, as they are."""
+        if f["judged_by"] != "by-schedule" or self.scheduled is None:
+            return self
+        order = np.argsort(self.df["start_ns"].to_numpy(), kind="stable")
+        df = self.df.iloc[order].reset_index(drop=True).copy()
+        sched = df["scheduled_ns"].to_numpy()
+        df["duration_ms"] = np.maximum(df["end_ns"].to_numpy() - sched, 0) / 1e6
+        df["start_ns"] = sched
+        return Requests(df)
+
+
+class Judged:
+    """The requests as the run's rule judges them (docs/analysis.md, "Windows by
+    schedule"): by schedule, each placed at its scheduled instant where the file has one,
+    its latency from there, and every dropped start a failed request without a latency
+    (NaN) at the start of its second; by start, as requests.csv says. Sorted by where each
+    is placed."""
+
+    def __init__(self, req: Requests, f):
+        by_schedule = f["judged_by"] == "by-schedule"
+        if by_schedule and req.scheduled is not None:
+            at = req.scheduled
+            lat = np.maximum(req.end - req.scheduled, 0) / 1e6
+        else:
+            at, lat = req.start, req.dur.astype(float)
+        drops = []
+        if by_schedule and f["scenario_start"] is not None:
+            for second, count in enumerate(f["dropped_per_second"]):
+                drops += [f["scenario_start"] + second * NS] * count
+        drops = np.array(drops, dtype=np.int64)
+        at = np.concatenate((at, drops))
+        order = np.argsort(at, kind="stable")
+        self.at = at[order]
+        self.end = np.concatenate((req.end, drops))[order]
+        self.lat = np.concatenate((lat, np.full(len(drops), np.nan)))[order]
+        self.failed = np.concatenate((req.failed, np.ones(len(drops), dtype=bool)))[order]
+        self.sent = ~np.isnan(self.lat)
+
+    def spans(self, a, b):
+        lo = np.searchsorted(self.at, a, "left")
+        hi = np.maximum(lo, np.searchsorted(self.at, b, "left"))
+        return lo, hi
+
+    def span(self, a, b):
+        lo, hi = self.spans(np.array([a]), np.array([b]))
+        return int(lo[0]), int(hi[0])
+
+    def summary(self, l, h):
+        """(sent, dropped, failed share of all, p99 of the latencies sent) of l:h."""
+        sent = self.sent[l:h]
+        n, k = h - l, int(sent.sum())
+        share = int(self.failed[l:h].sum()) / n if n else 0
+        return k, n - k, share, percentile(self.lat[l:h][sent], P99)
 
 
 def read_requests(path: Path) -> Requests:
@@ -717,24 +799,25 @@ def window_bounds(a, b, W):
     return starts, starts + W
 
 
-def window_verdicts(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
-    """Whether each window of window_bounds(a, b, W) meets the rule; an empty one does not."""
+def window_verdicts(j: Judged, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
+    """Whether each window of window_bounds(a, b, W) meets the rule, on the judged requests
+    placed in it; one without a request sent does not."""
     ws, we = window_bounds(a, b, W)
-    lo, hi = req.spans(ws, we)
+    lo, hi = j.spans(ws, we)
     met = []
     for l, h in zip(lo, hi):
-        n = h - l
-        ok = n > 0
+        sent, _, share, p99 = j.summary(l, h)
+        ok = sent > 0
         if ok and judge_failed:
-            ok = int(req.failed[l:h].sum()) / n <= failed_bound
+            ok = share <= failed_bound
         if ok and judge_p99:
-            ok = percentile(req.dur[l:h], P99) <= p99_ms
+            ok = p99 <= p99_ms
         met.append(ok)
     return met
 
 
-def windows_met(req: Requests, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
-    return all(window_verdicts(req, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed))
+def windows_met(j: Judged, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed):
+    return all(window_verdicts(j, a, b, W, p99_ms, failed_bound, judge_p99, judge_failed))
 
 
 def knees(met, confirm):
@@ -769,6 +852,16 @@ def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offer
     for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
                        ("status_4xx_share", req.s4xx), ("status_2xx_share", req.s2xx)):
         out.add(name, int(mask[sel].sum()) / n if n else 0, "ratio", **kw)
+
+
+def duration_rows(out: RunRows, sent: Requests, f):
+    """duration_p50, duration_p99 and duration_max: requests.csv's duration_ms of the
+    requests that started in the measured phase, whatever the run's rule."""
+    lo, hi = sent.span(f["start"], f["end"])
+    dur = sent.dur[lo:hi]
+    for name, v in zip(("duration_p50", "duration_p99"), percentiles(dur, [P50, P99])):
+        out.add(name, v, "ms")
+    out.add("duration_max", float(dur.max()) if len(dur) else None, "ms")
 
 
 def latency_rows(out: RunRows, dur: np.ndarray, definition):
@@ -915,26 +1008,32 @@ def compute_run(run_dir: Path):
     """Every row of one run directory, in docs/analysis.md's order: the measured phase, its
     seconds, CPU and memory, the ramp's steps, the fault."""
     run_id, f = read_run_json(run_dir / "run.json")
-    req = read_requests(run_dir / "requests.csv")
+    sent = read_requests(run_dir / "requests.csv")
+    # Every figure reads the requests as the run's rule places them; the verdicts also
+    # count its dropped starts; the duration_* rows read requests.csv as it is.
+    req = sent.placed(f)
+    judged = Judged(sent, f)
     cont = read_containers(run_dir / "containers.csv", f["caps"])
     out = RunRows(run_id, f)
     # the fault's instants, for the qualified rows and the fault's own
     instants = read_fault_instants(run_dir, f) if f["fault_window"] is not None else None
-    lo, hi = measured_rows(out, run_dir, f, req, instants)
+    lo, hi = measured_rows(out, run_dir, f, (req, judged), instants)
+    duration_rows(out, sent, f)
     sec_thr, sec_p99 = second_rows(out, req, f["start"], f["end"])
     resource_rows(out, f, req, cont, lo, hi)
     if f["steps"]:
-        ramp_rows(out, f, req, cont)
+        ramp_rows(out, f, (req, judged), cont)
     # the fault
     if f["fault_window"] is not None:
-        fault_rows(out, run_dir, f, req, sec_thr, sec_p99, instants)
+        fault_rows(out, run_dir, f, (req, judged), (sec_thr, sec_p99), instants)
         ready_row(out, run_dir, f)
     return out
 
 
-def measured_rows(out, run_dir, f, req, instants):
+def measured_rows(out, run_dir, f, reqs, instants):
     """The measured phase's rows (whole, by route, over the fault's spans, by status);
-    returns the phase's request span `(lo, hi)`."""
+    returns the phase's request span `(lo, hi)`. `reqs`: requests.csv's, and as judged."""
+    req, judged = reqs
     ms, me = f["start"], f["end"]
     lo, hi = req.span(ms, me)
     n = hi - lo
@@ -950,7 +1049,7 @@ def measured_rows(out, run_dir, f, req, instants):
         out.add("latency_from_schedule_max", float(from_schedule.max()), "ms")
     # The run's verdict: its objective windows, and how many breached (not for a ramp).
     if not f["steps"]:
-        met = window_verdicts(req, ms, me, f["W"], f["p99_ms"], f["failed_bound"], True, True)
+        met = window_verdicts(judged, ms, me, f["W"], f["p99_ms"], f["failed_bound"], True, True)
         out.add("objective_windows", len(met), "count")
         out.add("objective_windows_breached", met.count(False), "count")
     # The same request figures per route (definition `route:<name>`), over the measured
@@ -1012,30 +1111,32 @@ def resource_rows(out, f, req, cont, lo, hi):
             out.add("path_cpu_p95_pct_of_cap", p95, "%", container=name, definition="measured")
 
 
-def ramp_rows(out, f, req, cont):
-    """A step ramp's rows: each step's figures, each definition's verdicts and knees, and
-    CPU and memory at the first breach under `objective-windows`."""
+def ramp_rows(out, f, reqs, cont):
+    """A step ramp's rows: each step's figures and each definition's verdicts and knees, as
+    the run's rule judges them, and CPU and memory at the first breach under
+    `objective-windows`. `reqs`: requests.csv's, and as judged."""
+    req, judged = reqs
     steps = f["steps"]
     verdicts = {d: [] for d in SATURATION_DEFINITIONS}
     for s in steps:
         a, b, rate = s["start"], s["end"], s["rate"]
         S = (b - a) / 1e9
-        slo, shi = req.span(a, b)
-        sn = shi - slo
+        sent, dropped, share, p99 = judged.summary(*judged.span(a, b))
         offered = s["offered"] / S if S > 0 else None
-        achieved = sn / S if S > 0 else None
-        sfailed = int(req.failed_in(slo, shi))
-        out.add("step_requests", sn, "count", step_rate=rate)
+        achieved = sent / S if S > 0 else None
+        out.add("step_requests", sent, "count", step_rate=rate)
+        out.add("step_dropped", dropped, "count", step_rate=rate)
         out.add("step_offered_rate", offered, "1/s", step_rate=rate)
         out.add("step_achieved_rate", achieved, "1/s", step_rate=rate)
-        out.add("step_p99", percentile(req.dur[slo:shi], P99), "ms", step_rate=rate)
-        out.add("step_failed_share", sfailed / sn if sn else 0, "ratio", step_rate=rate)
+        out.add("step_p99", p99, "ms", step_rate=rate)
+        out.add("step_failed_share", share, "ratio", step_rate=rate)
+        slo, shi = req.span(a, b)
         cpu_memory_rows(out, cont, a, b, "step", rate, efficiency_ok=served(req, f, slo, shi))
         W, p99b, fb = f["W"], f["p99_ms"], f["failed_bound"]
-        verdicts["objective-windows"].append(windows_met(req, a, b, W, p99b, fb, True, True))
-        verdicts["every-second"].append(windows_met(req, a, b, NS, p99b, fb, True, True))
-        verdicts["p99-only"].append(windows_met(req, a, b, W, p99b, fb, True, False))
-        verdicts["errors-only"].append(windows_met(req, a, b, W, p99b, fb, False, True))
+        verdicts["objective-windows"].append(windows_met(judged, a, b, W, p99b, fb, True, True))
+        verdicts["every-second"].append(windows_met(judged, a, b, NS, p99b, fb, True, True))
+        verdicts["p99-only"].append(windows_met(judged, a, b, W, p99b, fb, True, False))
+        verdicts["errors-only"].append(windows_met(judged, a, b, W, p99b, fb, False, True))
         verdicts["throughput-knee"].append(
             achieved is not None and offered is not None and achieved >= 0.98 * offered)
     for d in SATURATION_DEFINITIONS:
@@ -1113,8 +1214,11 @@ def ready_row(out: RunRows, run_dir: Path, f):
     out.add("time_to_ready", value, "s", "" if value is not None else NOT_OBSERVED)
 
 
-def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99, instants):
-    """The fault's rows; `instants` is read_fault_instants's (applied, cleared) or None."""
+def fault_rows(out: RunRows, run_dir: Path, f, reqs, seconds, instants):
+    """The fault's rows; `reqs`: requests.csv's and as judged; `seconds`: the series'
+    throughput and p99; `instants` is read_fault_instants's (applied, cleared) or None."""
+    req, judged = reqs
+    sec_thr, sec_p99 = seconds
     ms, me = f["start"], f["end"]
     fw, rec = f["fault_window"], f["recovery"]
     if instants is None:
@@ -1152,20 +1256,21 @@ def fault_rows(out: RunRows, run_dir: Path, f, req: Requests, sec_thr, sec_p99, 
     step = rec["step"]
     v = None
     if obs_b >= applied:
-        # Causal: at each instant e, the requests started in [e - W, e) as a client knew them
-        # then: a finished one (end <= e) by its duration and whether it failed, an open one
-        # by its age so far, not failed yet.
+        # Causal: at each instant e, the judged requests placed in [e - W, e) as a client
+        # knew them then: a finished one (end <= e) by its latency and whether it failed, an
+        # open one by its age so far, not failed yet; a dropped start failed, no latency.
         e = applied + np.arange((obs_b - applied) // step + 1, dtype=np.int64) * step
-        lo, hi = req.spans(e - W, e)
+        lo, hi = judged.spans(e - W, e)
         for i in range(len(e)):
             l, h, at = lo[i], hi[i], int(e[i])
-            if h == l:
+            sent = judged.sent[l:h]
+            if not sent.any():
                 v = secs(at)
                 break
-            done = req.end[l:h] <= at
-            seen = np.where(done, req.dur[l:h], (at - req.start[l:h]) / 1e6)
-            share = int((req.failed[l:h] & done).sum()) / (h - l)
-            if percentile(seen, P99) > f["p99_ms"] or share > f["failed_bound"]:
+            done = judged.end[l:h] <= at
+            seen = np.where(done, judged.lat[l:h], (at - judged.at[l:h]) / 1e6)
+            share = int((judged.failed[l:h] & done).sum()) / (h - l)
+            if percentile(seen[sent], P99) > f["p99_ms"] or share > f["failed_bound"]:
                 v = secs(at)
                 break
     out.add("detect_objective_window", v, "s", "" if v is not None else NOT_OBSERVED)

@@ -105,10 +105,11 @@ pub fn render(report: &StudyReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{} runs analysed, {} left out, {} gaps. Every figure is defined in docs/analysis.md and recomputed from the raw CSVs by `feedbench report --verify`. Latency is requests.csv's `duration_ms` throughout; the objective counts no-response and 5xx answers as failed.\n",
+        "{} runs analysed, {} left out, {} gaps. Every figure is defined in docs/analysis.md and recomputed from the raw CSVs by `feedbench report --verify`. Latency figures are requests.csv's `duration_ms`; the objective counts no-response and 5xx answers as failed. {}\n",
         report.runs.len(),
         report.excluded.len(),
-        report.gaps.len()
+        report.gaps.len(),
+        judged_by(&report.runs)
     );
     super::verdicts::section(&mut out, report);
     ramps(&mut out, &report.runs);
@@ -120,6 +121,24 @@ pub fn render(report: &StudyReport) -> String {
     left_out(&mut out, report);
     hours(&mut out, report);
     out
+}
+
+/// Which rule the runs' objective windows (verdicts, steps, detection) were judged by, with
+/// how many runs each (docs/analysis.md, "Windows by schedule").
+fn judged_by(runs: &[RunFigures]) -> String {
+    use feedbench_core::analysis::judging::Rule;
+    let count = |rule: Rule| runs.iter().filter(|r| r.frame.judged_by == rule).count();
+    let (by_schedule, by_start) = (count(Rule::BySchedule), count(Rule::ByStart));
+    let schedule = "by schedule (each request at its scheduled instant where the load generator records one, its latency from there; every dropped start failed)";
+    let start = "by start (each request at its start, by `duration_ms`; dropped starts in no window), as runs recorded before the rule was";
+    match (by_schedule, by_start) {
+        (0, 0) => String::new(),
+        (_, 0) => format!("Objective windows are judged {schedule}."),
+        (0, _) => format!("Objective windows are judged {start}."),
+        (s, t) => {
+            format!("Objective windows are judged {schedule} in {s} runs, and {start} in {t}.")
+        }
+    }
 }
 
 /// A run's windows verdict with how many windows breached, and the manifest's recorded
@@ -765,7 +784,8 @@ mod tests {
             stopped: true,
             confirm: 1,
         };
-        ramp::rows(&mut out, &reqs, &frame.steps, &frame.objective, how);
+        let judged = feedbench_core::report::judged::requests(frame.judged_by, &reqs, None);
+        ramp::rows(&mut out, &judged, &frame.steps, &frame.objective, how);
         RunFigures {
             key,
             frame,

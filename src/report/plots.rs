@@ -1051,6 +1051,7 @@ mod tests {
             stopped: None,
             confirm_steps: None,
             expected_4xx: BTreeMap::new(),
+            judged_by: Default::default(),
         }
     }
 

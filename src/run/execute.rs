@@ -326,20 +326,14 @@ fn assess(
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
 ) {
-    let stopped_at = record
-        .frame
-        .as_ref()
-        .and_then(|f| f.stopped)
-        .map(|s| s.at_ns);
     let assessed = validity::assess(
         r.dir,
         r.topo,
         script,
         record.load.as_ref(),
-        record.scheduled_arrivals,
         request_starts,
         &r.plan.guards,
-        stopped_at,
+        checked_until(record),
     );
     match assessed {
         Ok(a) => {
@@ -353,6 +347,21 @@ fn assess(
         }
         Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
     }
+}
+
+/// Where the testbed's checks of a ramp stopped at its knee end: at the end of its first
+/// breaching step (what the load generator could not send past it is the system's result),
+/// or at the stop when no breach was recorded; `None` for every other run.
+fn checked_until(record: &RunRecord) -> Option<i128> {
+    let frame = record.frame.as_ref()?;
+    let stop = frame.stopped?;
+    let first = record.saturation.as_ref().and_then(|s| s.first_breach);
+    let breach_end = frame
+        .steps
+        .iter()
+        .find(|s| Some(s.rate) == first)
+        .map(|s| s.end_ns);
+    Some(breach_end.unwrap_or(stop.at_ns).min(stop.at_ns))
 }
 
 /// Stamps the run's end and writes its record; a record that cannot be written fails the
@@ -518,6 +527,8 @@ async fn start_load<'a>(
         &container,
         script.generator,
         r.dir.join(rundir::REQUESTS_CSV),
+        // The rule the run's frame records (`Frame::of`), known before the frame is.
+        crate::analysis::judging::CURRENT,
     );
     let started = Instant::now();
     events.emit(RunEvent::LoadStarted {

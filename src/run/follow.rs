@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::{Receiver, Sender};
 
+use crate::analysis::judging::Rule;
 use crate::analysis::live::{LiveRamp, Stop, Transient};
 use crate::analysis::saturation::{Request, StepVerdict};
 use crate::engine::runtime::Runtime;
@@ -31,8 +32,8 @@ use crate::spec::commands;
 struct Shared {
     scenario_start_ns: Option<u64>,
     ramp: Option<LiveRamp>,
-    /// Requests read before the ramp's judge was set up (its steps need the scenario's
-    /// start), with their ends.
+    /// Requests (and dropped starts) read before the ramp's judge was set up (its steps
+    /// need the scenario's start), with their ends.
     early: Vec<(Request, i128)>,
     requests: u64,
     /// Why the stream or its conversion failed, if it did.
@@ -86,6 +87,36 @@ impl Read for Chunks {
     }
 }
 
+impl Shared {
+    /// What the conversion read, judged by `rule` and handed to the ramp's judge (or kept
+    /// until it is set up).
+    fn seen(&mut self, seen: Seen<'_>, rule: Rule) {
+        match seen {
+            Seen::ScenarioStart(ns) => self.scenario_start_ns = Some(ns),
+            Seen::Request(r) => {
+                self.requests += 1;
+                self.judge(r.judged(rule), i128::from(r.end_ns));
+            }
+            Seen::Dropped { second, count } => {
+                let start = self.scenario_start_ns.map(i128::from);
+                // A drop's instant is its end too: it never ran.
+                if let Some(at) = start.and_then(|t0| rule.dropped_at(t0, second)) {
+                    for _ in 0..count {
+                        self.judge(Request::dropped(at), at);
+                    }
+                }
+            }
+        }
+    }
+
+    fn judge(&mut self, r: Request, end_ns: i128) {
+        match self.ramp.as_mut() {
+            Some(ramp) => ramp.push(r, end_ns),
+            None => self.early.push((r, end_ns)),
+        }
+    }
+}
+
 fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     // A panic while holding the lock leaves plain data: keep using it.
     shared.lock().unwrap_or_else(|e| e.into_inner())
@@ -93,12 +124,13 @@ fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 
 impl Follower {
     /// Starts following the load generator `container` (already started) of `kind`,
-    /// writing `requests_csv` as requests come.
+    /// writing `requests_csv` as requests come, and judging them by `rule`.
     pub fn start(
         rt: &Runtime,
         container: &str,
         kind: LoadGeneratorKind,
         requests_csv: PathBuf,
+        rule: Rule,
     ) -> Follower {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
@@ -126,23 +158,7 @@ impl Follower {
             };
             let mut flushed = Instant::now();
             let result = requests::convert_for(kind, input, out, &mut |seen| {
-                let mut g = lock(&s);
-                match seen {
-                    Seen::ScenarioStart(ns) => g.scenario_start_ns = Some(ns),
-                    Seen::Request(r) => {
-                        g.requests += 1;
-                        let req = Request {
-                            start_ns: i128::from(r.start_ns),
-                            duration_ms: r.duration_ms,
-                            status: r.status,
-                        };
-                        let end = i128::from(r.end_ns);
-                        match g.ramp.as_mut() {
-                            Some(ramp) => ramp.push(req, end),
-                            None => g.early.push((req, end)),
-                        }
-                    }
-                }
+                lock(&s).seen(seen, rule);
                 let flush = flushed.elapsed() >= Duration::from_secs(1);
                 if flush {
                     flushed = Instant::now();
@@ -261,5 +277,50 @@ async fn stream(
             Ok((true, _)) => tokio::time::sleep(Duration::from_millis(200)).await,
             _ => return Some((offset, tx)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_are_judged_at_their_seconds_start_once_the_scenario_start_is_known() {
+        let t0: u64 = 1_000_000_000_000;
+        let mut s = Shared::default();
+        // A drop told before the scenario's start cannot be placed (the converters tell
+        // none so); after it, each drop is a failed request at its second's start.
+        s.seen(
+            Seen::Dropped {
+                second: 1,
+                count: 1,
+            },
+            Rule::BySchedule,
+        );
+        assert!(s.early.is_empty());
+        s.seen(Seen::ScenarioStart(t0), Rule::BySchedule);
+        s.seen(
+            Seen::Dropped {
+                second: 2,
+                count: 3,
+            },
+            Rule::BySchedule,
+        );
+        let at = i128::from(t0) + 2_000_000_000;
+        assert_eq!(s.early.len(), 3);
+        assert!(s
+            .early
+            .iter()
+            .all(|(r, end)| r.at_ns == at && *end == at && r.failed()));
+        assert_eq!(s.requests, 0, "a dropped start is no request");
+        // Judged by start, drops count in no window.
+        s.seen(
+            Seen::Dropped {
+                second: 3,
+                count: 2,
+            },
+            Rule::ByStart,
+        );
+        assert_eq!(s.early.len(), 3);
     }
 }

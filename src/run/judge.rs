@@ -29,7 +29,8 @@ pub(super) struct Shown {
 /// The live judge, from the frame the scenario's start `t0` fixes: a step ramp's steps, or
 /// for any other profile the measured phase cut into objective windows (judged and shown,
 /// never stopped); a window is complete once the stream is past its end by the request
-/// timeout plus two seconds (k6 writes its samples once a second). `stops`: the ramp's load
+/// timeout plus two seconds (k6 writes its samples once a second), plus feedbench-load's
+/// maximum lag (its requests are placed at their scheduled instants). `stops`: the ramp's load
 /// stops at its first sustained breach.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn live_judge(
@@ -82,7 +83,15 @@ pub(super) fn live_judge(
             failed_bound: objective.error_rate,
         })
         .collect();
-    let settle_ns = ((script.request_timeout_s + 2.0) * 1e9) as i128;
+    // A request is placed at its scheduled instant where the generator records one: it
+    // may start up to the maximum lag after it (a later one is dropped), then time out.
+    let lag_s = match script.generator {
+        crate::plan::model::LoadGeneratorKind::Native => {
+            plan.topology.load_generator.max_lag().millis as f64 / 1e3
+        }
+        _ => 0.0,
+    };
+    let settle_ns = ((script.request_timeout_s + lag_s + 2.0) * 1e9) as i128;
     let confirm = frame.confirm();
     Some((
         LiveRamp::new(steps, objective, settle_ns, confirm, stops && ramp),
@@ -158,6 +167,7 @@ mod tests {
         saturation::StepVerdict {
             rate,
             requests: 100,
+            dropped: 0,
             p99_ms: Some(if met { 10.0 } else { 900.0 }),
             error_rate: 0.0,
             met,

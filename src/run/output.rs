@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::execute::{write, EventLog, ExecuteError, Running};
 use super::judge::ramp_terms;
+use crate::analysis::judging::Rule;
 use crate::analysis::live::LiveRamp;
 use crate::analysis::objective::JudgedWindows;
 use crate::analysis::routes::{self, Tally};
@@ -71,7 +72,8 @@ pub(super) fn keep(
         })
     });
     let measured = record.frame.as_ref().map(|f| f.measured);
-    let (reqs, tallies) = match read_requests(&r.dir.join(rundir::REQUESTS_CSV), measured) {
+    let csv = r.dir.join(rundir::REQUESTS_CSV);
+    let (mut reqs, starts, tallies) = match read_requests(&csv, measured, judged_by(record)) {
         Ok(read) => read,
         Err(e) => {
             record.load = Some(summary);
@@ -85,6 +87,8 @@ pub(super) fn keep(
         for u in routes::unexpected(&tallies, &f.expected_4xx) {
             record.warnings.push(u.to_string());
         }
+        let t0 = summary.scenario_start_ns;
+        reqs.extend(f.judged_by.drops(t0, &summary.dropped_per_second));
     }
     record.saturation = record
         .frame
@@ -98,7 +102,16 @@ pub(super) fn keep(
         m
     });
     record.load = Some(summary);
-    Ok(reqs.iter().map(|r| r.start_ns).collect())
+    Ok(starts)
+}
+
+/// The rule the run is judged by: its frame's (none without a frame: by start).
+fn judged_by(record: &RunRecord) -> Rule {
+    record
+        .frame
+        .as_ref()
+        .map(|f| f.judged_by)
+        .unwrap_or_default()
 }
 
 /// requests.csv converted from the raw output, written beside the copy followed while the
@@ -128,15 +141,21 @@ fn convert(
     Ok(converted)
 }
 
-/// The measured phase's figures: requests that started after the warm-up.
+/// The measured phase's figures, by the run's rule: the requests sent that it places after
+/// the warm-up, their latency percentiles and failed share, as the report's `requests`,
+/// `latency_p*` and `failed_share` rows (dropped starts are the load summary's, and count in
+/// the windows).
 fn measured_summary(
     script: &LoadScript,
     summary: &LoadSummary,
     reqs: &[saturation::Request],
 ) -> Option<Measured> {
     let from = Window::measured(script, summary)?.start_ns;
-    let measured: Vec<&saturation::Request> = reqs.iter().filter(|r| r.start_ns >= from).collect();
-    let mut d: Vec<f64> = measured.iter().map(|r| r.duration_ms).collect();
+    let measured: Vec<&saturation::Request> = reqs
+        .iter()
+        .filter(|r| r.at_ns >= from && r.latency_ms.is_some())
+        .collect();
+    let mut d: Vec<f64> = measured.iter().filter_map(|r| r.latency_ms).collect();
     d.sort_by(f64::total_cmp);
     let failed = measured.iter().filter(|r| r.failed()).count();
     Some(Measured {
@@ -165,18 +184,24 @@ fn phase_windows(frame: &Frame, reqs: &[saturation::Request]) -> Option<JudgedWi
     ))
 }
 
-/// requests.csv as analysis reads it, read once, just after it was written, with each
-/// route's tally over the measured phase (none without a frame): a row that does not read
-/// back fails the run, naming the file and the row.
+/// The requests as `rule` judges them, their starts (unix ns, for the validity checks)
+/// and each route's tally over the measured phase (none without a frame)
+/// (`feedbench_core::routes`).
+type Read = (Vec<saturation::Request>, Vec<i128>, BTreeMap<String, Tally>);
+
+/// requests.csv as analysis reads it, read once, just after it was written: a row that
+/// does not read back fails the run, naming the file and the row.
 fn read_requests(
     requests_csv: &Path,
     measured: Option<Span>,
-) -> Result<(Vec<saturation::Request>, BTreeMap<String, Tally>), ExecuteError> {
+    rule: Rule,
+) -> Result<Read, ExecuteError> {
     let file = std::fs::File::open(requests_csv).map_err(|source| ExecuteError::Write {
         path: requests_csv.to_path_buf(),
         source,
     })?;
     let mut reqs = Vec::new();
+    let mut starts = Vec::new();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     for r in requests::read(std::io::BufReader::new(file)) {
         let r = r.map_err(|e| ExecuteError::Requests {
@@ -192,13 +217,10 @@ fn read_requests(
                 t.add(r.status);
             }
         }
-        reqs.push(saturation::Request {
-            start_ns,
-            duration_ms: r.duration_ms,
-            status: r.status,
-        });
+        starts.push(start_ns);
+        reqs.push(r.judged(rule));
     }
-    Ok((reqs, tallies))
+    Ok((reqs, starts, tallies))
 }
 
 /// A warning when the live judgment of the ramp differs from the one made afterwards from
@@ -265,7 +287,8 @@ mod tests {
             end_ns: 12,
             offered_arrivals: 10.0,
         };
-        let (reqs, tallies) = read_requests(&path, Some(measured)).unwrap();
+        let (reqs, starts, tallies) = read_requests(&path, Some(measured), Rule::ByStart).unwrap();
+        assert_eq!(starts, (0..12).collect::<Vec<i128>>());
         assert_eq!(reqs.len(), 12, "the warm-up's requests are kept");
         let t = |route: &str| (tallies[route].requests, tallies[route].status_4xx);
         assert_eq!((t("feed"), t("post")), ((5, 0), (5, 5)));
@@ -276,6 +299,9 @@ mod tests {
         let declared = BTreeMap::from([("post".to_string(), 1.0)]);
         assert!(routes::unexpected(&tallies, &declared).is_empty());
         // Without a frame, nothing is tallied.
-        assert!(read_requests(&path, None).unwrap().1.is_empty());
+        assert!(read_requests(&path, None, Rule::ByStart)
+            .unwrap()
+            .2
+            .is_empty());
     }
 }

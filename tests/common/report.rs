@@ -81,6 +81,11 @@ pub fn generated_arms(root: &Path) -> Vec<PathBuf> {
     generate(root, &["--arms"])
 }
 
+/// Native runs judged by schedule: a generator's stall, dropped starts, late starts.
+pub fn generated_schedule(root: &Path) -> Vec<PathBuf> {
+    generate(root, &["--schedule"])
+}
+
 /// The generator's runs for tests/plans/valid/findings.yaml.
 pub fn generated_findings(root: &Path) -> Vec<PathBuf> {
     generate(root, &["--findings"])

@@ -34,12 +34,7 @@ fn recorded(dir: &str) -> (Vec<Step>, Objective, Vec<(Request, i128)>) {
     let reqs = requests::read(file)
         .map(|r| {
             let r = r.unwrap();
-            let req = Request {
-                start_ns: i128::from(r.start_ns),
-                duration_ms: r.duration_ms,
-                status: r.status,
-            };
-            (req, i128::from(r.end_ns))
+            (r.judged(frame.judged_by), i128::from(r.end_ns))
         })
         .collect();
     assert!(!steps.is_empty());
@@ -59,7 +54,7 @@ fn replay(
     Option<feedbench_core::analysis::live::Stop>,
     Vec<Request>,
 ) {
-    let longest = reqs.iter().map(|(r, end)| end - r.start_ns).max().unwrap();
+    let longest = reqs.iter().map(|(r, end)| end - r.at_ns).max().unwrap();
     let mut live = LiveRamp::new(
         steps.to_vec(),
         *objective,
@@ -68,11 +63,11 @@ fn replay(
         stops,
     );
     let mut order: Vec<&(Request, i128)> = reqs.iter().collect();
-    order.sort_by_key(|(r, end)| (*end, r.start_ns));
+    order.sort_by_key(|(r, end)| (*end, r.at_ns));
     let mut stop = None;
     let mut sent = Vec::new();
     for (r, end) in order {
-        if stop.is_some_and(|s: feedbench_core::analysis::live::Stop| r.start_ns >= s.at_ns) {
+        if stop.is_some_and(|s: feedbench_core::analysis::live::Stop| r.at_ns >= s.at_ns) {
             continue;
         }
         live.push(*r, *end);

@@ -208,6 +208,47 @@ fn both_implementations_agree_and_find_the_known_answers() {
 
 #[test]
 #[ignore = "needs Python with pandas (twin/requirements.txt)"]
+fn windows_judged_by_schedule_count_dropped_and_late_starts_in_both_implementations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = common::report::generated_schedule(tmp.path());
+    let ours = common::report::analysed(&dirs);
+    common::report::assert_the_twin_agrees(&dirs, &ours);
+    let windows = |run: &str| {
+        let run = format!("feed-rs.indexed/{run}/r1");
+        let v = |metric: &str| value(&ours, &run, metric, "").0;
+        (
+            v("objective_windows"),
+            v("objective_windows_breached"),
+            v("latency_p99"),
+            v("duration_p99"),
+        )
+    };
+    // Every request sent was answered in 20 ms: duration_ms's p99 meets the 500 ms bound in
+    // each run, and only the starts the windows judged by schedule see break one window.
+    // A 4 s stall of the generator: 400 starts dropped in the second window.
+    let (three, one, fast) = (Some(3.0), Some(1.0), Some(20.0));
+    assert_eq!(windows("stall"), (three, one, fast, fast));
+    // 2 % of the first window's starts dropped break its 1 % bound; judged by start (as a
+    // run.json without a rule is), the same requests meet it.
+    assert_eq!(windows("drops"), (three, one, fast, fast));
+    assert_eq!(windows("drops-by-start"), (three, Some(0.0), fast, fast));
+    // The last window's requests started 600 ms after their schedule and were answered in
+    // 20 ms: 620 ms from the schedule, over the bound, and the latency a check reads.
+    assert_eq!(windows("late"), (three, one, Some(620.0), fast));
+    assert_eq!(
+        value(
+            &ours,
+            "feed-rs.indexed/late/r1",
+            "latency_from_schedule_p99",
+            ""
+        )
+        .0,
+        Some(620.0)
+    );
+}
+
+#[test]
+#[ignore = "needs Python with pandas (twin/requirements.txt)"]
 fn a_raw_value_edited_afterwards_is_caught() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = generated(tmp.path());

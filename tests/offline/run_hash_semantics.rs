@@ -1,11 +1,11 @@
-//! Run hashes across the executor's change of semantics: a step ramp with `stop-on-breach`
+//! Run hashes across the executor's changes of semantics: a step ramp with `stop-on-breach`
 //! now stops its load at the knee, so its runs (and the runs that take their rates from
-//! it) hash differently from round 1's, which ran every step; a ramp that runs every step
-//! keeps its round-1 hash as far as the plan goes. The round-1 hashes below were printed by
-//! `feedbench plan` of round 1 on experiments/smoke.yaml, as written and with
-//! `stop-on-breach: false`. Since the inputs digest, every run's hash also covers its input
-//! files (init scripts, build contexts), which round 1 did not hash: `feedbench plan` prints
-//! hashes that differ from all of round 1's, and the plan-alone hash keeps round 1's.
+//! it) hash differently from those of a ramp that runs every step, as round 1's did. The
+//! round-1 hashes below were printed by `feedbench plan` of round 1 on
+//! experiments/smoke.yaml, as written and with `stop-on-breach: false`. Since the inputs
+//! digest, every run's hash also covers its input files (init scripts, build contexts), and
+//! since windows are judged by schedule it carries that rule (`judged_by`), neither of
+//! which round 1 hashed: no run keeps a round-1 hash, even of the plan alone.
 
 use std::path::PathBuf;
 
@@ -114,16 +114,30 @@ fn ramps_that_stop_hash_differently_from_round_one_and_ramps_that_do_not_keep_th
         .iter()
         .zip(&kept)
         .all(|(a, b)| a.0 == b.0 && a.1 != b.1));
-    // The plan alone, as round 1 hashed.
-    let ctx = feedbench_core::plan::validate::Context {
-        host_cores: None,
-        exists: None,
+    // The plan alone, as round 1 hashed: the rule windows are judged by is in every
+    // run's hash, so none keeps round 1's; the stopping ramp and the runs rated from it
+    // still hash apart from the ramp that runs every step.
+    let alone = |text: &str| -> Vec<(String, String)> {
+        let ctx = feedbench_core::plan::validate::Context {
+            host_cores: None,
+            exists: None,
+        };
+        let loaded = feedbench_core::plan::load_str("smoke.yaml", text, &ctx)
+            .unwrap_or_else(|e| panic!("{e}"));
+        feedbench_core::plan::expand(&loaded.plan)
+            .into_iter()
+            .map(|r| (r.id, r.run_hash))
+            .collect()
     };
-    let loaded = feedbench_core::plan::load_str("smoke.yaml", &every_step, &ctx)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let alone: Vec<(String, String)> = feedbench_core::plan::expand(&loaded.plan)
-        .into_iter()
-        .map(|r| (r.id, r.run_hash))
-        .collect();
-    assert_eq!(alone, kept);
+    let (every, stopping) = (alone(&every_step), alone(&smoke));
+    assert_eq!(every.len(), kept.len());
+    for ((now, then), stops) in every.iter().zip(&kept).zip(&stopping) {
+        assert_eq!((&now.0, &stops.0), (&then.0, &then.0));
+        assert_ne!(
+            now.1, then.1,
+            "{}: judged by schedule, hashed as round 1",
+            now.0
+        );
+        assert_ne!(now.1, stops.1, "{}: stopping or not, one hash", now.0);
+    }
 }

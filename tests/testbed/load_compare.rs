@@ -268,15 +268,11 @@ fn knee(loaded: &LoadedPlan, d: &Drive) -> Option<f64> {
         })
         .collect();
     let o = &loaded.plan.study.objective;
-    let reqs: Vec<saturation::Request> = d
-        .requests
-        .iter()
-        .map(|r| saturation::Request {
-            start_ns: i128::from(r.start_ns),
-            duration_ms: r.duration_ms,
-            status: r.status,
-        })
-        .collect();
+    // Judged as the executor judges a run (`analysis::judging::CURRENT`): feedbench-load's
+    // requests at their scheduled instants, either generator's dropped starts failed.
+    let rule = feedbench_core::analysis::judging::CURRENT;
+    let mut reqs: Vec<saturation::Request> = d.requests.iter().map(|r| r.judged(rule)).collect();
+    reqs.extend(rule.drops(d.summary.scenario_start_ns, &d.summary.dropped_per_second));
     let objective = Objective {
         p99_ms: o.p99.as_secs_f64() * 1000.0,
         error_rate: o.error_rate.fraction(),

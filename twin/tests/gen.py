@@ -38,10 +38,10 @@ DEFAULT_CAPS = {
 def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=None,
           repetition=1, start, end, offered, steps=(), p99_ms=500, failed_share=0.01,
           window_ns=60 * NS, fault_window=None, caps=None, recovery=None, stopped=None,
-          confirm_steps=None, expected_4xx=None):
-    """run.json's frame. `stopped` (a ramp stopped at its knee), `confirm_steps` and
-    `expected_4xx` (route → declared 4xx share) are written only when given, as older
-    run.json files lack them."""
+          confirm_steps=None, expected_4xx=None, judged_by=None):
+    """run.json's frame. `stopped` (a ramp stopped at its knee), `confirm_steps`,
+    `expected_4xx` (route → declared 4xx share) and `judged_by` (the rule its windows are
+    judged by) are written only when given, as older run.json files lack them."""
     f = {
         "contender": contender, "variant": variant, "profile": profile, "fault": fault,
         "repetition": repetition,
@@ -59,6 +59,8 @@ def frame(*, contender="feed-rs", variant="indexed", profile="baseline", fault=N
         f["confirm_steps"] = confirm_steps
     if expected_4xx is not None:
         f["expected_4xx"] = expected_4xx
+    if judged_by is not None:
+        f["judged_by"] = judged_by
     return f
 
 
@@ -70,8 +72,9 @@ def run_id_of(f):
 
 def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFrame,
               events=(), health=(), dropped=0, rss_column=True,
-              working_set_column=True, route_column=True) -> Path:
-    """`rss_column` / `working_set_column` False leave `memory_rss_bytes` /
+              working_set_column=True, route_column=True, load=None) -> Path:
+    """`load`: more of run.json's load summary (the scenario's start, dropped starts per
+    second). `rss_column` / `working_set_column` False leave `memory_rss_bytes` /
     `memory_working_set_bytes` out of containers.csv's header, as older files lack them;
     `route_column` False leaves `route` out of requests.csv's header. Requests without a
     route of their own are on route `feed`."""
@@ -82,7 +85,7 @@ def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFr
         "format_version": 1, "run_id": run_id, "run_hash": "0" * 64, "plan_hash": "0" * 64,
         "execution": {"execution": "completed"}, "cleanup_ok": True, "derived": [],
         "warnings": [], "load": {"requests": len(requests), "errors": 0,
-                                 "dropped_iterations": dropped},
+                                 "dropped_iterations": dropped, **(load or {})},
         "frame": f, "started_wall_ns": int(T0), "ended_wall_ns": int(f["measured"]["end_ns"]),
     }
     (d / "run.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -566,6 +569,48 @@ def big_run(root, n_requests=100_000, repetition=1, fault=True, seed=0, variant=
     return write_run(root, f, req, cont, events=events, health=health)
 
 
+def schedule_run(root, profile, judged_by="by-schedule", dropped=None, late_ms=None):
+    """A native run at 100/s, 30 s measured after 5 s of warm-up, objective p99 500 ms and
+    1 % failed over 10 s windows; every request answered in 20 ms. `dropped`: second of the
+    scenario → starts dropped in it (no row; the load summary counts them); `late_ms`:
+    (first, last) second of the scenario whose requests started that many ms after their
+    scheduled instant, as `(seconds, ms)`."""
+    ms = T0 + 5 * NS
+    me = ms + 30 * NS
+    dropped = dropped or {}
+    scheduled, starts = [], []
+    for t in range(37):  # the scenario's seconds: warm-up, measured, 2 s after
+        n = 100 - dropped.get(t, 0)
+        lag = late_ms[1] * MS if late_ms and t in late_ms[0] else 0
+        for j in range(n):
+            at = T0 + t * NS + j * 10 * MS
+            scheduled.append(at)
+            starts.append(at + lag)
+    req = requests_frame(starts, [20.0] * len(starts))
+    req["scheduled_ns"] = np.array(scheduled, dtype=np.int64)[
+        np.argsort(np.array(starts) + 20 * MS, kind="stable")]
+    per_second = [dropped.get(t, 0) for t in range(max(dropped, default=-1) + 1)]
+    f = frame(profile=profile, start=ms, end=me, offered=3000, window_ns=10 * NS,
+              judged_by=judged_by)
+    return write_run(root, f, req, simple_containers(ms, me), dropped=sum(per_second),
+                     load={"generator": "native", "scenario_start_ns": int(T0),
+                           "dropped_per_second": per_second})
+
+
+def schedule_runs(root):
+    """The runs that tell windows judged by schedule from windows judged by start: a 4 s
+    stall of the generator (its starts dropped); 2 % of one window's starts dropped, judged
+    by schedule and by start; requests of one window started 600 ms late."""
+    stall = {t: 100 for t in range(17, 21)}
+    two_percent = {t: 2 for t in range(5, 15)}
+    return [
+        schedule_run(root, "stall", dropped=stall),
+        schedule_run(root, "drops", dropped=two_percent),
+        schedule_run(root, "drops-by-start", judged_by=None, dropped=two_percent),
+        schedule_run(root, "late", late_ms=(range(25, 35), 600)),
+    ]
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -577,8 +622,13 @@ if __name__ == "__main__":
                     help="write two arms (indexed, production 1.5x slower), 3 repetitions each")
     ap.add_argument("--findings", action="store_true",
                     help="write the runs of tests/plans/valid/findings.yaml instead")
+    ap.add_argument("--schedule", action="store_true",
+                    help="write the runs judged by schedule (dropped and late starts) instead")
     a = ap.parse_args()
-    if a.findings:
+    if a.schedule:
+        for d in schedule_runs(a.root):
+            print(d)
+    elif a.findings:
         for d in findings_runs(a.root):
             print(d)
     elif a.arms:

@@ -84,9 +84,9 @@ impl LiveRamp {
     /// warm-up, or after the last step) are not the ramp's.
     pub fn push(&mut self, r: Request, end_ns: i128) {
         self.watermark = self.watermark.max(end_ns);
-        let i = self.steps.partition_point(|s| s.end_ns <= r.start_ns);
+        let i = self.steps.partition_point(|s| s.end_ns <= r.at_ns);
         match self.steps.get(i) {
-            Some(s) if s.start_ns <= r.start_ns => {
+            Some(s) if s.start_ns <= r.at_ns => {
                 if i < self.judged.len() {
                     self.late += 1;
                 } else {
@@ -244,8 +244,9 @@ mod tests {
                 let end = t + (ms * 1e6) as i128;
                 reqs.push((
                     Request {
-                        start_ns: t,
-                        duration_ms: ms,
+                        at_ns: t,
+                        end_ns: t + (ms * 1e6) as i128,
+                        latency_ms: Some(ms),
                         status,
                     },
                     end,
@@ -378,9 +379,9 @@ mod tests {
         let (steps, mut reqs) = ramp(&rates, 160.0, seed);
         let stall = steps[3].start_ns + 2 * S..steps[3].start_ns + 5 * S;
         for (r, end) in &mut reqs {
-            if stall.contains(&r.start_ns) {
-                r.duration_ms = 1000.0;
-                *end = r.start_ns + S;
+            if stall.contains(&r.at_ns) {
+                r.latency_ms = Some(1000.0);
+                *end = r.at_ns + S;
             }
         }
         (steps, reqs)
@@ -433,9 +434,9 @@ mod tests {
         // at 180/s that it follows comes after the sustained one at 160/s.
         let (steps, mut reqs) = stalled(13);
         for (r, end) in &mut reqs {
-            if r.start_ns >= steps[9].start_ns {
-                r.duration_ms = 10.0;
-                *end = r.start_ns + S / 100;
+            if r.at_ns >= steps[9].start_ns {
+                r.latency_ms = Some(10.0);
+                *end = r.at_ns + S / 100;
             }
         }
         let mut live = LiveRamp::new(steps.clone(), objective(), 3 * S, 1, false);
@@ -461,12 +462,35 @@ mod tests {
     }
 
     #[test]
+    fn dropped_starts_break_a_step_live_as_they_do_offline() {
+        // Every request answered fast (no knee), but 2 % of the 30/s step's starts dropped:
+        // the step breaches the 1 % bound, live and offline alike.
+        let (steps, reqs) = ramp(&[10.0, 20.0, 30.0, 40.0], 1000.0, 21);
+        let at = steps[2].start_ns + S;
+        let mut all = reqs.clone();
+        all.extend((0..6).map(|_| (Request::dropped(at), at)));
+        let offline: Vec<Request> = all.iter().map(|r| r.0).collect();
+        let want = saturation::saturation(&offline, &steps, &objective(), 0);
+        assert_eq!(want.first_breach, Some(30.0));
+        assert_eq!(want.steps[2].dropped, 6);
+        let mut live = LiveRamp::new(steps, objective(), 3 * S, 0, false);
+        for (r, end) in stream(all, 21) {
+            live.push(r, end);
+            live.advance();
+        }
+        live.finish();
+        assert_eq!(live.late(), 0);
+        assert_eq!(live.saturation(), want);
+    }
+
+    #[test]
     fn a_request_for_a_judged_step_is_counted_late() {
         let (steps, _) = ramp(&[10.0, 20.0], 1000.0, 5);
         let mut live = LiveRamp::new(steps.clone(), objective(), S, 0, true);
-        let r = |start_ns| Request {
-            start_ns,
-            duration_ms: 10.0,
+        let r = |at_ns| Request {
+            at_ns,
+            end_ns: at_ns + S / 100,
+            latency_ms: Some(10.0),
             status: 200,
         };
         live.push(r(steps[0].start_ns), steps[0].start_ns + S / 100);

@@ -1,10 +1,11 @@
-//! Saturation under the objective: from a step ramp's requests, bucketed by START time, the
-//! verdict of every step, and the highest step rate that met the objective.
+//! Saturation under the objective: from a step ramp's requests, each placed where the run's
+//! rule judges it (`analysis::judging`: its scheduled instant or its start), the verdict of
+//! every step, and the highest step rate that met the objective.
 //!
 //! A step is judged over each full objective window inside it (after the warm-up): it meets
 //! the objective when every window holds requests and, in every window, the p99 latency
-//! (nearest rank) is at most the bound and the share of failed requests (no response, or
-//! status 500 and above) at most the error-rate bound: `objective::met`, the rule a run's
+//! (nearest rank) is at most the bound and the share of failed requests (no response,
+//! status 500 and above, or a dropped start the rule counts) at most the error-rate bound: `objective::met`, the rule a run's
 //! verdict uses too. A breach is *sustained* when each of the `confirm` steps after it that
 //! ran broke the objective too; a breach before the first sustained one is a *transient*.
 //! Saturation is the rate of the last step met before the first sustained breach; the
@@ -14,18 +15,35 @@ use serde::{Deserialize, Serialize};
 
 use super::objective::{self, Bounds, JudgedWindows};
 
-/// One request, as analysis needs it.
+/// One request as the objective judges it (`analysis::judging::Rule`), or a start the
+/// load generator dropped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Request {
-    pub start_ns: i128,
-    pub duration_ms: f64,
-    /// 0 when no response arrived.
+    /// The instant it is judged at: its scheduled instant or its start, by the rule.
+    pub at_ns: i128,
+    /// When its last byte came (or it failed); a dropped start's is its `at_ns`: it was
+    /// known to be dropped there.
+    pub end_ns: i128,
+    /// Its latency from that instant to its last byte, ms; `None` for a dropped start,
+    /// which was never sent and so has no latency (it counts as failed).
+    pub latency_ms: Option<f64>,
+    /// 0 when no response arrived (and for a dropped start).
     pub status: u16,
 }
 
 impl Request {
+    /// A start the load generator dropped, judged at `at_ns`.
+    pub fn dropped(at_ns: i128) -> Request {
+        Request {
+            at_ns,
+            end_ns: at_ns,
+            latency_ms: None,
+            status: 0,
+        }
+    }
+
     pub fn failed(&self) -> bool {
-        self.status == 0 || self.status >= 500
+        self.latency_ms.is_none() || self.status == 0 || self.status >= 500
     }
 }
 
@@ -56,7 +74,12 @@ impl Objective {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepVerdict {
     pub rate: f64,
+    /// The requests sent in the step (dropped starts not included).
     pub requests: usize,
+    /// The dropped starts the rule counts in the step, each a failed request; 0 in run.json
+    /// files written before dropped starts were counted.
+    #[serde(default)]
+    pub dropped: usize,
     /// The worst window's p99, in ms (`None` without requests).
     pub p99_ms: Option<f64>,
     /// The worst window's error share, 0 to 1.
@@ -145,10 +168,12 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank(p, sorted.len()) - 1])
 }
 
+/// A window's p99 (over the requests sent: a dropped start has no latency), its failed
+/// share (over every request and dropped start) and whether it met the objective.
 fn judge(requests: &[&Request], objective: &Objective) -> (Option<f64>, f64, bool) {
-    let mut durations: Vec<f64> = requests.iter().map(|r| r.duration_ms).collect();
-    durations.sort_by(f64::total_cmp);
-    let p99 = percentile(&durations, 99.0);
+    let mut latencies: Vec<f64> = requests.iter().filter_map(|r| r.latency_ms).collect();
+    latencies.sort_by(f64::total_cmp);
+    let p99 = percentile(&latencies, 99.0);
     let errors = requests.iter().filter(|r| r.failed()).count();
     let share = if requests.is_empty() {
         0.0
@@ -172,7 +197,7 @@ pub fn saturation(
         .map(|step| {
             let in_step: Vec<&Request> = requests
                 .iter()
-                .filter(|r| r.start_ns >= step.start_ns && r.start_ns < step.end_ns)
+                .filter(|r| r.at_ns >= step.start_ns && r.at_ns < step.end_ns)
                 .collect();
             step_verdict(&in_step, step, objective)
         })
@@ -181,7 +206,7 @@ pub fn saturation(
 }
 
 /// Each objective window of `[start_ns, end_ns)` (its full windows, the whole span when it is
-/// shorter than one) judged on the requests that started in it: `(p99, failed share, met)`.
+/// shorter than one) judged on the requests placed in it: `(p99, failed share, met)`.
 fn judge_windows(
     in_span: &[&Request],
     start_ns: i128,
@@ -194,14 +219,14 @@ fn judge_windows(
             let window: Vec<&Request> = in_span
                 .iter()
                 .copied()
-                .filter(|r| r.start_ns >= s && r.start_ns < e)
+                .filter(|r| r.at_ns >= s && r.at_ns < e)
                 .collect();
             judge(&window, objective)
         })
         .collect()
 }
 
-/// One step's verdict from the requests that started in it (in any order): the rule every
+/// One step's verdict from the requests placed in it (in any order): the rule every
 /// step is judged by, offline and while the ramp runs (`analysis::live`).
 pub fn step_verdict(in_step: &[&Request], step: &Step, objective: &Objective) -> StepVerdict {
     let judged = judge_windows(in_step, step.start_ns, step.end_ns, objective);
@@ -216,7 +241,8 @@ pub fn step_verdict(in_step: &[&Request], step: &Step, objective: &Objective) ->
     }
     StepVerdict {
         rate: step.rate,
-        requests: in_step.len(),
+        requests: in_step.iter().filter(|r| r.latency_ms.is_some()).count(),
+        dropped: in_step.iter().filter(|r| r.latency_ms.is_none()).count(),
         p99_ms: worst.0,
         error_rate: worst.1,
         met: worst.2 && !in_step.is_empty(),
@@ -234,7 +260,7 @@ pub fn phase_windows(
 ) -> JudgedWindows {
     let in_span: Vec<&Request> = requests
         .iter()
-        .filter(|r| r.start_ns >= start_ns && r.start_ns < end_ns)
+        .filter(|r| r.at_ns >= start_ns && r.at_ns < end_ns)
         .collect();
     let judged = judge_windows(&in_span, start_ns, end_ns, objective);
     JudgedWindows {
@@ -325,8 +351,9 @@ mod tests {
         let n = ((to - from) * rate) as usize;
         (0..n)
             .map(|i| Request {
-                start_ns: from * S + i as i128 * S / rate,
-                duration_ms: ms,
+                at_ns: from * S + i as i128 * S / rate,
+                end_ns: from * S + i as i128 * S / rate + (ms * 1e6) as i128,
+                latency_ms: Some(ms),
                 status: if fail_every > 0 && i % fail_every == 0 {
                     503
                 } else {
@@ -421,9 +448,9 @@ mod tests {
         // is 50 ms.
         let mut reqs = load(0, 50, 10, 50.0, 0);
         for i in [100, 101, 300, 301] {
-            reqs[i].duration_ms = 600.0;
+            reqs[i].latency_ms = Some(600.0);
         }
-        let mut d: Vec<f64> = reqs.iter().map(|r| r.duration_ms).collect();
+        let mut d: Vec<f64> = reqs.iter().filter_map(|r| r.latency_ms).collect();
         d.sort_by(f64::total_cmp);
         assert_eq!(percentile(&d, 99.0), Some(50.0));
         let judged = phase_windows(&reqs, 0, 50 * S, &objective());
@@ -464,6 +491,42 @@ mod tests {
                 breached: 1
             }
         );
+    }
+
+    #[test]
+    fn dropped_starts_break_a_window_whose_answered_requests_meet_the_objective() {
+        // 30 s at 100/s, every answer 50 ms. 2 % of the second window's starts dropped (20
+        // of 1,000 scheduled): its 980 answers meet the p99, the window breaches the 1 %
+        // error bound through the drops alone (20 of 1,000 failed).
+        let mut reqs = load(0, 30, 100, 50.0, 0);
+        reqs.retain(|r| !(10 * S..10 * S + S / 5).contains(&r.at_ns));
+        assert_eq!(reqs.len(), 2980);
+        reqs.extend((0..20).map(|_| Request::dropped(10 * S)));
+        let judged = phase_windows(&reqs, 0, 30 * S, &objective());
+        assert_eq!(
+            judged,
+            JudgedWindows {
+                windows: 3,
+                breached: 1
+            }
+        );
+        let steps = steps(&[100.0, 100.0, 100.0], 10);
+        let s = saturation(&reqs, &steps, &objective(), 0);
+        let second = &s.steps[1];
+        assert_eq!((second.requests, second.dropped), (980, 20));
+        assert_eq!((second.p99_ms, second.met), (Some(50.0), false));
+        assert!((second.error_rate - 0.02).abs() < 1e-12);
+        // 1 % dropped (10 of 1,000 scheduled) is exactly at the bound: met.
+        let mut at_bound = load(0, 10, 100, 50.0, 0);
+        at_bound.truncate(990);
+        at_bound.extend((0..10).map(|_| Request::dropped(S)));
+        assert_eq!(
+            phase_windows(&at_bound, 0, 10 * S, &objective()).breached,
+            0
+        );
+        // A window of dropped starts only has no p99 and breaches.
+        let only = vec![Request::dropped(S)];
+        assert_eq!(phase_windows(&only, 0, 10 * S, &objective()).breached, 1);
     }
 
     #[test]

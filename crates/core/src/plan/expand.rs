@@ -166,11 +166,19 @@ struct RunDefinition<'a> {
     /// inputs were not read (pure tests of the plan alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     inputs: Option<BTreeMap<String, String>>,
+    /// The rule the run's objective windows are judged by ([`JUDGED_BY`]): it decides where
+    /// a ramp stops and every verdict, so every run judged by it hashes differently from
+    /// the runs judged before it was recorded.
+    judged_by: &'static str,
     /// Where the roles run, when the plan places them other than the default (the load
     /// generator with the system under test): absent otherwise, so older hashes stand.
     #[serde(skip_serializing_if = "Option::is_none")]
     placement: Option<&'a super::model::Placement>,
 }
+
+/// The rule every run's windows are judged by: requests at their scheduled instants, dropped
+/// starts failed (`analysis::judging::CURRENT` by name).
+pub const JUDGED_BY: &str = "by-schedule";
 
 /// The executor's semantics for step ramps that stop at their knee.
 pub const RAMP_STOPS_AT_KNEE: &str = "ramp-stops-at-knee";
@@ -339,6 +347,7 @@ pub fn expand_with(plan: &Plan, inputs: Option<RunInputs>) -> Vec<RunSpec> {
                 .map(|&d| hashes[d].clone().unwrap_or_default())
                 .collect(),
             executor: executor_semantics(profile),
+            judged_by: JUDGED_BY,
             inputs: inputs.map(|of_run| of_run(&contenders[ci], steals(fault))),
             placement: (!plan.placement.is_default()).then_some(&plan.placement),
         };

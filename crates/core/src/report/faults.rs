@@ -2,12 +2,14 @@
 //! window breaking the objective), when the service was back within its control (the
 //! seeds' rule), and what the fault cost meanwhile (docs/analysis.md, "Faults").
 
+use super::judged;
 use super::latency::{within, Second, Stats};
 use super::out::Out;
 use super::read::{Event, Health, ReadyAttempt, Req};
 use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECORDED, NOT_RECOVERED};
 use super::window::{Ranks, Sliding};
 use crate::analysis::objective::{self, Bounds};
+use crate::analysis::saturation::Request;
 use crate::rundir::frame::{FaultWindow, Frame};
 
 /// The fault's instants on the wall clock (unix ns).
@@ -132,39 +134,44 @@ pub fn recovery(
     (!disrupted && run > hold).then_some(first)
 }
 
-/// Whether the `n` requests that started in `[e − W, e)` break the objective as a client
-/// knew them at instant `e`: a finished request (`end_ns ≤ e`) by its `duration_ms` and
-/// whether it failed, an open one by its age `e − start_ns` and not failed. Without a
-/// request they do. The nearest-rank p99 of `n` figures is above the bound exactly when at
-/// least `n − rank + 1` of them are, so only the window's `suspects` are looked at: the
-/// requests that can ever count as over the bound or failed (see [`suspects`]).
-fn breaks_at(n: usize, suspects: &[&Req], e: i128, bounds: Bounds) -> bool {
-    if n == 0 {
+/// Whether the judged requests placed in `[e − W, e)` (`report::judged`) break the
+/// objective as a client knew them at instant `e`: `n` of them, `dropped` of which are
+/// dropped starts (failed, without a latency, known where they are placed). A finished
+/// request (`end_ns ≤ e`) counts by its latency and whether it failed, an open one by its
+/// age `e − at_ns` and not failed. Without a request sent they do. The nearest-rank p99 of
+/// the `n − dropped` latencies is above the bound exactly when at least `n − dropped −
+/// rank + 1` of them are, so only the window's `suspects` are looked at: the requests that
+/// can ever count as over the bound or failed (see [`suspects`]).
+fn breaks_at(n: usize, dropped: usize, suspects: &[&Request], e: i128, bounds: Bounds) -> bool {
+    let sent = n - dropped;
+    if sent == 0 {
         return true;
     }
     let (mut over, mut failed) = (0usize, 0usize);
     for r in suspects {
         let (seen_ms, has_failed) = if r.end_ns <= e {
-            (r.duration_ms, r.failed())
+            (r.latency_ms, r.failed())
         } else {
-            ((e - r.start_ns) as f64 / 1e6, false)
+            (Some((e - r.at_ns) as f64 / 1e6), false)
         };
-        over += usize::from(seen_ms > bounds.p99_ms);
+        over += usize::from(seen_ms.is_some_and(|ms| ms > bounds.p99_ms));
         failed += usize::from(has_failed);
     }
-    let p99_over = over > n - crate::analysis::saturation::rank(99.0, n);
+    let p99_over = over > sent - crate::analysis::saturation::rank(99.0, sent);
     let share = failed as f64 / n as f64;
     p99_over || !objective::met(bounds, f64::NEG_INFINITY, share)
 }
 
-/// The requests, in start order, that can count against the objective at some instant: a
-/// failed one, one whose duration is over the bound, or one open longer than it (an open
-/// request's age stays below `end_ns − start_ns`). Every other request is within the bound
-/// at every instant, finished or not.
-fn suspects(reqs: &[Req], p99_ms: f64) -> Vec<&Req> {
+/// The judged requests, in `at_ns` order, that can count against the objective at some
+/// instant: a failed one (a dropped start among them), one whose latency is over the
+/// bound, or one open longer than it (an open request's age stays below `end_ns − at_ns`).
+/// Every other request is within the bound at every instant, finished or not.
+fn suspects(reqs: &[Request], p99_ms: f64) -> Vec<&Request> {
     reqs.iter()
         .filter(|r| {
-            r.failed() || r.duration_ms > p99_ms || (r.end_ns - r.start_ns) as f64 / 1e6 > p99_ms
+            r.failed()
+                || r.latency_ms.is_some_and(|ms| ms > p99_ms)
+                || (r.end_ns - r.at_ns) as f64 / 1e6 > p99_ms
         })
         .collect()
 }
@@ -172,7 +179,7 @@ fn suspects(reqs: &[Req], p99_ms: f64) -> Vec<&Req> {
 /// The first instant on the grid after `applied` at which the trailing objective window,
 /// judged on what had happened by then ([`breaks_at`]: causal, never on a latency not yet
 /// finished), breaks the objective, as the time since `applied`.
-fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128> {
+fn objective_detection(frame: &Frame, reqs: &[Request], i: &Instants) -> Option<i128> {
     let o = &frame.objective;
     let step = frame.recovery.step_ns;
     if step <= 0 {
@@ -183,6 +190,11 @@ fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128
         failed_share: o.failed_share,
     };
     let suspects = suspects(reqs, o.p99_ms);
+    let drops: Vec<i128> = reqs
+        .iter()
+        .filter(|r| r.latency_ms.is_none())
+        .map(|r| r.at_ns)
+        .collect();
     let mut k: i128 = 0;
     loop {
         let e = i.applied + k * step;
@@ -190,10 +202,11 @@ fn objective_detection(frame: &Frame, reqs: &[Req], i: &Instants) -> Option<i128
             return None;
         }
         let a = e - o.window_ns;
-        let n = within(reqs, a, e).len();
-        let from = suspects.partition_point(|r| r.start_ns < a);
-        let to = suspects.partition_point(|r| r.start_ns < e);
-        if breaks_at(n, &suspects[from..to], e, bounds) {
+        let n = judged::within(reqs, a, e).len();
+        let dropped = drops.partition_point(|&d| d < e) - drops.partition_point(|&d| d < a);
+        let from = suspects.partition_point(|r| r.at_ns < a);
+        let to = suspects.partition_point(|r| r.at_ns < e);
+        if breaks_at(n, dropped, &suspects[from..to], e, bounds) {
             return Some(e - i.applied);
         }
         k += 1;
@@ -257,10 +270,12 @@ pub fn ready_row(out: &mut Out, frame: &Frame, readiness: Option<&[ReadyAttempt]
 }
 
 /// Every fault row of a run with a fault.
+/// `reqs` are requests.csv's rows, `judged` the same requests (and the dropped starts) as
+/// the run's rule judges them (`report::judged`), which the objective-window detection reads.
 pub fn rows(
     out: &mut Out,
     frame: &Frame,
-    reqs: &[Req],
+    (reqs, judged): (&[Req], &[Request]),
     events: &[Event],
     health: &[Health],
     seconds: &[Second],
@@ -300,7 +315,7 @@ pub fn rows(
     out.or("detect_failed_request", failed, "s", NOT_OBSERVED);
     out.or(
         "detect_objective_window",
-        objective_detection(frame, reqs, &i).map(secs),
+        objective_detection(frame, judged, &i).map(secs),
         "s",
         NOT_OBSERVED,
     );
@@ -524,7 +539,8 @@ mod tests {
             observe_end: 200 * S,
             down: None,
         };
-        objective_detection(&frame, &reqs, &i)
+        let judged = judged::requests(crate::analysis::judging::Rule::ByStart, &reqs, None);
+        objective_detection(&frame, &judged, &i)
     }
 
     #[test]

@@ -320,6 +320,16 @@ fn status_rows(
     }
 }
 
+/// The measured phase's `duration_ms` (first byte sent to last byte received) of the
+/// requests that started in it, whatever the run's rule: `duration_p50`, `duration_p99`,
+/// `duration_max`. `sent` is requests.csv as it is, sorted by start.
+pub fn duration_rows(out: &mut Out, sent: &[Req], span: &Span) {
+    let s = Stats::of(within(sent, span.start_ns, span.end_ns));
+    out.value("duration_p50", s.p(50.0), "ms");
+    out.value("duration_p99", s.p(99.0), "ms");
+    out.value("duration_max", s.sorted_ms.last().copied(), "ms");
+}
+
 /// Latency counted from each request's scheduled instant (`end_ns − scheduled_ns`), free of
 /// coordinated omission: a request the generator sent late is charged its lateness. Only
 /// where every request of the span has `scheduled_ns` (a native load generator's rows).

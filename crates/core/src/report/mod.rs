@@ -5,6 +5,7 @@
 
 pub mod comparison;
 pub mod faults;
+pub mod judged;
 pub mod latency;
 pub mod out;
 pub mod ramp;

@@ -2,12 +2,12 @@
 //! each read at its first sustained breach and at its first breach (docs/analysis.md,
 //! "Step ramps").
 
-use super::latency::{quick_p, ratio, within, Stats};
+use super::judged::{within, Judged};
+use super::latency::ratio;
 use super::out::Out;
-use super::read::Req;
 use super::rows::{BELOW_FIRST_STEP, CENSORED, NOT_REACHED};
 use crate::analysis::objective::{self, Bounds};
-use crate::analysis::saturation::{before, sustained_breach, transients};
+use crate::analysis::saturation::{before, sustained_breach, transients, Request};
 use crate::rundir::frame::{FrameObjective, FrameStep, Span};
 
 /// The definitions, in the order they are reported.
@@ -28,9 +28,10 @@ enum Judge {
 }
 
 /// Each window of `window_ns` in `[start_ns, end_ns)` (the whole span when it is shorter than
-/// one window), whether it meets the rule; a window without requests does not.
+/// one window), whether it meets the rule, on the judged requests placed in it
+/// (`report::judged`); a window without a request sent does not.
 fn windows_judged(
-    reqs: &[Req],
+    reqs: &[Request],
     (start_ns, end_ns): (i128, i128),
     window_ns: i128,
     o: &FrameObjective,
@@ -41,15 +42,14 @@ fn windows_judged(
         p99_ms: o.p99_ms,
         failed_share: o.failed_share,
     };
-    let mut scratch = Vec::new();
     spans
         .iter()
         .map(|&(a, b)| {
-            let r = within(reqs, a, b);
-            let Some(p99) = quick_p(r, 99.0, &mut scratch) else {
+            let w = Judged::of(within(reqs, a, b));
+            let Some(p99) = w.p(99.0) else {
                 return false;
             };
-            let share = r.iter().filter(|q| q.failed()).count() as f64 / r.len() as f64;
+            let share = w.failed_share();
             match judge {
                 Judge::Both => objective::met(bounds, p99, share),
                 Judge::P99 => objective::met(bounds, p99, 0.0),
@@ -61,7 +61,7 @@ fn windows_judged(
 
 /// Whether every window of `window_ns` in the step meets the rule.
 fn windows_meet(
-    reqs: &[Req],
+    reqs: &[Request],
     step: &FrameStep,
     window_ns: i128,
     o: &FrameObjective,
@@ -74,7 +74,7 @@ fn windows_meet(
 
 /// The measured phase of a run that is not a ramp under the windows rule, its verdict:
 /// `objective_windows` (how many) and `objective_windows_breached` (how many breached).
-pub fn phase_rows(out: &mut Out, reqs: &[Req], span: &Span, o: &FrameObjective) {
+pub fn phase_rows(out: &mut Out, reqs: &[Request], span: &Span, o: &FrameObjective) {
     let judged = windows_judged(
         reqs,
         (span.start_ns, span.end_ns),
@@ -91,7 +91,7 @@ pub fn phase_rows(out: &mut Out, reqs: &[Req], span: &Span, o: &FrameObjective) 
 
 /// Every step's verdict under one definition.
 pub fn verdicts(
-    reqs: &[Req],
+    reqs: &[Request],
     steps: &[FrameStep],
     o: &FrameObjective,
     definition: &str,
@@ -105,7 +105,8 @@ pub fn verdicts(
             "errors-only" => windows_meet(reqs, s, o.window_ns, o, Judge::Errors),
             _ => {
                 let span = s.span();
-                let achieved = within(reqs, s.start_ns, s.end_ns).len() as f64 / span.len_s();
+                let sent = Judged::of(within(reqs, s.start_ns, s.end_ns)).sent;
+                let achieved = sent as f64 / span.len_s();
                 achieved >= 0.98 * (s.offered_arrivals / span.len_s())
             }
         })
@@ -124,7 +125,7 @@ pub struct Reading {
 /// looked at (the first breach under `objective-windows`, else the last step).
 pub fn rows(
     out: &mut Out,
-    reqs: &[Req],
+    reqs: &[Request],
     steps: &[FrameStep],
     o: &FrameObjective,
     how: Reading,
@@ -168,13 +169,15 @@ pub fn rows(
     look_at
 }
 
-/// Each step's requests, offered and achieved rates, p99 and failed share.
-fn step_rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep]) {
+/// Each step's requests and dropped starts, offered and achieved rates, p99 and failed
+/// share, as the run's rule judges them (the step's verdicts' own terms).
+fn step_rows(out: &mut Out, reqs: &[Request], steps: &[FrameStep]) {
     for s in steps {
         let span = s.span();
-        let st = Stats::of(within(reqs, s.start_ns, s.end_ns));
+        let st = Judged::of(within(reqs, s.start_ns, s.end_ns));
         let mut x = out.at_step(s.rate);
-        x.count("step_requests", st.requests);
+        x.count("step_requests", st.sent);
+        x.count("step_dropped", st.dropped);
         x.value(
             "step_offered_rate",
             ratio(s.offered_arrivals, span.len_s()),
@@ -182,7 +185,7 @@ fn step_rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep]) {
         );
         x.value(
             "step_achieved_rate",
-            ratio(st.requests as f64, span.len_s()),
+            ratio(st.sent as f64, span.len_s()),
             "1/s",
         );
         x.value("step_p99", st.p(99.0), "ms");
@@ -194,9 +197,16 @@ fn step_rows(out: &mut Out, reqs: &[Req], steps: &[FrameStep]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::judging::Rule;
+    use crate::report::read::Req;
     use crate::report::rows::RunKey;
 
     const S: i128 = 1_000_000_000;
+
+    /// requests.csv's rows as a run judged by start judges them.
+    fn judged(reqs: &[Req]) -> Vec<Request> {
+        crate::report::judged::requests(Rule::ByStart, reqs, None)
+    }
 
     /// p99 at most 500 ms, at most 1 % failed, over 10 s windows.
     fn objective() -> FrameObjective {
@@ -249,7 +259,7 @@ mod tests {
         let mut out = Out::new(key("slow", "ramp"));
         rows(
             &mut out,
-            &reqs,
+            &judged(&reqs),
             &steps,
             &o,
             Reading {
@@ -299,7 +309,7 @@ mod tests {
             end_ns: 45 * S,
             offered_arrivals: 450.0,
         };
-        phase_rows(&mut out, &reqs, &span, &o);
+        phase_rows(&mut out, &judged(&reqs), &span, &o);
         let count = |m: &str| out.rows.iter().find(|r| r.metric == m).unwrap().value;
         assert_eq!(count("objective_windows"), Some(4.0));
         assert_eq!(count("objective_windows_breached"), Some(2.0));

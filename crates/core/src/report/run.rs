@@ -8,7 +8,7 @@ use super::latency::{self, Second};
 use super::out::Out;
 use super::read::{self, ReadError};
 use super::rows::{Row, RunKey};
-use super::{ramp, usage};
+use super::{judged, ramp, usage};
 use crate::analysis::objective::{self, JudgedWindows};
 use crate::rundir::frame::Frame;
 use crate::rundir::record::RunRecord;
@@ -100,7 +100,11 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
             value,
         });
     }
-    let read::Requests { reqs, routes } = read::requests(dir)?;
+    let read::Requests { reqs: sent, routes } = read::requests(dir)?;
+    // Every figure reads the requests as the run's rule places them; the verdicts also
+    // count its dropped starts; the `duration_*` rows read requests.csv as it is.
+    let reqs = judged::placed(frame.judged_by, &sent);
+    let judged = judged::requests(frame.judged_by, &sent, record.load.as_ref());
     let samples = read::samples(dir)?;
     let events = read::events(dir)?;
     let health = if frame.fault_window.is_some() {
@@ -126,9 +130,10 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     );
     let instants = faults::instants(&frame, &events, &health);
     let spans = latency::request_spans(&m, instants.as_ref());
+    latency::duration_rows(&mut out, &sent, &m);
     latency::qualified_rows(&mut out, &reqs, &routes, &spans);
     if frame.steps.is_empty() {
-        ramp::phase_rows(&mut out, &reqs, &m, &frame.objective);
+        ramp::phase_rows(&mut out, &judged, &m, &frame.objective);
     }
     let seconds = latency::series(&reqs, &m);
     latency::series_rows(&mut out, &seconds);
@@ -155,7 +160,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     if !frame.steps.is_empty() {
         let look = ramp::rows(
             &mut out,
-            &reqs,
+            &judged,
             &frame.steps,
             &frame.objective,
             ramp::Reading {
@@ -175,7 +180,14 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
             out.absorb(x);
         }
     }
-    faults::rows(&mut out, &frame, &reqs, &events, &health, &seconds);
+    faults::rows(
+        &mut out,
+        &frame,
+        (&reqs, &judged),
+        &events,
+        &health,
+        &seconds,
+    );
     faults::ready_row(&mut out, &frame, readiness.as_deref());
     let seen_down = faults::seen_down(&frame, &events, &health);
     let cpu = frame

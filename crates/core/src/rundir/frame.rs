@@ -137,6 +137,11 @@ pub struct Frame {
     /// by name. Absent in run.json files written before routes declared one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub expected_4xx: BTreeMap<String, f64>,
+    /// The rule the run's windows are judged by (`analysis::judging`): `by-schedule` for
+    /// every run since it was recorded; absent in older run.json files, which were judged
+    /// `by-start`.
+    #[serde(default)]
+    pub judged_by: crate::analysis::judging::Rule,
 }
 
 /// A step ramp stopped at its knee (`stop-on-breach`): judged live, the first step of the
@@ -284,6 +289,7 @@ impl Frame {
                 .and_then(|p| p.confirm_steps())
                 .map(|c| c as usize),
             expected_4xx: expected_4xx(plan, &i.run.profile),
+            judged_by: crate::analysis::judging::CURRENT,
         }
     }
 

@@ -53,6 +53,22 @@ pub struct Request {
     pub scheduled_ns: Option<u64>,
 }
 
+impl Request {
+    /// This row as `rule` judges it against the objective.
+    pub fn judged(
+        &self,
+        rule: crate::analysis::judging::Rule,
+    ) -> crate::analysis::saturation::Request {
+        rule.judge(
+            i128::from(self.start_ns),
+            i128::from(self.end_ns),
+            self.duration_ms,
+            self.scheduled_ns.map(i128::from),
+            self.status,
+        )
+    }
+}
+
 /// What the load generator did, from the same output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -222,6 +238,10 @@ pub enum Seen<'a> {
     ScenarioStart(u64),
     /// A request, just written to requests.csv.
     Request(&'a Request),
+    /// `count` starts the load generator dropped in `second` (whole seconds since the
+    /// scenario's start), as the load summary's `dropped_per_second` counts them; told
+    /// once the scenario's start is known.
+    Dropped { second: u64, count: u64 },
 }
 
 /// A load generator's raw output as text: gunzipped when it starts with gzip's magic bytes
@@ -311,7 +331,11 @@ fn tally(
         "dropped_iterations" => {
             summary.dropped_iterations +=
                 number(rec, columns.value, "metric_value")?.round() as u64;
-            dropped_ns.push(timestamp(rec, columns.time)?);
+            let ns = timestamp(rec, columns.time)?;
+            dropped_ns.push(ns);
+            if let Some(start) = summary.scenario_start_ns {
+                seen(dropped(start, ns));
+            }
         }
         "vus" => {
             let v = number(rec, columns.value, "metric_value")? as u64;
@@ -324,8 +348,13 @@ fn tally(
         SCENARIO_START_METRIC => {
             let ms = number(rec, columns.value, "metric_value")?;
             let ns = (ms.max(0.0) as u64).saturating_mul(1_000_000);
+            let known = summary.scenario_start_ns.is_some();
             summary.scenario_start_ns = Some(ns);
             seen(Seen::ScenarioStart(ns));
+            // The drops read before the start was known, now that they can be placed.
+            for &at in dropped_ns.iter().filter(|_| !known) {
+                seen(dropped(ns, at));
+            }
         }
         _ => {}
     }
@@ -410,6 +439,15 @@ fn complete<W: Write>(
         }
     }
     Ok(())
+}
+
+/// One dropped iteration at `ns`, in its second of the scenario started at `start`, as
+/// [`per_second`] counts it.
+fn dropped(start: u64, ns: u64) -> Seen<'static> {
+    Seen::Dropped {
+        second: ns.saturating_sub(start) / 1_000_000_000,
+        count: 1,
+    }
 }
 
 /// Dropped iterations per second of the scenario (none without its start).
@@ -563,6 +601,36 @@ vus,1796010652995307883,1.000000,,,,,,,
         assert_eq!(s.first_start_ns, Some(1796010650981096337 - 1_245_408));
         assert_eq!(s.last_end_ns, Some(1796010656900000000));
         assert_eq!(s.truncated, None);
+    }
+
+    /// The drops `convert_with` tells as it reads, per second.
+    fn told(input: &str) -> (Vec<u64>, LoadSummary) {
+        let mut told: Vec<u64> = Vec::new();
+        let summary = convert_with(input.as_bytes(), Vec::new(), &mut |s| {
+            if let Seen::Dropped { second, count } = s {
+                let i = second as usize;
+                told.resize(told.len().max(i + 1), 0);
+                told[i] += count;
+            }
+            false
+        })
+        .expect("converts");
+        (told, summary)
+    }
+
+    #[test]
+    fn dropped_iterations_are_told_in_the_seconds_the_summary_counts_them() {
+        let (drops, s) = told(K6);
+        assert_eq!(drops, s.dropped_per_second);
+        assert_eq!(drops, [0, 1, 1]);
+        // A drop read before the scenario's start is told once the start is known.
+        let start = "feedbench_scenario_start_ms,1796010650000000000,1796010650000.000000,,,,,,,\n";
+        let late_start = K6.replacen(start, "", 1) + start;
+        let (drops, s) = told(&late_start);
+        assert_eq!(
+            (drops.as_slice(), s.dropped_per_second.as_slice()),
+            (&[0, 1, 1][..], &[0, 1, 1][..])
+        );
     }
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {

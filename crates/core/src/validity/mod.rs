@@ -17,6 +17,7 @@ mod window;
 use std::path::Path;
 
 pub use error::ValidityError;
+pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
 pub use window::{fault_spans, subtract, EventRow, Window};
@@ -74,13 +75,8 @@ pub struct Run<'a> {
     pub schedule: &'a Schedule,
     /// The measurement-path containers of the topology, with their caps.
     pub containers: &'a [PathContainer],
-    /// k6's `dropped_iterations`, or feedbench-load's dropped starts; `None` when unknown.
-    pub dropped_iterations: Option<u64>,
-    /// feedbench-load only: of those, the starts dropped for lagging past `max-lag` (the
-    /// rest found its connection cap reached); `None` for k6.
-    pub dropped_late: Option<u64>,
-    /// Arrivals the schedule started over the whole run, warm-up included.
-    pub scheduled_arrivals: Option<f64>,
+    /// The starts the load generator dropped, per second; `None` when unknown.
+    pub drops: Option<Drops<'a>>,
 }
 
 /// The run's raw data, parsed.
@@ -122,13 +118,22 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
         .iter()
         .find(|c| c.role == "load-generator")
         .map(|c| c.name.clone());
-    load::check_dropped(run, loadgen.clone(), limits.dropped_pct, &mut out);
+    // Whether the generator's own CPU or throttling check failed: then its drops at the
+    // connection cap are its own, not the system under test's.
+    let generator_failed = out.evidence.iter().any(|e| e.role == "load-generator");
+    load::check_dropped(
+        run,
+        loadgen.clone(),
+        limits.dropped_pct,
+        generator_failed,
+        &mut out,
+    );
     let faults = fault_spans(&data.events);
     load::check_arrivals(
         run,
         &data.request_starts,
         &faults,
-        loadgen,
+        (loadgen, generator_failed),
         limits.arrival_tolerance_pct,
         &mut out,
     );
@@ -140,24 +145,23 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
 
 /// Reads the run directory's containers.csv and events.csv and checks them with the
 /// requests' start times (requests.csv's `start_ns`, which the executor has read already).
-/// A ramp stopped at its knee is judged up to its stop (`stopped_at_ns`): after it, no
-/// arrivals were meant to come. An unreadable file, or a run whose measured window is
-/// unknown, is an error: the caller records it as a warning, never as a valid run.
-#[allow(clippy::too_many_arguments)]
+/// A ramp stopped at its knee is judged up to `checked_until_ns`, the end of its first
+/// breaching step: past it, what the load generator could not send is the system under
+/// test's result. An unreadable file, or a run whose measured window is unknown, is an
+/// error: the caller records it as a warning, never as a valid run.
 pub fn assess(
     dir: &Path,
     topo: &RunTopology,
     script: &LoadScript,
     load: Option<&LoadSummary>,
-    scheduled_arrivals: Option<f64>,
     request_starts: Vec<i128>,
     guards: &Guards,
-    stopped_at_ns: Option<i128>,
+    checked_until_ns: Option<i128>,
 ) -> Result<Assessment, ValidityError> {
     let load = load.ok_or(ValidityError::NoWindow("load summary"))?;
     let mut window =
         Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
-    if let Some(at) = stopped_at_ns {
+    if let Some(at) = checked_until_ns {
         window.end_ns = window.end_ns.min(at).max(window.start_ns);
     }
     let data = Data {
@@ -171,12 +175,13 @@ pub fn assess(
         scenario_start_ns: load.scenario_start_ns.map_or(0, i128::from),
         schedule: &script.schedule,
         containers: &containers,
-        dropped_iterations: Some(load.dropped_iterations),
-        dropped_late: load
-            .generator
-            .is_some()
-            .then(|| load.late_per_second.iter().sum()),
-        scheduled_arrivals,
+        drops: Some(Drops {
+            per_second: &load.dropped_per_second,
+            late_per_second: load
+                .generator
+                .is_some()
+                .then_some(&load.late_per_second[..]),
+        }),
     };
     Ok(check(&run, &data, &Limits::from_guards(guards)))
 }

@@ -88,9 +88,11 @@ fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
         scenario_start_ns: T0,
         schedule: &s,
         containers: &containers,
-        dropped_iterations: Some(30),
-        dropped_late: None,
-        scheduled_arrivals: Some(300.0),
+        // feedbench-load: 30 starts of the first second later than max-lag.
+        drops: Some(Drops {
+            per_second: &[30],
+            late_per_second: Some(&[30]),
+        }),
     };
     // The fault proxy runs at its full cap; a replica's rows are not the measurement path;
     // an unlisted balancer is picked up from its role; the load generator has no rows.
@@ -242,7 +244,6 @@ fn assess_reads_the_run_directory() {
         &topology(),
         &script(),
         Some(&load),
-        Some(300.0),
         starts(),
         &guards,
         None,
@@ -255,14 +256,13 @@ fn assess_reads_the_run_directory() {
         ("cpu", 100.0)
     );
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
-    // A ramp stopped at its knee at t = 10 s is judged up to its stop: the load generator
-    // was idle until then.
+    // A ramp stopped at its knee whose first breach ended at t = 10 s is judged up to
+    // there: the load generator was idle until then.
     let stopped = assess(
         dir.path(),
         &topology(),
         &script(),
         Some(&load),
-        Some(300.0),
         starts(),
         &guards,
         Some(T0 + 10 * S),
@@ -276,7 +276,6 @@ fn assess_reads_the_run_directory() {
         &topology(),
         &script(),
         Some(&no_start),
-        None,
         starts(),
         &guards,
         None,
@@ -288,7 +287,6 @@ fn assess_reads_the_run_directory() {
         &topology(),
         &script(),
         Some(&load),
-        None,
         starts(),
         &guards,
         None,

@@ -84,7 +84,13 @@ pub fn convert_with<R: Read, W: Write>(
                     out.flush().map_err(|e| RequestsError::Write(e.into()))?;
                 }
             }
-            Line::Second(s) => second(&mut summary, &s),
+            Line::Second(s) => {
+                second(&mut summary, &s);
+                let count = s.dropped_cap.saturating_add(s.dropped_late);
+                if count > 0 {
+                    seen(Seen::Dropped { second: s.t, count });
+                }
+            }
             Line::End(e) => summary.ended = Some(e.reason.as_str().to_string()),
         }
     }

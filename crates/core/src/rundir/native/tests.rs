@@ -19,15 +19,25 @@ fn run(input: &[u8]) -> Result<(LoadSummary, Vec<Request>, String), RequestsErro
     let mut out = Vec::new();
     let mut starts = Vec::new();
     let mut rows = 0;
+    let mut told: Vec<u64> = Vec::new();
     let summary = convert_with(input, &mut out, &mut |s| {
         match s {
             Seen::ScenarioStart(ns) => starts.push(ns),
             Seen::Request(_) => rows += 1,
+            Seen::Dropped { second, count } => {
+                let i = second as usize;
+                told.resize(told.len().max(i + 1), 0);
+                told[i] += count;
+            }
         }
         false
     })?;
     assert_eq!(starts.len(), 1);
     assert_eq!(rows, summary.requests);
+    // The drops told as they were read are the summary's, second by second.
+    let mut counted = summary.dropped_per_second.clone();
+    counted.truncate(told.len());
+    assert_eq!(told, counted);
     let text = String::from_utf8(out.clone()).expect("utf-8");
     let back = read(out.as_slice())
         .collect::<Result<Vec<_>, _>>()
