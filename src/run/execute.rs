@@ -389,7 +389,7 @@ fn load_spec<'a>(
         saturation,
         base_url,
         seed: u64::from(run.repetition),
-        max_vus: None,
+        max_vus: plan.topology.load_generator.max_in_flight,
         generator: plan.topology.load_generator.kind,
         max_lag_ms: plan.topology.load_generator.max_lag().millis,
     }

@@ -344,6 +344,13 @@ fn topology(plan: &Plan, ctx: &Context, f: &mut Findings) {
             .hint("250ms is the default: two and a half CPU-cap periods");
         }
     }
+    if lg.max_in_flight == Some(0) {
+        f.error(
+            "topology.load-generator.max-in-flight",
+            "max-in-flight must be at least 1: with none in flight no request is ever sent",
+        )
+        .hint("leave it out for the default: every request may take the whole timeout");
+    }
     for (role, build) in [
         ("balancer", &b.build),
         ("fault-proxy", &t.fault_proxy.build),
@@ -1509,6 +1516,44 @@ mod tests {
             "{:?}",
             errors(&unknown)
         );
+    }
+
+    #[test]
+    fn max_in_flight_is_at_least_one_for_either_generator() {
+        for lg in [
+            "{image: grafana/k6:0.54.0, max-in-flight: 20}",
+            "{kind: native, image: feedbench/load:latest, max-in-flight: 20}",
+        ] {
+            let fine = MINIMAL.replace("{image: grafana/k6:0.54.0}", lg);
+            assert!(errors(&fine).is_empty(), "{:?}", errors(&fine));
+            // It changes the load, so every run's hash, and only when set: plans without
+            // it keep theirs.
+            let without = load(&fine.replace(", max-in-flight: 20", ""));
+            let (with, other) = (
+                run_hashes(&load(&fine)),
+                run_hashes(&load(
+                    &fine.replace("max-in-flight: 20", "max-in-flight: 21"),
+                )),
+            );
+            let hashes =
+                |r: &[(String, String)]| r.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>();
+            assert!(hashes(&with)
+                .iter()
+                .all(|h| !hashes(&run_hashes(&without)).contains(h)));
+            assert!(hashes(&with).iter().all(|h| !hashes(&other).contains(h)));
+            if lg.contains("k6") {
+                assert_eq!(run_hashes(&without), run_hashes(&load(MINIMAL)));
+            }
+            let zero = fine.replace("max-in-flight: 20", "max-in-flight: 0");
+            assert_eq!(errors(&zero).len(), 1, "{:?}", errors(&zero));
+            assert!(
+                errors(&zero)[0].contains(
+                    "topology.load-generator.max-in-flight: max-in-flight must be at least 1"
+                ),
+                "{:?}",
+                errors(&zero)
+            );
+        }
     }
 
     #[test]

@@ -21,8 +21,8 @@
 //!   than the rate × its latency);
 //! - `maxVUs = max(preAllocatedVUs, ceil(R × T) + 5)`: enough for every request to take
 //!   the full timeout, so k6 drops an iteration only when the system is slower than that
-//!   (or `LoadSpec::max_vus` caps it, e.g. to fit the load generator's memory). It is a
-//!   ceiling, allocated only as the requests in flight need it.
+//!   (or the plan's `max-in-flight`, `LoadSpec::max_vus`, caps it: a client with a bounded
+//!   pool). It is a ceiling, allocated only as the requests in flight need it.
 
 mod schedule;
 mod script;
@@ -80,7 +80,7 @@ pub struct LoadSpec<'a> {
     pub base_url: &'a str,
     /// Seeds the route and ID draws: the same seed sends the same request sequence.
     pub seed: u64,
-    /// A ceiling on maxVUs, e.g. to fit the load generator's memory; none by default.
+    /// A ceiling on maxVUs: the plan's `max-in-flight`; none by default.
     pub max_vus: Option<u32>,
     /// Which program runs the load.
     pub generator: LoadGeneratorKind,

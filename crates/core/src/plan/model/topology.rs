@@ -145,6 +145,13 @@ pub struct LoadGenerator {
     /// is counted as dropped in its second (default 250ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_lag: Option<Duration>,
+    /// The most requests the load generator holds in flight at once (k6's maxVUs,
+    /// feedbench-load's open connections): a start that finds them all busy is dropped and
+    /// counted, as the system under test's backpressure (default: enough for every request
+    /// to take the whole timeout at the schedule's highest rate, so that none is dropped
+    /// before a request times out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u32>,
 }
 
 /// The native generator's default bound on a start's lag: two and a half CFS periods, so a
