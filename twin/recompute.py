@@ -835,10 +835,12 @@ def knees(met, confirm):
     return first, sustained, transients
 
 
-def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offered=None):
+def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offered=None,
+                       dropped=0):
     """The measured phase's request rows over the requests `sel` of req (a slice or an
     index array) and the phase's length L (s): requests, achieved rate, latencies and the
-    shares; with `offered` (the whole phase), offered_rate too."""
+    shares; with `offered` (the whole phase), offered_rate too. `dropped`: the starts
+    dropped in the span, which failed_share counts as failed requests among all."""
     dur = req.dur[sel]
     n = len(dur)
     kw = dict(definition=definition)
@@ -847,8 +849,9 @@ def phase_request_rows(out: RunRows, req: Requests, sel, L, definition="", offer
         out.add("offered_rate", offered / L if L > 0 else None, "1/s", **kw)
     out.add("achieved_rate", n / L if L > 0 else None, "1/s", **kw)
     latency_rows(out, dur, definition)
-    failed_n = int(req.failed[sel].sum())
-    out.add("failed_share", failed_n / n if n else 0, "ratio", **kw)
+    failed_n = int(req.failed[sel].sum()) + dropped
+    all_n = n + dropped
+    out.add("failed_share", failed_n / all_n if all_n else 0, "ratio", **kw)
     for name, mask in (("no_response_share", req.no_response), ("status_5xx_share", req.s5xx),
                        ("status_4xx_share", req.s4xx), ("status_2xx_share", req.s2xx)):
         out.add(name, int(mask[sel].sum()) / n if n else 0, "ratio", **kw)
@@ -965,11 +968,19 @@ def status_rows(out: RunRows, req: Requests, idx: np.ndarray, mask: np.ndarray, 
     out.add("status_share", n / total if total else 0, "ratio", definition=definition)
 
 
-def qualified_rows(out: RunRows, req: Requests, f, instants, down=None):
+def dropped_in(judged, a, b):
+    """The dropped starts the run's rule placed in [a, b)."""
+    lo, hi = judged.span(a, b)
+    return int((~judged.sent[lo:hi]).sum())
+
+
+def qualified_rows(out: RunRows, reqs, f, instants, down=None):
     """The qualified rows (docs/analysis.md, "qualified rows"): each span, route (none, then
     by name each route of the measured phase's requests) and status (the classes, then the
     measured phase's codes), with requests or not, but the measured phase's own rows and
-    its `route:` rows, which are written already."""
+    its `route:` rows, which are written already. `reqs`: requests.csv's, and as judged
+    (a span's own failed_share counts its dropped starts; a route's cannot)."""
+    req, judged = reqs
     mlo, mhi = req.span(f["start"], f["end"])
     routes = sorted(r for r in pd.unique(req.route[mlo:mhi]) if r != "")
     measured_status = req.status[mlo:mhi]
@@ -982,7 +993,8 @@ def qualified_rows(out: RunRows, req: Requests, f, instants, down=None):
         for route in [""] + routes:
             idx = in_span if not route else in_span[span_routes == route]
             if at:
-                phase_request_rows(out, req, idx, L, definition=qualifier(at, route))
+                phase_request_rows(out, req, idx, L, definition=qualifier(at, route),
+                                   dropped=0 if route else dropped_in(judged, a, b))
             for status, mask in status_selections(req.status[idx], codes):
                 status_rows(out, req, idx, mask, L, qualifier(at, route, status))
 
@@ -1038,7 +1050,8 @@ def measured_rows(out, run_dir, f, reqs, instants):
     lo, hi = req.span(ms, me)
     n = hi - lo
     L = (me - ms) / 1e9
-    phase_request_rows(out, req, slice(lo, hi), L, offered=f["offered"])
+    phase_request_rows(out, req, slice(lo, hi), L, offered=f["offered"],
+                       dropped=dropped_in(judged, ms, me))
     out.add("dropped_iterations", f["dropped"], "count")
     # Latency from each request's scheduled instant, where the file has it (docs/analysis.md).
     if req.scheduled is not None and n:
@@ -1067,7 +1080,7 @@ def measured_rows(out, run_dir, f, reqs, instants):
         hw, hstate, ours = fault_health(run_dir, f)
         if instants is not None:
             down = first_down(hw, hstate, ours, instants[0], min(observe_end(f, instants), me))
-    qualified_rows(out, req, f, instants, down)
+    qualified_rows(out, (req, judged), f, instants, down)
     return lo, hi
 
 

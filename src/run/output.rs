@@ -142,24 +142,21 @@ fn convert(
 }
 
 /// The measured phase's figures, by the run's rule: the requests sent that it places after
-/// the warm-up, their latency percentiles and failed share, as the report's `requests`,
-/// `latency_p*` and `failed_share` rows (dropped starts are the load summary's, and count in
-/// the windows).
+/// the warm-up and their latency percentiles, as the report's `requests` and `latency_p*`
+/// rows, and the failed share of them and the starts dropped there (none by start), as its
+/// `failed_share`.
 fn measured_summary(
     script: &LoadScript,
     summary: &LoadSummary,
     reqs: &[saturation::Request],
 ) -> Option<Measured> {
     let from = Window::measured(script, summary)?.start_ns;
-    let measured: Vec<&saturation::Request> = reqs
-        .iter()
-        .filter(|r| r.at_ns >= from && r.latency_ms.is_some())
-        .collect();
+    let measured: Vec<&saturation::Request> = reqs.iter().filter(|r| r.at_ns >= from).collect();
     let mut d: Vec<f64> = measured.iter().filter_map(|r| r.latency_ms).collect();
     d.sort_by(f64::total_cmp);
     let failed = measured.iter().filter(|r| r.failed()).count();
     Some(Measured {
-        requests: measured.len(),
+        requests: d.len(),
         p50_ms: saturation::percentile(&d, 50.0),
         p99_ms: saturation::percentile(&d, 99.0),
         failed_share: if measured.is_empty() {

@@ -235,6 +235,20 @@ fn windows_judged_by_schedule_count_dropped_and_late_starts_in_both_implementati
     // The last window's requests started 600 ms after their schedule and were answered in
     // 20 ms: 620 ms from the schedule, over the bound, and the latency a check reads.
     assert_eq!(windows("late"), (three, one, Some(620.0), fast));
+    // A check's failed() reads failed_share: by schedule it counts the dropped starts, as
+    // the windows do (every request sent was answered with 200 here); by start, none.
+    let v = |run: &str, metric: &str| {
+        value(&ours, &format!("feed-rs.indexed/{run}/r1"), metric, "")
+            .0
+            .unwrap()
+    };
+    for run in ["stall", "drops"] {
+        let (sent, dropped) = (v(run, "requests"), v(run, "dropped_iterations"));
+        assert!(dropped > 0.0, "{run}");
+        assert_eq!(v(run, "failed_share"), dropped / (sent + dropped), "{run}");
+    }
+    assert_eq!(v("drops-by-start", "failed_share"), 0.0);
+    assert_eq!(v("late", "failed_share"), 0.0);
     assert_eq!(
         value(
             &ours,

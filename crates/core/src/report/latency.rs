@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::faults::Instants;
+use super::judged;
 use super::out::Out;
 use super::read::Req;
 use crate::analysis::routes;
-use crate::analysis::saturation::percentile;
+use crate::analysis::saturation::{percentile, Request};
 use crate::plan::check::functions::{qualified, REQUEST_SPANS, STATUS_CLASSES};
 use crate::rundir::frame::Span;
 
@@ -23,6 +24,9 @@ pub fn within(reqs: &[Req], a: i128, b: i128) -> &[Req] {
 pub struct Stats {
     pub requests: usize,
     pub failed: usize,
+    /// Starts the load generator dropped in the span (by schedule: the run's rule places
+    /// them; by start, none): failed requests that were never sent.
+    pub dropped: usize,
     pub no_response: usize,
     pub status_5xx: usize,
     pub status_4xx: usize,
@@ -66,8 +70,25 @@ impl Stats {
         }
     }
 
+    /// The span's dropped starts, from the judged requests placed in `[a, b)`.
+    pub fn with_drops(mut self, judged: &[Request], a: i128, b: i128) -> Stats {
+        self.dropped = judged::within(judged, a, b)
+            .iter()
+            .filter(|r| r.latency_ms.is_none())
+            .count();
+        self
+    }
+
+    /// Failed requests and dropped starts over both: a start the generator dropped is a
+    /// request the open model scheduled and nobody served, as in the objective's windows
+    /// (0 with neither).
     pub fn failed_share(&self) -> f64 {
-        self.share(self.failed)
+        let all = self.requests + self.dropped;
+        if all == 0 {
+            0.0
+        } else {
+            (self.failed + self.dropped) as f64 / all as f64
+        }
     }
 }
 
@@ -123,12 +144,13 @@ pub fn measured(
     answers: &Answers<'_>,
     routes: &[String],
     span: &Span,
-    dropped: Option<u64>,
+    (judged, dropped): (&[Request], Option<u64>),
 ) {
     let span_reqs = within(answers.reqs, span.start_ns, span.end_ns);
     let len = span.len_s();
     out.value("offered_rate", ratio(span.offered_arrivals, len), "1/s");
-    answer_rows(out, &Stats::of(span_reqs), len);
+    let stats = Stats::of(span_reqs).with_drops(judged, span.start_ns, span.end_ns);
+    answer_rows(out, &stats, len);
     match dropped {
         Some(d) => out.count("dropped_iterations", d as usize),
         None => out.empty("dropped_iterations", "count", super::rows::NONE),
@@ -240,7 +262,14 @@ pub fn request_spans(m: &Span, fault: Option<&Instants>) -> Vec<RequestSpan> {
 /// own rows and its route rows (written by `measured`). `spans` begins with the measured
 /// phase (`request_spans`): its routes and status codes have rows in every span, with a
 /// request or not, so that a check of one's absence from a span reads its zero.
-pub fn qualified_rows(out: &mut Out, reqs: &[Req], routes: &[String], spans: &[RequestSpan]) {
+/// `judged`: the run's requests with its dropped starts, which each span's own
+/// `failed_share` counts (a route's cannot: a dropped start has no route).
+pub fn qualified_rows(
+    out: &mut Out,
+    (reqs, judged): (&[Req], &[Request]),
+    routes: &[String],
+    spans: &[RequestSpan],
+) {
     let Some(&(_, ma, mb)) = spans.first() else {
         return;
     };
@@ -263,7 +292,11 @@ pub fn qualified_rows(out: &mut Out, reqs: &[Req], routes: &[String], spans: &[R
         for (route, mine) in sets {
             if at.is_some() {
                 let mut x = out.under(&qualified(at, route, None));
-                answer_rows(&mut x, &Stats::of(&mine), len);
+                let mut stats = Stats::of(&mine);
+                if route.is_none() {
+                    stats = stats.with_drops(judged, a, b);
+                }
+                answer_rows(&mut x, &stats, len);
                 out.absorb(x);
             }
             status_rows(out, &mine, &codes, (at, route), len);
@@ -463,7 +496,7 @@ mod tests {
             fault: "f".into(),
             repetition: 1,
         });
-        qualified_rows(&mut out, &reqs, &routes, &spans);
+        qualified_rows(&mut out, (&reqs, &[]), &routes, &spans);
         let get = |d: &str, m: &str| {
             let r = out.rows.iter().find(|r| r.definition == d && r.metric == m);
             r.map(|r| (r.value, r.note.clone()))
@@ -534,6 +567,16 @@ mod tests {
         let mut scratch = Vec::new();
         assert_eq!(quick_p(&reqs, 99.0, &mut scratch), Some(99.0));
         assert_eq!(within(&reqs, 10, 20).len(), 10);
+        assert_eq!(s.failed_share(), 0.05);
+        // Judged by schedule, the drops placed in the span are failed requests among all
+        // (15 of 110); the shares of answers stay over the requests sent.
+        let judged: Vec<Request> = (0..12)
+            .map(|i| Request::dropped(if i < 10 { 50 } else { 200 }))
+            .collect();
+        let s = Stats::of(&reqs).with_drops(&judged, 1, 101);
+        assert_eq!((s.dropped, s.failed_share()), (10, 15.0 / 110.0));
+        assert_eq!(s.share(s.no_response), 0.02);
+        assert_eq!(Stats::of(&[]).with_drops(&judged, 0, 1).failed_share(), 0.0);
     }
 
     #[test]
@@ -571,7 +614,7 @@ mod tests {
             &Answers::of(&reqs, &routes, &declared),
             &routes,
             &span,
-            None,
+            (&[], None),
         );
         let get = |d: &str, m: &str| {
             out.rows
@@ -603,7 +646,7 @@ mod tests {
             &Answers::of(&reqs, &[], &declared),
             &[],
             &span,
-            None,
+            (&[], None),
         );
         assert!(bare
             .rows

@@ -126,12 +126,12 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
         &answers,
         &routes,
         &m,
-        record.load.as_ref().map(|l| l.dropped_iterations),
+        (&judged, record.load.as_ref().map(|l| l.dropped_iterations)),
     );
     let instants = faults::instants(&frame, &events, &health);
     let spans = latency::request_spans(&m, instants.as_ref());
     latency::duration_rows(&mut out, &sent, &m);
-    latency::qualified_rows(&mut out, &reqs, &routes, &spans);
+    latency::qualified_rows(&mut out, (&reqs, &judged), &routes, &spans);
     if frame.steps.is_empty() {
         ramp::phase_rows(&mut out, &judged, &m, &frame.objective);
     }
