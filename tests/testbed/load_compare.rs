@@ -86,6 +86,7 @@ fn with_k6(loaded: &LoadedPlan) -> LoadedPlan {
         image: "feedbench/k6:1.1.0".parse().unwrap(),
         build: None,
         max_lag: None,
+        max_in_flight: None,
     };
     k6
 }

@@ -25,6 +25,7 @@ mod load_compare;
 mod load_k6;
 mod monitor;
 mod pilot;
+mod queue;
 mod run;
 mod seed;
 
@@ -97,6 +98,10 @@ fn main() -> std::process::ExitCode {
             both_production_arms_pass_the_gate_on_the_studys_topology_and_a_mutant_still_fails,
             a_gate_past_its_timeout_is_killed_and_fails,
             a_topology_that_cannot_be_deployed_is_a_failed_gate,
+        ],
+        queue: [
+            a_server_that_queues_saturates_at_its_capacity_and_its_backpressure_is_its_failures,
+            a_load_generator_capped_far_below_its_rate_breaches_and_is_set_aside,
         ],
         disk: [a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_study],
         load_compare: [native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee],

@@ -20,7 +20,7 @@ fn run_plan(plan: &str, results: &Path) -> std::process::Output {
         .unwrap()
 }
 
-fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+pub(crate) fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let headers = r.headers().unwrap().clone();
     r.records()
@@ -34,7 +34,7 @@ fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
-fn run_json(dir: &Path) -> serde_json::Value {
+pub(crate) fn run_json(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
 }
 
