@@ -36,6 +36,13 @@ pub const CURRENT: Rule = Rule::BySchedule;
 
 const SECOND_NS: i128 = 1_000_000_000;
 
+/// The start (unix ns) of `second`, whole seconds since the scenario's start: where a
+/// second's dropped starts are placed, by the windows of a run judged by schedule and by
+/// the validity checks that count them whatever the rule.
+pub fn second_start(scenario_start_ns: i128, second: u64) -> i128 {
+    scenario_start_ns.saturating_add(i128::from(second) * SECOND_NS)
+}
+
 impl Rule {
     /// The name run.json and the run hash carry.
     pub fn name(self) -> &'static str {
@@ -77,9 +84,7 @@ impl Rule {
     pub fn dropped_at(self, scenario_start_ns: i128, second: u64) -> Option<i128> {
         match self {
             Rule::ByStart => None,
-            Rule::BySchedule => {
-                Some(scenario_start_ns.saturating_add(i128::from(second) * SECOND_NS))
-            }
+            Rule::BySchedule => Some(second_start(scenario_start_ns, second)),
         }
     }
 

@@ -36,25 +36,24 @@ pub fn placed(rule: Rule, sent: &[Req]) -> Vec<Req> {
     out
 }
 
-/// The requests of `sent` (requests.csv) and the dropped starts of `load` (run.json's load
-/// summary), as `rule` judges them, sorted by `at_ns`.
-pub fn requests(rule: Rule, sent: &[Req], load: Option<&LoadSummary>) -> Vec<Request> {
-    let mut out: Vec<Request> = sent
+/// The requests `placed` placed (each at its start, timed by its `duration_ms`) with the
+/// dropped starts of `load` (run.json's load summary) as `rule` judges them, sorted by
+/// `at_ns`. Rows read any other way are placed by start: `rule` only decides the drops.
+pub fn requests(rule: Rule, placed: &[Req], load: Option<&LoadSummary>) -> Vec<Request> {
+    let mut out: Vec<Request> = placed
         .iter()
-        .map(|r| {
-            rule.judge(
-                r.start_ns,
-                r.end_ns,
-                r.duration_ms,
-                r.scheduled_ns,
-                r.status,
-            )
+        .map(|r| Request {
+            at_ns: r.start_ns,
+            end_ns: r.end_ns,
+            latency_ms: Some(r.duration_ms),
+            status: r.status,
         })
         .collect();
     if let Some(l) = load {
         out.extend(rule.drops(l.scenario_start_ns, &l.dropped_per_second));
+        // Stable: a drop placed at the instant of a request sent stays after it.
+        out.sort_by_key(|r| r.at_ns);
     }
-    out.sort_by_key(|r| r.at_ns);
     out
 }
 
@@ -133,7 +132,11 @@ mod tests {
             dropped_per_second: vec![0, 0, 3],
             ..LoadSummary::default()
         };
-        let judged = requests(Rule::BySchedule, &sent, Some(&load));
+        let judged = requests(
+            Rule::BySchedule,
+            &placed(Rule::BySchedule, &sent),
+            Some(&load),
+        );
         assert_eq!(judged.len(), 5);
         assert_eq!(judged[0].at_ns, S);
         let second = Judged::of(within(&judged, 2 * S, 3 * S));
@@ -141,7 +144,7 @@ mod tests {
         assert_eq!(second.p(99.0), Some(620.0));
         assert_eq!(second.failed_share(), 0.75);
         // Judged by start, as every older run was: as requests.csv says, no drop counted.
-        let by_start = requests(Rule::ByStart, &sent, Some(&load));
+        let by_start = requests(Rule::ByStart, &placed(Rule::ByStart, &sent), Some(&load));
         assert_eq!(by_start.len(), 2);
         let first = Judged::of(within(&by_start, S, 2 * S));
         assert_eq!((first.sent, first.p(99.0)), (1, Some(20.0)));

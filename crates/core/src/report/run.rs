@@ -104,7 +104,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     // Every figure reads the requests as the run's rule places them; the verdicts also
     // count its dropped starts; the `duration_*` rows read requests.csv as it is.
     let reqs = judged::placed(frame.judged_by, &sent);
-    let judged = judged::requests(frame.judged_by, &sent, record.load.as_ref());
+    let judged = judged::requests(frame.judged_by, &reqs, record.load.as_ref());
     let samples = read::samples(dir)?;
     let events = read::events(dir)?;
     let health = if frame.fault_window.is_some() {

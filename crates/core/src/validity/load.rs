@@ -10,6 +10,7 @@
 
 use super::window::{subtract, Window};
 use super::{Assessment, Evidence, Run, MIN_ARRIVAL_SPAN_S};
+use crate::analysis::judging::second_start;
 
 /// The load generator's dropped starts, per whole second of the scenario.
 #[derive(Debug, Clone, Copy)]
@@ -152,7 +153,7 @@ pub fn check_arrivals(
     // A second's drops are placed at its start, as the windows place them.
     let at_cap: u64 = match (run.drops, generator_failed) {
         (Some(d), false) => (0..d.per_second.len())
-            .filter(|&t| inside(run.scenario_start_ns + t as i128 * 1_000_000_000))
+            .filter(|&t| inside(second_start(run.scenario_start_ns, t as u64)))
             .map(|t| d.split(t).1)
             .sum(),
         _ => 0,
