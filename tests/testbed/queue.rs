@@ -6,30 +6,10 @@
 //! its own late and dropped starts, its checks set the run aside, and the report names it
 //! with both kinds of drop (tests/plans/docker/queue-*.yaml, starved-generator.yaml).
 
-use crate::common;
-use crate::run::{csv, run_json};
+use crate::common::{self, report::text};
+use crate::run::{csv, feedbench, run_json, run_plan};
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn feedbench(args: &[&str], plan: &str, results: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_feedbench"))
-        .current_dir(common::repo())
-        .args(args)
-        .arg(plan)
-        .arg("--results")
-        .arg(results)
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// The report and its recomputation by the twin agree; report.md is handed back.
 fn verified_report(plan: &str, results: &Path, study: &str) -> String {
@@ -115,7 +95,7 @@ pub fn a_server_that_queues_saturates_at_its_capacity_and_its_backpressure_is_it
         ),
     ] {
         rt.block_on(common::plan_images(plan));
-        let out = feedbench(&["run", "--no-build"], plan, results.path());
+        let out = run_plan(plan, results.path());
         assert!(out.status.success(), "{generator}: {}", text(&out));
         let dir = results.path().join(study).join("runs/queue_ramp_r1");
         assert_ramp_stands_at_capacity_with_its_drops_its_failures(&dir, generator);
@@ -137,7 +117,7 @@ pub fn a_load_generator_capped_far_below_its_rate_breaches_and_is_set_aside() {
         "test-starved-generator",
     );
     rt.block_on(common::plan_images(plan));
-    let out = feedbench(&["run", "--no-build"], plan, results.path());
+    let out = run_plan(plan, results.path());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains("did not complete valid: queue.starved/flood/r1"),

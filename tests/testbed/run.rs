@@ -11,13 +11,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn run_plan(plan: &str, results: &Path) -> std::process::Output {
+/// `feedbench ARGS PLAN --results RESULTS`, from the project's root.
+pub(crate) fn feedbench(args: &[&str], plan: &str, results: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_feedbench"))
         .current_dir(common::repo())
-        .args(["run", plan, "--no-build", "--results"])
+        .args(args)
+        .arg(plan)
+        .arg("--results")
         .arg(results)
         .output()
         .unwrap()
+}
+
+/// `feedbench run PLAN` with the images as they are.
+pub(crate) fn run_plan(plan: &str, results: &Path) -> std::process::Output {
+    feedbench(&["run", "--no-build"], plan, results)
 }
 
 pub(crate) fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
@@ -398,12 +406,7 @@ pub fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
     );
 
     // The report says so.
-    let report = Command::new(env!("CARGO_BIN_EXE_feedbench"))
-        .current_dir(common::repo())
-        .args(["report", PLAN, "--results"])
-        .arg(results.path())
-        .output()
-        .unwrap();
+    let report = feedbench(&["report"], PLAN, results.path());
     assert!(
         report.status.success(),
         "{}",

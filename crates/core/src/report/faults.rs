@@ -2,8 +2,8 @@
 //! window breaking the objective), when the service was back within its control (the
 //! seeds' rule), and what the fault cost meanwhile (docs/analysis.md, "Faults").
 
-use super::judged;
-use super::latency::{within, Second, Stats};
+use super::judged::{self, within};
+use super::latency::{Second, Stats};
 use super::out::Out;
 use super::read::{Event, Health, ReadyAttempt, Req};
 use super::rows::{NOT_APPLICABLE, NOT_OBSERVED, NOT_RECORDED, NOT_RECOVERED};

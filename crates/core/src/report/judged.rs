@@ -57,11 +57,41 @@ pub fn requests(rule: Rule, placed: &[Req], load: Option<&LoadSummary>) -> Vec<R
     out
 }
 
-/// The judged requests placed in `[a, b)`, from requests sorted by `at_ns`.
-pub fn within(reqs: &[Request], a: i128, b: i128) -> &[Request] {
-    let lo = reqs.partition_point(|r| r.at_ns < a);
-    let hi = reqs.partition_point(|r| r.at_ns < b);
+/// A request with its place on the run's timeline: the instant that decides which span
+/// (second, window, step, fault span) it falls in.
+pub trait Placed {
+    fn placed_ns(&self) -> i128;
+}
+
+impl Placed for Request {
+    fn placed_ns(&self) -> i128 {
+        self.at_ns
+    }
+}
+
+impl Placed for Req {
+    fn placed_ns(&self) -> i128 {
+        self.start_ns
+    }
+}
+
+/// The requests placed in `[a, b)`, from requests sorted by their place.
+pub fn within<T: Placed>(reqs: &[T], a: i128, b: i128) -> &[T] {
+    let lo = reqs.partition_point(|r| r.placed_ns() < a);
+    let hi = reqs.partition_point(|r| r.placed_ns() < b);
     &reqs[lo..hi.max(lo)]
+}
+
+/// A span's failed share: its failed requests and its dropped starts over its requests sent
+/// and its starts dropped (0 without either). A dropped start is a request the open model
+/// scheduled and nobody served, so it counts as failed (docs/analysis.md).
+pub fn failed_share(failed_sent: usize, dropped: usize, sent: usize) -> f64 {
+    let all = sent + dropped;
+    if all == 0 {
+        0.0
+    } else {
+        (failed_sent + dropped) as f64 / all as f64
+    }
 }
 
 /// A span of judged requests summarised: how many were sent, how many starts were
@@ -94,12 +124,8 @@ impl Judged {
 
     /// The failed share of every request and dropped start (0 without either).
     pub fn failed_share(&self) -> f64 {
-        let all = self.sent + self.dropped;
-        if all == 0 {
-            0.0
-        } else {
-            self.failed as f64 / all as f64
-        }
+        // `failed` counts the drops already (each one failed).
+        failed_share(self.failed - self.dropped, self.dropped, self.sent)
     }
 }
 
@@ -154,5 +180,13 @@ mod tests {
         assert_eq!((placed[1].start_ns, placed[1].duration_ms), (2 * S, 620.0));
         assert_eq!(placed[1].end_ns, sent[1].end_ns);
         assert_eq!(super::placed(Rule::ByStart, &sent), sent);
+    }
+
+    #[test]
+    fn a_failed_share_counts_every_drop_failed_and_is_zero_over_nothing() {
+        // 1 of 3 sent failed, 1 start dropped: 2 of 4.
+        assert_eq!(failed_share(1, 1, 3), 0.5);
+        assert_eq!(failed_share(0, 2, 0), 1.0);
+        assert_eq!(failed_share(0, 0, 0), 0.0);
     }
 }

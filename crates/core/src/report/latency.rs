@@ -4,20 +4,13 @@
 use std::collections::BTreeMap;
 
 use super::faults::Instants;
-use super::judged;
+use super::judged::{self, within};
 use super::out::Out;
 use super::read::Req;
 use crate::analysis::routes;
 use crate::analysis::saturation::{percentile, Request};
 use crate::plan::check::functions::{qualified, REQUEST_SPANS, STATUS_CLASSES};
 use crate::rundir::frame::Span;
-
-/// The requests that started in `[a, b)`, from requests sorted by start.
-pub fn within(reqs: &[Req], a: i128, b: i128) -> &[Req] {
-    let lo = reqs.partition_point(|r| r.start_ns < a);
-    let hi = reqs.partition_point(|r| r.start_ns < b);
-    &reqs[lo..hi.max(lo)]
-}
 
 /// A span's requests, summarised.
 #[derive(Debug, Clone, Default)]
@@ -79,16 +72,10 @@ impl Stats {
         self
     }
 
-    /// Failed requests and dropped starts over both: a start the generator dropped is a
-    /// request the open model scheduled and nobody served, as in the objective's windows
-    /// (0 with neither).
+    /// The span's failed share, its dropped starts counted as failed, as in the
+    /// objective's windows (`judged::failed_share`).
     pub fn failed_share(&self) -> f64 {
-        let all = self.requests + self.dropped;
-        if all == 0 {
-            0.0
-        } else {
-            (self.failed + self.dropped) as f64 / all as f64
-        }
+        judged::failed_share(self.failed, self.dropped, self.requests)
     }
 }
 

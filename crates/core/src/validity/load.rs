@@ -239,6 +239,14 @@ mod tests {
         out
     }
 
+    /// A run's drops: every one per second, and of those the late ones (feedbench-load).
+    fn drops<'a>(per_second: &'a [u64], late: Option<&'a [u64]>) -> Option<Drops<'a>> {
+        Some(Drops {
+            per_second,
+            late_per_second: late,
+        })
+    }
+
     fn dropped(run: &Run, failed: bool) -> Assessment {
         let mut out = Assessment::default();
         check_dropped(run, Some("lg".into()), 1.0, failed, &mut out);
@@ -251,23 +259,11 @@ mod tests {
         // 6,000 scheduled: 60 late (1 %) pass, 61 do not.
         let mut all = per_second(0, 60, 1);
         let late = all.clone();
-        let r = run(
-            &s,
-            Some(Drops {
-                per_second: &all,
-                late_per_second: Some(&late),
-            }),
-        );
+        let r = run(&s, drops(&all, Some(&late)));
         assert_eq!(dropped(&r, false), Assessment::default());
         all[0] += 1;
         let late = all.clone();
-        let r = run(
-            &s,
-            Some(Drops {
-                per_second: &all,
-                late_per_second: Some(&late),
-            }),
-        );
+        let r = run(&s, drops(&all, Some(&late)));
         let out = dropped(&r, false);
         let e = &out.evidence[0];
         assert_eq!(
@@ -289,13 +285,7 @@ mod tests {
         // feedbench-load: 90 dropped, 20 of them late; k6: 90 for want of a free VU.
         let all = per_second(40, 50, 9);
         let late = per_second(40, 50, 2);
-        let native = run(
-            &s,
-            Some(Drops {
-                per_second: &all,
-                late_per_second: Some(&late),
-            }),
-        );
+        let native = run(&s, drops(&all, Some(&late)));
         assert_eq!(dropped(&native, false), Assessment::default());
         let out = dropped(&native, true);
         assert_eq!(
@@ -305,13 +295,7 @@ mod tests {
              share of the scheduled arrivals"
         );
         assert!((out.evidence[0].value - 1.5).abs() < 1e-9);
-        let k6 = run(
-            &s,
-            Some(Drops {
-                per_second: &all,
-                late_per_second: None,
-            }),
-        );
+        let k6 = run(&s, drops(&all, None));
         assert_eq!(dropped(&k6, false), Assessment::default());
         assert!(dropped(&k6, true).evidence[0]
             .figure
@@ -323,13 +307,7 @@ mod tests {
         let s = schedule(100.0);
         // 120 late starts in the scenario's seconds 40–51 (2 %), over 6,000 scheduled to 60 s.
         let late = per_second(40, 52, 10);
-        let mut r = run(
-            &s,
-            Some(Drops {
-                per_second: &late,
-                late_per_second: Some(&late),
-            }),
-        );
+        let mut r = run(&s, drops(&late, Some(&late)));
         assert_eq!(dropped(&r, false).evidence.len(), 1);
         // A ramp judged up to the end of its first breaching step at 40 s: none counted.
         r.window.end_ns = T0 + 40 * S;
@@ -346,16 +324,7 @@ mod tests {
         assert!(out.evidence.is_empty());
         assert_eq!(out.warnings.len(), 1);
         let none = schedule(0.0);
-        let out = dropped(
-            &run(
-                &none,
-                Some(Drops {
-                    per_second: &[],
-                    late_per_second: None,
-                }),
-            ),
-            false,
-        );
+        let out = dropped(&run(&none, drops(&[], None)), false);
         assert_eq!((out.evidence.len(), out.warnings.len()), (0, 1));
     }
 
@@ -393,13 +362,7 @@ mod tests {
         // every connection), 1/s of them late.
         let all = per_second(10, 60, 5);
         let late = per_second(10, 60, 1);
-        let r = run(
-            &s,
-            Some(Drops {
-                per_second: &all,
-                late_per_second: Some(&late),
-            }),
-        );
+        let r = run(&s, drops(&all, Some(&late)));
         let sent = starts(95, 10, 60);
         // About 4,750 started and 200 at the cap against 5,000: 99 %.
         assert_eq!(arrivals(&r, &sent, &[], false), Assessment::default());
@@ -410,13 +373,7 @@ mod tests {
             .figure
             .contains(" + 0 against 5000 scheduled)"));
         // k6 (every drop for want of a VU): 4,750 + 250.
-        let k6 = run(
-            &s,
-            Some(Drops {
-                per_second: &all,
-                late_per_second: None,
-            }),
-        );
+        let k6 = run(&s, drops(&all, None));
         assert_eq!(arrivals(&k6, &sent, &[], false), Assessment::default());
     }
 
