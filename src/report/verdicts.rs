@@ -113,6 +113,12 @@ fn evaluation(out: &mut String, label: &str, e: &Evaluation) {
     for c in &e.compared {
         compared_line(out, e, c);
     }
+    for (text, why) in &e.fallbacks {
+        let _ = writeln!(
+            out,
+            "  - across the intervals, `{text}` is left to interval arithmetic over its calls' intervals: {why}"
+        );
+    }
     for r in e.reasons.iter().filter(|r| !r.starts_with('`')) {
         let _ = writeln!(out, "  - {r}");
     }
@@ -164,5 +170,35 @@ pub fn section(out: &mut String, report: &StudyReport) {
     out.push('\n');
     for h in &report.hypotheses {
         one(out, h);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use feedbench_core::report::verdicts::compared::NOT_EXACT;
+
+    #[test]
+    fn a_comparison_left_to_interval_arithmetic_says_why() {
+        let check = "saturation(a) >= 2 * saturation(b)";
+        let e = Evaluation {
+            which: "current".into(),
+            check: check.into(),
+            verdict: SUPPORTED,
+            interval: Some(UNDECIDED),
+            reasons: Vec::new(),
+            calls: Vec::new(),
+            compared: Vec::new(),
+            fallbacks: vec![(check.into(), NOT_EXACT)],
+        };
+        let mut out = String::new();
+        evaluation(&mut out, "Check", &e);
+        assert!(
+            out.contains(&format!(
+                "  - across the intervals, `{check}` is left to interval arithmetic over its \
+                 calls' intervals: {NOT_EXACT}\n"
+            )),
+            "{out}"
+        );
     }
 }

@@ -309,6 +309,18 @@ fn each_verdict_kind_comes_where_the_rows_put_it() {
         "{:?}",
         judged[9].1.reasons
     );
+    // A ratio of two arms whose first call is a mean: no shift interval speaks for it, and
+    // the evaluation says why.
+    let h11 = &judged[10].1;
+    assert!(h11.compared.is_empty(), "{h11:?}");
+    assert_eq!(
+        h11.fallbacks,
+        [(
+            "p99(fast, profile: baseline, stat: mean) <= 2 * p99(slow, profile: baseline)".into(),
+            feedbench_core::report::verdicts::compared::NOT_MEDIANS
+        )]
+    );
+    assert_eq!(judged[0].1.fallbacks, []);
     let h4 = &judged[3].1;
     assert!(
         h4.reasons

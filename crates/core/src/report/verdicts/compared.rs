@@ -142,19 +142,45 @@ pub struct Compared {
     pub verdict: Option<bool>,
 }
 
+/// Why an atom of a two-arm form is left to interval arithmetic over its calls' intervals
+/// (report.md says it under the check).
+pub const NOT_MEDIANS: &str = "its two calls are not both `median`";
+pub const NOT_EXACT: &str =
+    "a value one of its calls reads is a bound or missing, so the rounds cannot be compared";
+pub const NOT_POSITIVE: &str = "a value is not above 0, so the two arms have no ratio";
+pub const NO_VALUES: &str = "one of its calls reads no value";
+
 /// The atom's comparison, when both calls are medians of exact values and (for a ratio)
-/// every value is above 0; `None` keeps interval arithmetic.
-pub fn read(src: &str, atom: &Atom, calls: &[CallValue], paired_rounds: bool) -> Option<Compared> {
-    let find = |s: Span| calls.iter().find(|c| c.start == s.start && c.end == s.end);
+/// every value is above 0; otherwise why it keeps interval arithmetic (one of the reasons
+/// above).
+pub fn read(
+    src: &str,
+    atom: &Atom,
+    calls: &[CallValue],
+    paired_rounds: bool,
+) -> Result<Compared, &'static str> {
+    let find = |s: Span| {
+        calls
+            .iter()
+            .find(|c| c.start == s.start && c.end == s.end)
+            .ok_or(NO_VALUES)
+    };
     let (a, b) = (find(atom.a)?, find(atom.b)?);
     if a.stat != "median" || b.stat != "median" {
-        return None;
+        return Err(NOT_MEDIANS);
     }
-    let (xa, xb) = (a.exact.as_deref()?, b.exact.as_deref()?);
+    let (xa, xb) = match (a.exact.as_deref(), b.exact.as_deref()) {
+        (Some(xa), Some(xb)) => (xa, xb),
+        _ => return Err(NOT_EXACT),
+    };
     let reps = |x: &[(u32, f64)]| x.iter().map(|v| v.0).collect::<Vec<_>>();
     let paired = paired_rounds && reps(xa) == reps(xb);
     let values = |x: &[(u32, f64)]| x.iter().map(|v| v.1).collect::<Vec<_>>();
-    let mut interval = shift(atom.form, &values(xa), &values(xb), paired)?;
+    let (va, vb) = (values(xa), values(xb));
+    if atom.form == Form::Ratio && !va.iter().chain(&vb).all(|v| *v > 0.0) {
+        return Err(NOT_POSITIVE);
+    }
+    let mut interval = shift(atom.form, &va, &vb, paired).ok_or(NO_VALUES)?;
     // The logarithm and its inverse cost the last bits (3·b comes back 3.0000000000000004·b):
     // an end that close to the bound is the bound.
     for end in [&mut interval.lo, &mut interval.hi] {
@@ -173,16 +199,19 @@ pub fn read(src: &str, atom: &Atom, calls: &[CallValue], paired_rounds: bool) ->
     // The interval is of the shift between the arms (the centre of the round ratios, say),
     // which can fall on the other side of the bound than the medians do: never claimed
     // against the check's own verdict on the medians.
-    let (ma, mb) = (a.value?.lo, Interval::point(b.value?.lo));
+    let (ma, mb) = match (a.value, b.value) {
+        (Some(ma), Some(mb)) => (ma.lo, Interval::point(mb.lo)),
+        _ => return Err(NO_VALUES),
+    };
     let scaled = match atom.form {
         Form::Ratio => Interval::point(atom.bound).times(mb),
         Form::Difference => mb.plus(Interval::point(atom.bound)),
     };
     let point = compare(atom.op, Interval::point(ma), scaled);
-    Some(Compared {
+    Ok(Compared {
         start: atom.span.start,
         end: atom.span.end,
-        text: src.get(atom.span.start..atom.span.end)?.to_string(),
+        text: span_text(src, atom.span),
         form: atom.form,
         bound: atom.bound,
         paired,
@@ -191,14 +220,18 @@ pub fn read(src: &str, atom: &Atom, calls: &[CallValue], paired_rounds: bool) ->
     })
 }
 
-/// The interval of the ratio `a / b` (every value above 0) or of the difference `a − b`,
+/// The comparison as written (empty should the span not lie in the check).
+pub fn span_text(src: &str, span: Span) -> String {
+    src.get(span.start..span.end)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The interval of the ratio `a / b` (every value above 0: `read` sees to it) or of the difference `a − b`,
 /// paired by round or not.
 fn shift(form: Form, a: &[f64], b: &[f64], paired: bool) -> Option<ShiftInterval> {
     match form {
         Form::Ratio => {
-            if !a.iter().chain(b).all(|v| *v > 0.0) {
-                return None;
-            }
             let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
             let i = if paired {
                 let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| (x / y).ln()).collect();

@@ -240,6 +240,10 @@ pub struct Evaluation {
     /// The check's comparisons of two arms read through their comparison's interval, which
     /// decide them across the intervals in place of interval arithmetic.
     pub compared: Vec<compared::Compared>,
+    /// The check's comparisons of a two-arm form that keep interval arithmetic across the
+    /// intervals, each as written with why (said in report.md; not in verdicts.json).
+    #[serde(skip)]
+    pub fallbacks: Vec<(String, &'static str)>,
 }
 
 /// metrics.csv's rows without a second, by `(run, metric, definition, container)`.
@@ -334,6 +338,7 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex, paired_rounds: bool) -> Evaluatio
         reasons: Vec::new(),
         calls: Vec::new(),
         compared: Vec::new(),
+        fallbacks: Vec::new(),
     };
     if let Some(why) = &r.unresolved {
         e.reasons.push(format!(
@@ -401,15 +406,15 @@ pub fn evaluate(r: &Resolved, rows: &RowIndex, paired_rounds: bool) -> Evaluatio
 fn across_intervals(e: &mut Evaluation, expr: &parse::Expr, paired_rounds: bool) -> &'static str {
     let mut atoms = Vec::new();
     compared::atoms(expr, &mut atoms);
-    let read: Vec<_> = atoms
-        .iter()
-        .filter_map(|a| {
-            Some((
-                a.span,
-                compared::read(&e.check, a, &e.calls, paired_rounds)?,
-            ))
-        })
-        .collect();
+    let mut read = Vec::new();
+    for a in &atoms {
+        match compared::read(&e.check, a, &e.calls, paired_rounds) {
+            Ok(c) => read.push((a.span, c)),
+            Err(why) => e
+                .fallbacks
+                .push((compared::span_text(&e.check, a.span), why)),
+        }
+    }
     let calls = &e.calls;
     let call = |s: check::Span| {
         calls

@@ -105,7 +105,15 @@ fn a_ratio_and_a_difference_are_decided_by_their_interval() {
     // A bound among the values: interval arithmetic decides.
     let mut bounded = calls.clone();
     bounded[1].exact = None;
-    assert_eq!(read(src, &atom, &bounded, true), None);
+    assert_eq!(read(src, &atom, &bounded, true), Err(NOT_EXACT));
+    // A mean is not a median: no shift interval speaks for it.
+    let mut means = calls.clone();
+    means[0].stat = "mean".into();
+    assert_eq!(read(src, &atom, &means, true), Err(NOT_MEDIANS));
+    // A zero among the values: no ratio.
+    let mut zero = calls.clone();
+    zero[1] = call(atom.b.start, atom.b.end, &[0.0, 2.0, 1.5, 1.2, 1.8]);
+    assert_eq!(read(src, &atom, &zero, true), Err(NOT_POSITIVE));
     // A difference: a − b is 40–60 ms in every round, against + 50 ms.
     let src = "p99(x.a) <= p99(x.b) + 50ms";
     let mut atoms_found = Vec::new();
