@@ -52,7 +52,17 @@ impl StatusArgs {
             Format::Human => status.text(),
         };
         out.write_all(text.as_bytes())
-            .map_err(|e| CliError::Failure(e.into()))
+            .map_err(|e| CliError::Failure(e.into()))?;
+        // A journal whose order is not proven is no state to act on: exit 1, as the audit.
+        match status.journal_disorder.first() {
+            None => Ok(()),
+            Some(b) => Err(CliError::Failure(anyhow::anyhow!(
+                "`{}` line {}: {}",
+                study_dir.join(journal::FILE).display(),
+                b.line,
+                b.why
+            ))),
+        }
     }
 }
 

@@ -106,7 +106,8 @@ struct Place<'a> {
 
 /// A line that does not parse may be the run's own: deciding from the rest could move the
 /// wrong directory or record a decision about a run whose state is unknown. (A torn last
-/// line is a crash's, which the writer terminates and declares.)
+/// line is a crash's, which the writer terminates and declares.) So could lines out of the
+/// order they were written in.
 fn undamaged(j: &journal::Journal, path: &Path) -> Result<(), StudyError> {
     let torn = j.torn.as_ref().map(|t| t.line);
     match j
@@ -114,7 +115,6 @@ fn undamaged(j: &journal::Journal, path: &Path) -> Result<(), StudyError> {
         .into_iter()
         .find(|b| Some(b.line) != torn)
     {
-        None => Ok(()),
         Some(bad) => Err(StudyError::Refused(format!(
             "`{}` line {} does not parse ({}): the journal is damaged, so no decision is recorded; \
              `feedbench audit` lists what else is wrong; restore the line from a copy",
@@ -122,6 +122,17 @@ fn undamaged(j: &journal::Journal, path: &Path) -> Result<(), StudyError> {
             bad.line,
             bad.error
         ))),
+        // Lines out of their order could make the fold read a run's state wrong.
+        None => match j.disorder().next() {
+            None => Ok(()),
+            Some(b) => Err(StudyError::Refused(format!(
+                "`{}` line {}: {}; the journal's order is not proven, so no decision is \
+                 recorded; `feedbench audit` lists what else is wrong; restore the journal from a copy",
+                path.display(),
+                b.line,
+                b.why
+            ))),
+        },
     }
 }
 

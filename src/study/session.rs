@@ -76,12 +76,20 @@ impl<'r> Session<'r> {
         let lock = lock_study(&dir, &study)?;
         let journal_path = dir.join(journal::FILE);
         let journal = journal::read(&journal_path)?;
-        for b in journal.undeclared_bad() {
-            reporter.report(StudyEvent::Warning(&format!(
-                "`{}` line {} does not parse ({}); its event is lost to the ledger and the audit reports it",
-                journal_path.display(),
+        let unread = journal.undeclared_bad().into_iter().map(|b| {
+            let lost = "its event is lost to the ledger";
+            (b.line, format!(" does not parse ({}); {lost}", b.error))
+        });
+        let disorder = (journal.disorder()).map(|b| {
+            (
                 b.line,
-                b.error
+                format!(": {}; the journal's order is not proven", b.why),
+            )
+        });
+        for (line, what) in unread.chain(disorder) {
+            reporter.report(StudyEvent::Warning(&format!(
+                "`{}` line {line}{what}, and the audit reports it",
+                journal_path.display(),
             )));
         }
         let has_runs = dir.join(layout::RUNS).exists();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod audit;
+pub mod journal;
 pub mod report;
 
 use std::path::PathBuf;

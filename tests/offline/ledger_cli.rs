@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use super::common;
 use assert_cmd::Command;
 use feedbench::ledger::journal::{self, Event, Writer};
 use feedbench::plan::{load_file, RunSpec};
@@ -381,7 +382,7 @@ fn a_dependents_directory_outside_the_study_refuses_the_decision_before_anything
         "\"dir\":\"../../outside\"",
     );
     assert!(text.contains("../../outside"));
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, common::journal::rechained(&text)).unwrap();
     let (code, _, err) = s.feedbench(&[
         "invalidate",
         "svc/ramp/r1",
@@ -428,7 +429,11 @@ fn a_resume_never_moves_a_directory_the_journal_places_outside_the_study() {
             })
             .filter(|l| !l.is_empty())
             .collect();
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        std::fs::write(
+            &path,
+            common::journal::rechained(&(lines.join("\n") + "\n")),
+        )
+        .unwrap();
         let before = std::fs::read(&path).unwrap();
         let (code, _, err) = s.feedbench(&[
             "run",

@@ -2,6 +2,7 @@
 //! edited as JSON, bytes flipped, cut or inserted, a file swapped for a directory, a link,
 //! a named pipe.
 
+use feedbench_core::ledger::chain::link_of;
 use serde_json::Value;
 
 use super::{mkfifo, Study};
@@ -17,16 +18,42 @@ pub fn lines(s: &Study) -> Vec<Value> {
         .collect()
 }
 
+/// Writes the journal's lines as a writer would have written them: each chained line
+/// (`format_version` 2) linked to the line written before it. The corpus's content cases
+/// test what a journal says, not its chain.
 pub fn set_lines(s: &Study, lines: &[Value]) {
     let mut text = String::new();
+    let mut prev = link_of(b"");
     for l in lines {
-        text.push_str(&serde_json::to_string(l).unwrap());
+        let mut l = l.clone();
+        if l["format_version"] == 2 {
+            l["prev"] = prev.clone().into();
+        }
+        let line = serde_json::to_string(&l).unwrap();
+        prev = link_of(line.as_bytes());
+        text.push_str(&line);
         text.push('\n');
     }
     s.write(JOURNAL, text.as_bytes());
 }
 
-/// Edits journal line `n` (1-based) as JSON.
+/// The journal's lines as they are on disk, line ends left out.
+pub fn raw_lines(s: &Study) -> Vec<String> {
+    String::from_utf8(s.read(JOURNAL))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Writes the journal's lines back as they are, each with the link it carries: lines
+/// moved, duplicated or dropped this way break the chain, as they would on disk.
+pub fn set_raw_lines(s: &Study, lines: &[String]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    s.write(JOURNAL, text.as_bytes());
+}
+
+/// Edits journal line `n` (1-based) as JSON, the chain written again after it.
 pub fn edit_line(s: &Study, n: usize, f: impl FnOnce(&mut Value)) {
     let mut ls = lines(s);
     f(&mut ls[n - 1]);

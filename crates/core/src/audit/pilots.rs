@@ -146,6 +146,9 @@ impl PilotArea {
                 b.line, b.error
             ));
         }
+        for b in journal.disorder() {
+            problems.push(format!("`{journal_rel}` line {}: {}", b.line, b.why));
+        }
         PilotArea {
             dir,
             number,

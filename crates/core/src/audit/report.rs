@@ -115,6 +115,12 @@ pub enum Kind {
     BadManifest,
     /// A journal line that does not parse.
     BadJournalLine,
+    /// A journal line whose link to the line before is broken: lines edited, deleted,
+    /// inserted, duplicated or moved.
+    BrokenJournalChain,
+    /// A journal line whose time no host could have written then, or far behind the line
+    /// before it.
+    ImpossibleJournalTime,
     /// A run that needed more than one attempt: earlier attempts interrupted or aborted.
     RunRepeated,
     /// A contender whose gate failed: none of its runs ran.

@@ -230,6 +230,7 @@ mod tests {
         Entry {
             format_version: 1,
             wall_ns: (t_s * S).to_string(),
+            prev: None,
             event,
         }
     }

@@ -1,15 +1,18 @@
 //! The study journal, `results/<study>/journal.jsonl`: one JSON event per line, appended and
-//! fsync'd, never rewritten. A crash can leave a torn last line; reading tolerates it and
-//! the next writer terminates it and records that it did, so no line is ever lost or hidden.
+//! fsync'd, never rewritten, each line linked to the one before it (`chain`). A crash can
+//! leave a torn last line; reading tolerates it and the next writer terminates it and records
+//! that it did, so no line is ever lost or hidden.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::chain::{link_of, Broken, Chain, Place, UNCHAINED_VERSION};
 use crate::files::{fail, sync_dir, FileError};
 
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: each line carries `prev` (`chain`). Lines of version 1 are read as they are.
+pub const FORMAT_VERSION: u32 = 2;
 pub const FILE: &str = crate::rundir::layout::JOURNAL;
 
 pub use crate::evidence::Evidence;
@@ -199,6 +202,9 @@ pub struct Entry {
     pub format_version: u32,
     /// Unix ns, as a string (JSON numbers lose precision past 2^53).
     pub wall_ns: String,
+    /// The sha256 of the line before (`chain::link_of`); none on a line of version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
     #[serde(flatten)]
     pub event: Event,
 }
@@ -220,6 +226,9 @@ pub struct Journal {
     pub bad: Vec<BadLine>,
     /// A last line without its newline: a write cut short.
     pub torn: Option<BadLine>,
+    /// The first broken link of the chain and the first impossible time, and how many
+    /// lines were written before the chain.
+    pub order: Chain,
 }
 
 impl Journal {
@@ -242,6 +251,12 @@ impl Journal {
             .filter(|b| !declared.contains(&b.line))
             .collect()
     }
+
+    /// Where the journal's order is not proven: its first broken link, then its first
+    /// impossible time.
+    pub fn disorder(&self) -> impl Iterator<Item = &Broken> {
+        self.order.broken.iter().chain(self.order.clock.iter())
+    }
 }
 
 /// Parses journal text. Never fails: what does not parse is reported line by line.
@@ -252,7 +267,10 @@ pub fn parse(text: &str) -> Journal {
 /// Parses a journal's bytes. Never fails: what does not parse is reported line by line; a
 /// line that is not UTF-8 (feedbench writes only UTF-8) is a bad line, never read lossily.
 pub fn parse_bytes(bytes: &[u8]) -> Journal {
-    let mut j = Journal::default();
+    let mut j = Journal {
+        order: Chain::new(unix_ns()),
+        ..Journal::default()
+    };
     let complete = bytes.ends_with(b"\n");
     let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     if complete || bytes.is_empty() {
@@ -261,24 +279,21 @@ pub fn parse_bytes(bytes: &[u8]) -> Journal {
     for (i, raw) in lines.iter().enumerate() {
         let n = i + 1;
         if raw.iter().all(u8::is_ascii_whitespace) {
+            j.order.line(n, raw, None, true);
             continue;
         }
-        let parsed = match std::str::from_utf8(raw) {
-            Ok(line) => match serde_json::from_str::<Entry>(line) {
-                Ok(e) if e.format_version != FORMAT_VERSION => Err(format!(
-                    "format_version {}; this feedbench reads {FORMAT_VERSION} (use the feedbench that wrote it)",
-                    e.format_version
-                )),
-                other => other.map_err(|e| e.to_string()),
-            },
-            Err(e) => Err(format!(
-                "not UTF-8 text (byte {} of the line is not)",
-                e.valid_up_to() + 1
-            )),
-        };
-        match parsed {
-            Ok(e) => j.entries.push((n, e)),
+        match entry(raw) {
+            Ok(e) => {
+                let place = Place {
+                    version: e.format_version,
+                    prev: e.prev.as_deref(),
+                    wall_ns: &e.wall_ns,
+                };
+                j.order.line(n, raw, Some(place), true);
+                j.entries.push((n, e));
+            }
             Err(error) => {
+                j.order.line(n, raw, None, false);
                 let bad = BadLine {
                     line: n,
                     text: String::from_utf8_lossy(raw).chars().take(200).collect(),
@@ -293,6 +308,26 @@ pub fn parse_bytes(bytes: &[u8]) -> Journal {
         }
     }
     j
+}
+
+/// One line's entry: UTF-8, JSON, a version this feedbench reads, chained from version 2.
+fn entry(raw: &[u8]) -> Result<Entry, String> {
+    let line = std::str::from_utf8(raw).map_err(|e| {
+        format!(
+            "not UTF-8 text (byte {} of the line is not)",
+            e.valid_up_to() + 1
+        )
+    })?;
+    let e = serde_json::from_str::<Entry>(line).map_err(|e| e.to_string())?;
+    match e.format_version {
+        FORMAT_VERSION if e.prev.is_none() => Err(format!(
+            "format_version {FORMAT_VERSION} without `prev`, the sha256 of the line before it"
+        )),
+        FORMAT_VERSION | UNCHAINED_VERSION => Ok(e),
+        v => Err(format!(
+            "format_version {v}; this feedbench reads {UNCHAINED_VERSION} and {FORMAT_VERSION} (use the feedbench that wrote it)"
+        )),
+    }
 }
 
 pub fn read(path: &Path) -> Result<Journal, FileError> {
@@ -311,6 +346,8 @@ pub fn read(path: &Path) -> Result<Journal, FileError> {
 pub struct Writer {
     path: PathBuf,
     file: std::fs::File,
+    /// The link of the last line written (`chain::link_of`).
+    last: String,
 }
 
 impl Writer {
@@ -336,6 +373,7 @@ impl Writer {
         let mut w = Writer {
             path: path.to_path_buf(),
             file: file.try_clone().map_err(fail("open"))?,
+            last: link_of(b""),
         };
         let len = file.seek(SeekFrom::End(0)).map_err(fail("read"))?;
         if len > 0 {
@@ -343,16 +381,25 @@ impl Writer {
             let mut bytes = Vec::new();
             file.seek(SeekFrom::Start(0)).map_err(fail("read"))?;
             file.read_to_end(&mut bytes).map_err(fail("read"))?;
-            if bytes.last() != Some(&b'\n') {
+            let whole = bytes.last() == Some(&b'\n');
+            let body = if whole {
+                &bytes[..bytes.len() - 1]
+            } else {
+                &bytes[..]
+            };
+            let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            // The torn line too is a line: the declaration links to it as it stands.
+            w.last = link_of(&body[start..]);
+            if !whole {
                 let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
-                let cut =
-                    bytes.len() - bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let cut = body.len() - start;
                 // The newline and the declaration go in one write: no crash can leave the
                 // torn line terminated but undeclared.
-                let (_, entry) = line_of(Event::TornLineFound { line, bytes: cut });
+                let (_, entry) = line_of(Event::TornLineFound { line, bytes: cut }, &w.last);
                 let mut buf = b"\n".to_vec();
                 buf.extend_from_slice(&entry);
                 w.raw(&buf)?;
+                w.last = link_of(&entry[..entry.len() - 1]);
             }
         }
         Ok(w)
@@ -367,17 +414,19 @@ impl Writer {
 
     /// Appends one event as one line (one `write`) and fsyncs it before returning.
     pub fn append(&mut self, event: Event) -> Result<Entry, FileError> {
-        let (entry, line) = line_of(event);
+        let (entry, line) = line_of(event, &self.last);
         self.raw(&line)?;
+        self.last = link_of(&line[..line.len() - 1]);
         Ok(entry)
     }
 }
 
-/// An event as its journal line, newline included.
-fn line_of(event: Event) -> (Entry, Vec<u8>) {
+/// An event as its journal line, linked to the line before (`prev`), newline included.
+fn line_of(event: Event, prev: &str) -> (Entry, Vec<u8>) {
     let entry = Entry {
         format_version: FORMAT_VERSION,
         wall_ns: unix_ns().to_string(),
+        prev: Some(prev.to_string()),
         event,
     };
     let mut line = serde_json::to_string(&entry).expect("journal entries serialise");
@@ -412,7 +461,7 @@ mod tests {
         assert!(j.bad.is_empty() && j.torn.is_none());
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(
-            text.starts_with(r#"{"format_version":1,"wall_ns":""#),
+            text.starts_with(r#"{"format_version":2,"wall_ns":""#),
             "{text}"
         );
         assert!(
@@ -474,6 +523,7 @@ mod tests {
         let good = serde_json::to_string(&Entry {
             format_version: 1,
             wall_ns: "1".into(),
+            prev: None,
             event: skipped("x"),
         })
         .unwrap();
@@ -513,6 +563,7 @@ mod tests {
         let good = serde_json::to_string(&Entry {
             format_version: 1,
             wall_ns: "1".into(),
+            prev: None,
             event: skipped("x"),
         })
         .unwrap();
@@ -521,5 +572,41 @@ mod tests {
         assert_eq!(j.bad.len(), 1);
         assert_eq!(j.bad[0].line, 2);
         assert_eq!(j.undeclared_bad().len(), 1);
+    }
+
+    #[test]
+    fn every_line_links_to_the_one_before_past_an_old_line_and_a_torn_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE);
+        // A journal of version 1, torn at its end, carried on by this version.
+        let old = serde_json::to_string(&Entry {
+            format_version: 1,
+            wall_ns: unix_ns().to_string(),
+            prev: None,
+            event: skipped("a/b/r1"),
+        })
+        .unwrap();
+        std::fs::write(&p, format!("{old}\n{{\"format_version\":2,\"wall")).unwrap();
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r2")).unwrap();
+        w.append(skipped("a/b/r3")).unwrap();
+        let j = read(&p).unwrap();
+        assert_eq!(j.entries.len(), 4, "{:?}", j.bad);
+        assert_eq!((&j.order.broken, &j.order.clock), (&None, &None));
+        assert_eq!(j.order.unchained, 1);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let joined = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        // Moved, duplicated, deleted: the link after the change breaks.
+        let moved = [lines[0], lines[1], lines[2], lines[4], lines[3]];
+        let duplicated = [lines[0], lines[1], lines[2], lines[3], lines[3], lines[4]];
+        let deleted = [lines[0], lines[1], lines[2], lines[4]];
+        for (ls, at) in [(&moved[..], 4), (&duplicated[..], 5), (&deleted[..], 4)] {
+            let broken = parse(&joined(ls)).order.broken;
+            assert_eq!(broken.map(|b| b.line), Some(at), "{ls:?}");
+        }
+        // A line of version 2 carries its link.
+        let e = parse(&format!("{}\n", lines[4].replace("\"prev\"", "\"was\"")));
+        assert!(e.bad[0].error.contains("without `prev`"), "{:?}", e.bad);
     }
 }

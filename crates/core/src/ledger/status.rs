@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::chain::Broken;
 use super::hours::{self, Split};
 use super::journal::{self, BadLine, Journal};
 use super::state::{counts, Ledger, RunState, RunStatus};
@@ -41,6 +42,11 @@ pub struct StudyStatus {
     /// Where the study's wall time went.
     pub time: Split,
     pub unreadable_journal_lines: Vec<BadLine>,
+    /// Where the journal's order is not proven (`ledger::chain`): its first broken link and
+    /// its first impossible time.
+    pub journal_disorder: Vec<Broken>,
+    /// Journal lines written before the chain (format_version 1), read as they are.
+    pub journal_unchained_lines: usize,
     /// Pilot areas beside the study's runs.
     pub pilots: usize,
     /// The plan hash the changed results were recorded under (text form only).
@@ -98,6 +104,8 @@ impl StudyStatus {
             runs,
             time,
             unreadable_journal_lines: s.journal.undeclared_bad().into_iter().cloned().collect(),
+            journal_disorder: s.journal.disorder().cloned().collect(),
+            journal_unchained_lines: s.journal.order.unchained,
             pilots: s.pilots,
             changed_from: change.map(|c| c.old_plan_hash),
             journal: s.study_dir.join(journal::FILE),
@@ -139,12 +147,22 @@ impl StudyStatus {
         if self.time.total_s > 0.0 {
             text.push_str(&time_line(&self.time));
         }
-        for b in &self.unreadable_journal_lines {
+        let unread = self.unreadable_journal_lines.iter().map(|b| {
+            let declared = "`feedbench audit` says whether it is declared";
+            (b.line, format!(" does not parse: {}; {declared}", b.error))
+        });
+        let disorder = self.journal_disorder.iter().map(|b| {
+            let fails = "the journal's order is not proven, and `feedbench audit` fails on it";
+            (b.line, format!(": {}; {fails}", b.why))
+        });
+        for (line, what) in unread.chain(disorder) {
+            text.push_str(&format!("`{}` line {line}{what}\n", self.journal.display()));
+        }
+        if self.journal_unchained_lines > 0 {
             text.push_str(&format!(
-                "`{}` line {} does not parse: {}; `feedbench audit` says whether it is declared\n",
+                "`{}`: {} line(s) written before the journal's lines were chained (format_version 1): their order is as they stand, unproven\n",
                 self.journal.display(),
-                b.line,
-                b.error
+                self.journal_unchained_lines
             ));
         }
         text
@@ -290,6 +308,8 @@ mod tests {
                 "excluded_contenders",
                 "format_version",
                 "inputs_changed",
+                "journal_disorder",
+                "journal_unchained_lines",
                 "pilots",
                 "plan_changed",
                 "plan_hash",
