@@ -37,6 +37,9 @@ pub struct Report {
     /// The study's pilots (`feedbench pilot`): exploration before registration, listed
     /// apart; they are not the study's runs and fail nothing.
     pub exploration: Exploration,
+    /// Journal lines written before the journal was chained (format_version 1): their
+    /// order is as they stand, unproven (`ledger::chain`).
+    pub unchained_journal_lines: usize,
 }
 
 /// One version of the plan.
@@ -203,6 +206,13 @@ impl Report {
     }
 
     fn write_markdown(&self, s: &mut String) -> std::fmt::Result {
+        self.write_heading(s)?;
+        self.write_items(s)
+    }
+
+    /// The section's title, the registration, the counts and how far the journal's order
+    /// is proven.
+    fn write_heading(&self, s: &mut String) -> std::fmt::Result {
         let sum = &self.summary;
         writeln!(s, "## Deviations\n")?;
         let reg = &self.registration;
@@ -254,6 +264,22 @@ impl Report {
             sum.undeclared,
             count(sum.gaps, "gap")
         )?;
+        let lines = match self.unchained_journal_lines {
+            0 => None,
+            1 => Some("line was".to_string()),
+            n => Some(format!("{n} lines were")),
+        };
+        if let Some(lines) = lines {
+            writeln!(
+                s,
+                "The journal's first {lines} written before its lines were chained (format_version 1): their order is as they stand, unproven.\n"
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Each deviation, then the planned runs' states and the pilots.
+    fn write_items(&self, s: &mut String) -> std::fmt::Result {
         if self.deviations.is_empty() {
             writeln!(
                 s,

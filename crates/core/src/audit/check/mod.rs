@@ -212,6 +212,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
         deviations: items,
         summary,
         exploration: super::pilots::exploration(history, &study.pilots),
+        unchained_journal_lines: study.journal.order.unchained,
     }
 }
 

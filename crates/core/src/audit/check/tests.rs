@@ -418,3 +418,28 @@ fn runs_of_one_comparison_on_hosts_that_differ_are_named_with_each_runs_engines(
     );
     assert!(!r.summary.passed);
 }
+
+#[test]
+fn a_journal_begun_before_the_chain_passes_and_is_said_to_be_unchained() {
+    let d = tempfile::tempdir().unwrap();
+    let h = history(&[PLAN]);
+    // A line of format_version 1, as a feedbench before the chain wrote it; this one
+    // carries the study on, each of its lines linked from that line.
+    std::fs::create_dir_all(d.path().join("tiny")).unwrap();
+    let old = format!(
+        "{{\"format_version\":1,\"wall_ns\":\"{}\",\"event\":\"gate-passed\",\"contender\":\"svc\",\"image\":\"example/svc:1\",\"seconds\":1.0}}\n",
+        crate::ledger::journal::unix_ns()
+    );
+    std::fs::write(d.path().join("tiny/journal.jsonl"), old).unwrap();
+    let f = completed(&h, d.path(), true);
+    let r = check(&h, &f);
+    assert!(undeclared(&r).is_empty(), "{}", r.markdown());
+    assert_eq!(r.unchained_journal_lines, 1);
+    assert!(
+        r.markdown().contains(
+            "The journal's first line was written before its lines were chained (format_version 1)"
+        ),
+        "{}",
+        r.markdown()
+    );
+}
