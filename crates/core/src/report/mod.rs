@@ -328,6 +328,7 @@ pub fn build(
         &history,
         &standing,
         &verdicts::RowIndex::new(&metrics),
+        paired_rounds,
     );
     let registered = verdicts::compared::registered_pairs(&checks);
     let comparisons = comparison::of_rows(&metrics, paired_rounds, &registered);

@@ -249,15 +249,9 @@ pub fn of_rows(rows: &[Row], paired_rounds: bool, registered: &BTreeSet<Pair>) -
         }
     }
     for family in [Family::Hypotheses, Family::Exploratory] {
-        let mut members: Vec<Comparison> =
-            out.iter().filter(|c| c.family == family).cloned().collect();
+        let mut members: Vec<&mut Comparison> =
+            out.iter_mut().filter(|c| c.family == family).collect();
         adjust(&mut members);
-        let mut adjusted = members.into_iter();
-        for c in out.iter_mut().filter(|c| c.family == family) {
-            if let Some(m) = adjusted.next() {
-                *c = m;
-            }
-        }
     }
     out
 }
@@ -440,7 +434,7 @@ fn exponential(i: ShiftInterval) -> ShiftInterval {
 /// Holm's step-down procedure over every tested comparison: a comparison is found when its
 /// adjusted p is within [`ALPHA`]; one that is not, and whose smallest attainable p is above
 /// the level the procedure stopped at, cannot be shown with its repetitions.
-fn adjust(family: &mut [Comparison]) {
+fn adjust(family: &mut [&mut Comparison]) {
     let tested: Vec<usize> = (0..family.len())
         .filter(|&i| family[i].p.is_some())
         .collect();

@@ -36,7 +36,7 @@ fn simulate(reports: usize, shift: f64, round_sigma: f64, paired_rounds: bool) -
                 c
             })
             .collect();
-        adjust(&mut family);
+        adjust(&mut family.iter_mut().collect::<Vec<_>>());
         let claims = |c: &Comparison| matches!(c.finding, Finding::Higher { .. });
         any += usize::from(family[1..].iter().any(claims));
         found += usize::from(claims(&family[0]));

@@ -34,15 +34,16 @@ impl HypothesisVerdict {
     }
 }
 
-/// Every hypothesis's verdict, and the resolved checks (what the twin is given).
+/// Every hypothesis's verdict, and the resolved checks (what the twin is given);
+/// `paired_rounds` as the report's comparisons pair them (`comparison::paired_rounds`).
 pub fn judge(
     plan: &Plan,
     history: &History,
     runs: &Standing,
     index: &RowIndex,
+    paired_rounds: bool,
 ) -> (Vec<HypothesisVerdict>, Vec<Resolved>) {
     let registered = stated_hypotheses(history.registration().document.as_ref());
-    let paired_rounds = crate::report::comparison::paired_rounds(&plan.matrix.order);
     let mut resolved = Vec::new();
     // `as_registered`: whether this statement is the one registered before the runs.
     let mut run = |id: &str, which: &str, src: &str, as_registered: bool| {
