@@ -108,5 +108,6 @@ pub fn describe(e: &Event) -> String {
             runs.len()
         ),
         Event::TornLineFound { line, bytes } => format!("journal line {line} was torn by a crash ({bytes} bytes); terminated and kept"),
+        Event::ClockSteppedBack { from_ns, to_ns } => format!("the clock stepped back from {from_ns} to {to_ns} ns since 1970; declared, later lines are timed from it"),
     }
 }

@@ -266,13 +266,13 @@ impl Report {
         )?;
         let lines = match self.unchained_journal_lines {
             0 => None,
-            1 => Some("line was".to_string()),
-            n => Some(format!("{n} lines were")),
+            1 => Some("1 journal line was".to_string()),
+            n => Some(format!("{n} journal lines were")),
         };
         if let Some(lines) = lines {
             writeln!(
                 s,
-                "The journal's first {lines} written before its lines were chained (format_version 1): their order is as they stand, unproven.\n"
+                "{lines} written before the journal's lines were chained (format_version 1): their order is as they stand, unproven.\n"
             )?;
         }
         Ok(())

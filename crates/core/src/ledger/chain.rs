@@ -13,20 +13,26 @@ use sha2::{Digest, Sha256};
 /// The version of lines written before the chain, read as they are and counted unchained.
 pub const UNCHAINED_VERSION: u32 = 1;
 
-/// 2020-01-01T00:00:00Z: no journal of feedbench was written before it.
-const EARLIEST_NS: u128 = 1_577_836_800_000_000_000;
+/// 2020-01-01T00:00:00Z: no journal of feedbench was written before it, and a writer whose
+/// clock reads earlier refuses to write.
+pub const EARLIEST_NS: u128 = 1_577_836_800_000_000_000;
 /// How far past the reader's clock a line's time may lie: two hosts' clocks may disagree by
 /// seconds, never by a day.
 const AHEAD_NS: u128 = 86_400_000_000_000;
-/// How far back a line's time may step from the line before it: a clock corrected by NTP
-/// while a study ran, not lines moved.
-const BACK_NS: u128 = 1_000_000_000;
+/// How far back a line's time may step from the line before it undeclared: the writer
+/// declares a larger step of its clock (`clock-stepped-back`) before the line it times.
+pub const BACK_NS: u128 = 1_000_000_000;
 
 /// The link a line carries to the line before it: the sha256 of that line's bytes without
-/// its line end (`\n`, or `\r\n` for a journal whose line ends were converted).
+/// its line end (`\n`, or `\r\n`, `\r\r\n`… for a journal whose line ends were converted).
 pub fn link_of(line: &[u8]) -> String {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    crate::files::hex(&Sha256::digest(line))
+    let end = line.iter().rposition(|b| *b != b'\r').map_or(0, |i| i + 1);
+    crate::files::hex(&Sha256::digest(&line[..end]))
+}
+
+/// A value read from a damaged line, fit to quote: at most 40 characters, escaped.
+fn quoted(text: &str) -> String {
+    format!("{:?}", text.chars().take(40).collect::<String>())
 }
 
 /// Where the journal's order is not what its writers left: a broken link or an impossible
@@ -37,11 +43,13 @@ pub struct Broken {
     pub why: String,
 }
 
-/// What a parsed line says of its place: its `format_version`, `prev` and `wall_ns`.
+/// What a parsed line says of its place: its `format_version`, `prev` and `wall_ns`, and
+/// whether it declares that the writer's clock stepped back to its time.
 pub struct Place<'a> {
     pub version: u32,
     pub prev: Option<&'a str>,
     pub wall_ns: &'a str,
+    pub steps_back: bool,
 }
 
 /// The checks over the journal's lines, fed in order.
@@ -75,7 +83,7 @@ impl Chain {
     pub fn line(&mut self, n: usize, raw: &[u8], place: Option<Place>, parsed: bool) {
         if let Some(p) = &place {
             self.link(n, p);
-            self.time(n, p.wall_ns);
+            self.time(n, p);
         }
         self.before = Some((n, link_of(raw), parsed));
     }
@@ -110,9 +118,12 @@ impl Chain {
         self.broken.get_or_insert(Broken { line, why });
     }
 
-    fn time(&mut self, n: usize, wall_ns: &str) {
-        let why = match wall_ns.parse::<u128>() {
-            Err(_) => Some(format!("its wall_ns `{wall_ns}` is not a time in unix ns")),
+    fn time(&mut self, n: usize, p: &Place) {
+        let why = match p.wall_ns.parse::<u128>() {
+            Err(_) => Some(format!(
+                "its wall_ns {} is not a time in unix ns",
+                quoted(p.wall_ns)
+            )),
             Ok(t) if t < EARLIEST_NS => Some(format!(
                 "its wall_ns {t} is before 2020-01-01, when no journal of feedbench was written"
             )),
@@ -123,10 +134,10 @@ impl Chain {
             Ok(t) => {
                 let back = self
                     .last_time
-                    .filter(|(_, last)| t.saturating_add(BACK_NS) < *last)
+                    .filter(|(_, last)| !p.steps_back && t.saturating_add(BACK_NS) < *last)
                     .map(|(m, last)| {
                         format!(
-                            "it is {:.3} s earlier than line {m}: lines written later stand before it",
+                            "it is {:.3} s earlier than line {m} and no clock-stepped-back declares it: lines written later stand before it",
                             (last - t) as f64 / 1e9
                         )
                     });
@@ -154,6 +165,7 @@ mod tests {
                 version: 2,
                 prev: Some(prev),
                 wall_ns: wall,
+                steps_back: false,
             };
             c.line(i + 1, raw.as_bytes(), Some(place), true);
         }
@@ -173,8 +185,9 @@ mod tests {
         // Moved: b before a.
         let moved = fed(&[(b, &link_of(a.as_bytes()), t), (a, &first, t)]);
         assert_eq!(moved.broken.map(|b| b.line), Some(1));
-        // A CRLF line end is no edit.
+        // A CRLF line end is no edit, nor one converted twice.
         assert_eq!(link_of(b"line a\r"), link_of(b"line a"));
+        assert_eq!(link_of(b"line a\r\r"), link_of(b"line a"));
     }
 
     #[test]
@@ -185,6 +198,7 @@ mod tests {
             version: 2,
             prev: Some("0"),
             wall_ns: "1790000000000000000",
+            steps_back: false,
         };
         c.line(2, b"x", Some(place), true);
         assert_eq!(c.broken, None);
@@ -215,10 +229,26 @@ mod tests {
             back.clock,
             Some(Broken {
                 line: 2,
-                why: "it is 2.000 s earlier than line 1: lines written later stand before it"
+                why: "it is 2.000 s earlier than line 1 and no clock-stepped-back declares it: \
+                      lines written later stand before it"
                     .into()
             })
         );
+    }
+
+    #[test]
+    fn a_step_back_the_writer_declares_is_no_impossible_time() {
+        let mut c = Chain::new(NOW);
+        let at = |wall_ns, steps_back| Place {
+            version: 1,
+            prev: None,
+            wall_ns,
+            steps_back,
+        };
+        c.line(1, b"a", Some(at("1790000009000000000", false)), true);
+        c.line(2, b"b", Some(at("1790000000000000000", true)), true);
+        c.line(3, b"c", Some(at("1790000000100000000", false)), true);
+        assert_eq!(c.clock, None);
     }
 
     #[test]
@@ -229,6 +259,7 @@ mod tests {
             version: 1,
             prev,
             wall_ns: t,
+            steps_back: false,
         };
         c.line(1, b"old", Some(old(None)), true);
         // The chain starts on the first line written since, linked to the last old line.
@@ -237,6 +268,7 @@ mod tests {
             version: 2,
             prev: Some(&link),
             wall_ns: t,
+            steps_back: false,
         };
         c.line(2, b"new", Some(new), true);
         assert_eq!((c.unchained, c.broken.clone()), (1, None));

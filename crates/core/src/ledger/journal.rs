@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::chain::{link_of, Broken, Chain, Place, UNCHAINED_VERSION};
+use super::chain::{link_of, Broken, Chain, Place, BACK_NS, EARLIEST_NS, UNCHAINED_VERSION};
 use crate::files::{fail, sync_dir, FileError};
 
 /// 2: each line carries `prev` (`chain`). Lines of version 1 are read as they are.
@@ -173,6 +173,15 @@ pub enum Event {
     /// A torn line (a crash mid-write) was found at the end of the journal and terminated
     /// with a newline before this event was appended.
     TornLineFound { line: usize, bytes: usize },
+    /// The writer's clock read more than 1 s before the journal's last line (a clock
+    /// stepped by NTP, a resume on a host behind): the lines from this one on are timed by
+    /// it, so their step back is declared (`chain`).
+    ClockSteppedBack {
+        /// The last line's `wall_ns`.
+        from_ns: String,
+        /// The clock's reading, this line's `wall_ns`.
+        to_ns: String,
+    },
 }
 
 impl Event {
@@ -278,16 +287,13 @@ pub fn parse_bytes(bytes: &[u8]) -> Journal {
     }
     for (i, raw) in lines.iter().enumerate() {
         let n = i + 1;
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            j.order.line(n, raw, None, true);
-            continue;
-        }
         match entry(raw) {
             Ok(e) => {
                 let place = Place {
                     version: e.format_version,
                     prev: e.prev.as_deref(),
                     wall_ns: &e.wall_ns,
+                    steps_back: matches!(e.event, Event::ClockSteppedBack { .. }),
                 };
                 j.order.line(n, raw, Some(place), true);
                 j.entries.push((n, e));
@@ -312,6 +318,10 @@ pub fn parse_bytes(bytes: &[u8]) -> Journal {
 
 /// One line's entry: UTF-8, JSON, a version this feedbench reads, chained from version 2.
 fn entry(raw: &[u8]) -> Result<Entry, String> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        // feedbench never writes one: a line emptied by hand hides what it held.
+        return Err("white space only".into());
+    }
     let line = std::str::from_utf8(raw).map_err(|e| {
         format!(
             "not UTF-8 text (byte {} of the line is not)",
@@ -348,6 +358,8 @@ pub struct Writer {
     file: std::fs::File,
     /// The link of the last line written (`chain::link_of`).
     last: String,
+    /// The `wall_ns` of the last line that has one.
+    last_ns: Option<u128>,
 }
 
 impl Writer {
@@ -374,6 +386,7 @@ impl Writer {
             path: path.to_path_buf(),
             file: file.try_clone().map_err(fail("open"))?,
             last: link_of(b""),
+            last_ns: None,
         };
         let len = file.seek(SeekFrom::End(0)).map_err(fail("read"))?;
         if len > 0 {
@@ -390,42 +403,70 @@ impl Writer {
             let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             // The torn line too is a line: the declaration links to it as it stands.
             w.last = link_of(&body[start..]);
+            w.last_ns = parse_bytes(&bytes)
+                .entries
+                .iter()
+                .rev()
+                .find_map(|(_, e)| e.wall_ns.parse().ok());
             if !whole {
                 let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
                 let cut = body.len() - start;
                 // The newline and the declaration go in one write: no crash can leave the
                 // torn line terminated but undeclared.
-                let (_, entry) = line_of(Event::TornLineFound { line, bytes: cut }, &w.last);
+                let (_, entry) = line_of(
+                    Event::TornLineFound { line, bytes: cut },
+                    &w.last,
+                    unix_ns(),
+                );
                 let mut buf = b"\n".to_vec();
                 buf.extend_from_slice(&entry);
-                w.raw(&buf)?;
-                w.last = link_of(&entry[..entry.len() - 1]);
+                w.raw(&buf, &entry)?;
             }
         }
         Ok(w)
     }
 
-    fn raw(&mut self, bytes: &[u8]) -> Result<(), FileError> {
+    /// Writes `bytes`, which end with the journal line `line`, and syncs them. The link
+    /// moves on once the bytes are written: a failed sync leaves the line on disk.
+    fn raw(&mut self, bytes: &[u8], line: &[u8]) -> Result<(), FileError> {
         self.file
             .write_all(bytes)
             .map_err(fail("append to", &self.path))?;
+        self.last = link_of(&line[..line.len() - 1]);
         self.file.sync_data().map_err(fail("sync", &self.path))
     }
 
-    /// Appends one event as one line (one `write`) and fsyncs it before returning.
+    /// Appends one event as one line (one `write`) and fsyncs it before returning. A clock
+    /// before 2020 is refused; one more than 1 s behind the last line is declared first
+    /// with `clock-stepped-back` (`chain`).
     pub fn append(&mut self, event: Event) -> Result<Entry, FileError> {
-        let (entry, line) = line_of(event, &self.last);
-        self.raw(&line)?;
-        self.last = link_of(&line[..line.len() - 1]);
+        let now = unix_ns();
+        if now < EARLIEST_NS {
+            let clock = std::io::Error::other(format!(
+                "this host's clock reads {now} ns since 1970, before 2020: set the clock, then run again"
+            ));
+            return Err(fail("append to", &self.path)(clock));
+        }
+        if let Some(last) = self.last_ns.filter(|l| now + BACK_NS < *l) {
+            let step = Event::ClockSteppedBack {
+                from_ns: last.to_string(),
+                to_ns: now.to_string(),
+            };
+            let (_, line) = line_of(step, &self.last, now);
+            self.raw(&line, &line)?;
+        }
+        let (entry, line) = line_of(event, &self.last, now);
+        self.raw(&line, &line)?;
+        self.last_ns = Some(now);
         Ok(entry)
     }
 }
 
 /// An event as its journal line, linked to the line before (`prev`), newline included.
-fn line_of(event: Event, prev: &str) -> (Entry, Vec<u8>) {
+fn line_of(event: Event, prev: &str, now: u128) -> (Entry, Vec<u8>) {
     let entry = Entry {
         format_version: FORMAT_VERSION,
-        wall_ns: unix_ns().to_string(),
+        wall_ns: now.to_string(),
         prev: Some(prev.to_string()),
         event,
     };
@@ -608,5 +649,44 @@ mod tests {
         // A line of version 2 carries its link.
         let e = parse(&format!("{}\n", lines[4].replace("\"prev\"", "\"was\"")));
         assert!(e.bad[0].error.contains("without `prev`"), "{:?}", e.bad);
+    }
+
+    #[test]
+    fn a_clock_behind_the_last_line_is_declared_before_the_line_it_times() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE);
+        // The last line was written an hour ahead of this host's clock.
+        let ahead = (unix_ns() + 3_600_000_000_000).to_string();
+        let first = serde_json::to_string(&Entry {
+            format_version: FORMAT_VERSION,
+            wall_ns: ahead.clone(),
+            prev: Some(link_of(b"")),
+            event: skipped("a/b/r1"),
+        })
+        .unwrap();
+        std::fs::write(&p, format!("{first}\n")).unwrap();
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r2")).unwrap();
+        w.append(skipped("a/b/r3")).unwrap();
+        let j = read(&p).unwrap();
+        let events: Vec<&Event> = j.events().collect();
+        assert!(
+            matches!(events[1], Event::ClockSteppedBack { from_ns, .. } if *from_ns == ahead),
+            "{events:?}"
+        );
+        assert_eq!(events.len(), 4, "one declaration, then the lines");
+        assert_eq!((&j.order.broken, &j.order.clock), (&None, &None));
+        // Undeclared, the same step is an impossible time.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let undeclared = format!("{}\n{}\n", lines[0], lines[2]);
+        let clock = parse(&undeclared).order.clock;
+        assert_eq!(clock.map(|c| c.line), Some(2));
+    }
+
+    #[test]
+    fn a_line_of_white_space_is_a_bad_line() {
+        let j = parse("\n   \n");
+        assert_eq!(j.bad.iter().map(|b| b.line).collect::<Vec<_>>(), [1, 2]);
     }
 }

@@ -254,7 +254,9 @@ impl Ledger {
             Event::InputsRead { digest, files } => {
                 self.inputs = Some((digest.clone(), files.clone()));
             }
-            Event::UncommittedPlan { .. } | Event::TornLineFound { .. } => {}
+            Event::UncommittedPlan { .. }
+            | Event::TornLineFound { .. }
+            | Event::ClockSteppedBack { .. } => {}
         }
     }
 

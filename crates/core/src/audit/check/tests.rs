@@ -437,7 +437,7 @@ fn a_journal_begun_before_the_chain_passes_and_is_said_to_be_unchained() {
     assert_eq!(r.unchained_journal_lines, 1);
     assert!(
         r.markdown().contains(
-            "The journal's first line was written before its lines were chained (format_version 1)"
+            "1 journal line was written before the journal's lines were chained (format_version 1)"
         ),
         "{}",
         r.markdown()
