@@ -238,8 +238,8 @@ pub async fn execute(
     });
     take_down(&r, &mut record).await;
     match outcome {
-        Ok(starts) if record.execution == Ending::Completed => {
-            assess(&r, &script, starts, &mut events, &mut record)
+        Ok((starts, cut)) if record.execution == Ending::Completed => {
+            assess(&r, &script, starts, cut, &mut events, &mut record)
         }
         Ok(_) => {}
         Err(e) => {
@@ -317,15 +317,21 @@ async fn take_down(r: &Running<'_>, record: &mut RunRecord) {
     record.cleanup_ok = teardown_placed(r.placement, r.topo).await.is_ok();
 }
 
-/// The validity checks of a completed run: each piece of evidence against it is a note and
-/// goes into the record.
+/// The validity checks of a completed run, up to `cut` when the supervisor stopped the load
+/// for a measurement path that could no longer stand (its evidence is in the record
+/// already): each piece of evidence against it is a note and goes into the record.
 fn assess(
     r: &Running<'_>,
     script: &LoadScript,
     request_starts: Vec<i128>,
+    cut: Option<i128>,
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
 ) {
+    let until = match (checked_until(record), cut) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let assessed = validity::assess(
         r.dir,
         r.topo,
@@ -333,7 +339,7 @@ fn assess(
         record.load.as_ref(),
         request_starts,
         &r.plan.guards,
-        checked_until(record),
+        until,
     );
     match assessed {
         Ok(a) => {
@@ -342,7 +348,7 @@ fn assess(
                     text: format!("invalid: {e}"),
                 });
             }
-            record.validity = a.evidence;
+            record.validity.extend(a.evidence);
             record.warnings.extend(a.warnings);
         }
         Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
@@ -396,14 +402,15 @@ fn load_spec<'a>(
 }
 
 /// Deploy, sample, load, supervise; the raw data lands in the run's directory. Hands back
-/// the requests' start times for the validity checks.
+/// the requests' start times for the validity checks, and when the load was stopped for a
+/// measurement path that could no longer stand (its evidence goes into the record).
 async fn measure(
     r: &Running<'_>,
     script: &LoadScript,
     probe: &HostProbe,
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
-) -> Result<Vec<i128>, ExecuteError> {
+) -> Result<(Vec<i128>, Option<i128>), ExecuteError> {
     let logs = r.dir.join(rundir::LOGS_DIR);
     let deployed = deploy_placed(
         r.placement,
@@ -432,6 +439,10 @@ async fn measure(
         readiness::keep(r.dir, ended.readiness, record);
     }
     let (stopped, shown) = (ended.stopped, ended.shown);
+    let cut = ended.bound.map(|(evidence, at_ns)| {
+        record.validity.push(evidence);
+        at_ns
+    });
     record.monitors = Some(monitors.stop().await?);
     let raw = load
         .lg
@@ -443,7 +454,8 @@ async fn measure(
             events.emit(e);
         }
     }
-    output::keep(r, script, raw, live.as_ref(), stopped, events, record)
+    let starts = output::keep(r, script, raw, live.as_ref(), stopped, events, record)?;
+    Ok((starts, cut))
 }
 
 /// The script as the load generator runs it. Apart, its target is where the system engine

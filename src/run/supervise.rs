@@ -1,7 +1,7 @@
 //! The supervisor of a run's load, every quarter second until the load generator ends or a
 //! guard trips: the fault's steps as they fall due, the live judge and the knee stop, the
-//! balancer's health transitions, the host's guards, OOM kills, the run's images, and
-//! progress. Each concern is one method; `until_done` calls them in this order every tick.
+//! balancer's health transitions, the host's guards, OOM kills, a measurement path that
+//! can no longer stand, the run's images, and progress. Each concern is one method; `until_done` calls them in this order every tick.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -24,10 +24,11 @@ use crate::engine::runtime::Runtime;
 use crate::rundir::events::RunEvent;
 use crate::rundir::frame::RampStop;
 use crate::rundir::record::{OomKill, RunRecord};
-use crate::rundir::samples::BalancerRow;
+use crate::rundir::samples::{BalancerRow, SampleStatus};
 use crate::spec::faults::{schedule, Action, Edge, Step};
 use crate::spec::load::{self, LoadScript};
 use crate::spec::topology::{ContainerSpec, Role, RunTopology, FAULT_PROXY_API_PORT, STATS_PORT};
+use crate::validity::{path_containers, Binding, Evidence};
 
 /// The load generator under way: its container on its engine (the system's, unless it runs
 /// apart), the stream of its output, and when it was started.
@@ -39,11 +40,13 @@ pub(super) struct Load<'a> {
 }
 
 /// What the supervision leaves: where the knee stopped the load, how the live judge's
-/// windows are shown, and the restarted replica's readiness attempts.
+/// windows are shown, the restarted replica's readiness attempts, and the evidence of a
+/// measurement path that could no longer stand with when the load was stopped for it.
 pub(super) struct Ended {
     pub stopped: Option<RampStop>,
     pub shown: Vec<Shown>,
     pub readiness: Option<Attempts>,
+    pub bound: Option<(Evidence, i128)>,
 }
 
 /// What the supervisor has seen and done so far, beside what it reads.
@@ -64,6 +67,10 @@ pub(super) struct Supervisor<'s> {
     statuses: BTreeMap<String, String>,
     health: watch::Receiver<Vec<BalancerRow>>,
     oom: watch::Receiver<Latest>,
+    /// The monitors' reads again, for the binding rule (`oom` marks what it has seen).
+    reads: watch::Receiver<Latest>,
+    binding: Binding,
+    bound: Option<(Evidence, i128)>,
     stops_at_knee: Option<usize>,
     stopped: Option<RampStop>,
     shown: Vec<Shown>,
@@ -114,6 +121,13 @@ impl<'s> Supervisor<'s> {
             statuses: BTreeMap::new(),
             health: monitors.balancer_latest(),
             oom: monitors.latest(),
+            reads: monitors.latest(),
+            binding: Binding::new(
+                &path_containers(r.topo),
+                plan.study.objective.window.millis as f64 / 1e3,
+                plan.guards.measurement_cpu_ceiling.percent,
+            ),
+            bound: None,
             stops_at_knee: plan
                 .profiles
                 .get(run.profile.as_str())
@@ -153,6 +167,7 @@ impl<'s> Supervisor<'s> {
             if let Some(t) = self.oom_kills(now, events, record) {
                 return Some(t);
             }
+            self.binding(events).await;
             if let Some(t) = self.images(now).await {
                 return Some(t);
             }
@@ -181,6 +196,7 @@ impl<'s> Supervisor<'s> {
             stopped: self.stopped,
             shown: self.shown,
             readiness,
+            bound: self.bound,
         }
     }
 
@@ -396,6 +412,32 @@ impl<'s> Supervisor<'s> {
             let who: Vec<&str> = path.iter().map(|(c, _)| c.as_str()).collect();
             guards::oom_trip(&who.join(", "), path.iter().map(|(_, n)| n).sum())
         })
+    }
+
+    /// The measurement path's CPU, each new read of the measured phase fed to the binding
+    /// rule: at its first evidence the load stops (as at a knee) and the run is to be set
+    /// aside with it.
+    async fn binding(&mut self, events: &mut EventLog<'_>) {
+        if !self.measuring || self.bound.is_some() || !self.reads.has_changed().unwrap_or(false) {
+            return;
+        }
+        let latest = self.reads.borrow_and_update().clone();
+        let evidence = latest.rows.values().find_map(|row| {
+            let cpu = (row.status == SampleStatus::Ok)
+                .then_some(row.counters.cpu_usage_ns)
+                .flatten();
+            self.binding.read(&row.container, row.offset_s, cpu)
+        });
+        let Some(e) = evidence else {
+            return;
+        };
+        let at_ns = events.clock.now().wall_ns;
+        events.emit(RunEvent::LoadStopped {
+            reason: format!("the measurement path can no longer stand: {e}"),
+            at_ns,
+        });
+        self.bound = Some((e, at_ns));
+        let _ = self.load.lg.kill(&self.load.container, "SIGINT").await;
     }
 
     /// An image of the run the engine no longer has, asked every five seconds.

@@ -5,6 +5,7 @@
 //! does not fit, with a clear error naming the file, never a panic.
 
 use crate::common;
+use crate::run::json_run;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -77,19 +78,8 @@ impl Drop for Tmpfs {
 }
 
 fn feedbench(results: &Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
-    c.current_dir(common::repo())
-        .args([
-            "run",
-            PLAN,
-            "--no-build",
-            "--allow-uncommitted",
-            "--format",
-            "json",
-            "--results",
-        ])
-        .arg(results)
-        .args(extra);
+    let mut c = json_run(PLAN, results);
+    c.args(extra);
     c
 }
 

@@ -28,6 +28,17 @@ pub(crate) fn run_plan(plan: &str, results: &Path) -> std::process::Output {
     feedbench(&["run", "--no-build"], plan, results)
 }
 
+/// `feedbench run PLAN` with the images as they are, uncommitted, its events on stdout as
+/// JSON lines (to be spawned and followed).
+pub(crate) fn json_run(plan: &str, results: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_feedbench"));
+    c.current_dir(common::repo())
+        .args(["run", plan, "--no-build", "--allow-uncommitted"])
+        .args(["--format", "json", "--results"])
+        .arg(results);
+    c
+}
+
 pub(crate) fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let headers = r.headers().unwrap().clone();

@@ -6,6 +6,7 @@
 //! the run directory's CSVs and calls it. docs/results.md, "Validity", says how each figure
 //! is recomputed from the files.
 
+mod binding;
 mod cpu;
 mod error;
 mod load;
@@ -16,6 +17,7 @@ mod window;
 
 use std::path::Path;
 
+pub use binding::Binding;
 pub use error::ValidityError;
 pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
