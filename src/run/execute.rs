@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 
+use super::caps;
 use super::follow::Follower;
 use super::guards::{self, HostProbe, Trip};
 use super::judge::window_judged;
@@ -314,6 +315,7 @@ async fn take_down(r: &Running<'_>, record: &mut RunRecord) {
             record.warnings.push(e.to_string());
         }
     }
+    caps::at_teardown(r, record).await;
     record.cleanup_ok = teardown_placed(r.placement, r.topo).await.is_ok();
 }
 
@@ -328,6 +330,7 @@ fn assess(
     events: &mut EventLog<'_>,
     record: &mut RunRecord,
 ) {
+    record.validity.extend(validity::caps_changed(&record.caps));
     let until = match (checked_until(record), cut) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -424,6 +427,7 @@ async fn measure(
     let script = &placed_script(r, script, events).await?;
     let monitors = start_monitors(r, &deployed).await?;
     let load = start_load(r, script, events).await?;
+    caps::at_start(r, record).await;
     let mut supervisor = Supervisor::new(r, script, &load, &deployed, &monitors);
     if let Some(t) = supervisor.until_done(probe, events, record).await {
         abort(events, record, &t);
@@ -612,6 +616,7 @@ pub(super) fn begun(
         frame: None,
         oom_kills: Vec::new(),
         seed: None,
+        caps: Vec::new(),
         started_wall_ns,
         ended_wall_ns: 0,
     }

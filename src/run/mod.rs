@@ -1,5 +1,6 @@
 //! Executing a run: load, monitors, faults, guards and the raw data they record.
 
+mod caps;
 pub mod execute;
 pub mod follow;
 pub mod gate;

@@ -220,6 +220,7 @@ impl Testbed for Fake {
                 Vec::new()
             },
             seed: None,
+            caps: Vec::new(),
             started_wall_ns: clock.start_wall_ns(),
             ended_wall_ns: clock.now().wall_ns,
         };

@@ -5,10 +5,9 @@
 
 use crate::common;
 use crate::common::report::text;
-use crate::run::{csv, json_run, run_json};
+use crate::run::{container_of, csv, following, json_run, run_json};
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const PLAN: &str = "tests/plans/docker/binding.yaml";
@@ -23,26 +22,13 @@ fn now_ns() -> i128 {
         .as_nanos() as i128
 }
 
-/// The run's balancer container, by the labels feedbench puts on it.
-fn balancer() -> String {
-    let out = Command::new("docker")
-        .args(["ps", "-q", "--filter"])
-        .arg(format!("label=feedbench.study={STUDY}"))
-        .args(["--filter", "label=feedbench.role=balancer"])
-        .output()
-        .expect("the docker CLI runs (tier 2 needs it)");
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!id.is_empty() && !id.contains('\n'), "balancers: {id:?}");
-    id
-}
-
 /// Starts a busy loop in the balancer's container, in its cgroup: from then on the
 /// container uses all of its cap, as a balancer the load outgrew does. Hands back when the
 /// loop started. (It ends with the container, at teardown.)
 fn bind_balancer() -> i128 {
     let out = Command::new("docker")
         .args(["exec", "-d"])
-        .arg(balancer())
+        .arg(container_of(STUDY, "balancer"))
         .args(["sh", "-c", "while :; do :; done"])
         .output()
         .unwrap();
@@ -55,25 +41,15 @@ pub fn a_ramp_whose_balancer_binds_from_its_third_step_is_stopped_within_two_and
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));
     let results = tempfile::tempdir().unwrap();
-    let mut child = json_run(PLAN, results.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Once the second step (250/s) is judged, the third (300/s) is under way: bind there.
     let mut bound_ns = None;
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let Ok(line) = line else { break };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
+    let out = following(json_run(PLAN, results.path()), |v| {
         let judged_second =
             v["event"] == "window-judged" && v["step_rate"].as_f64().is_some_and(|r| r >= 250.0);
         if bound_ns.is_none() && judged_second {
             bound_ns = Some(bind_balancer());
         }
-    }
-    let out = child.wait_with_output().unwrap();
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     let bound_ns = bound_ns.unwrap_or_else(|| panic!("the second step was never judged: {stderr}"));
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -5,11 +5,11 @@
 //! does not fit, with a clear error naming the file, never a panic.
 
 use crate::common;
-use crate::run::json_run;
+use crate::run::{following, json_run};
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use feedbench::ledger::journal::{self, Event};
 use feedbench::ledger::manifest::{verify, Manifest};
@@ -99,24 +99,14 @@ pub fn a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_
     let study = results.join("test-disk");
 
     // Run, and fill the disk once the run measures: the guard must trip within its tick.
-    let mut child = feedbench(&results, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let mut filler = None;
     let mut free_before_fill = 0;
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let Ok(line) = line else { break };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
+    let out = following(feedbench(&results, &[]), |v| {
         if filler.is_none() && v["event"] == "phase" && v["phase"] == "measure" {
             free_before_fill = disk.free();
             filler = Some(disk.fill_leaving(8 << 20));
         }
-    }
-    let out = child.wait_with_output().unwrap();
+    });
     let filler = filler.expect("the run never reached its measured phase");
     assert_eq!(
         out.status.code(),

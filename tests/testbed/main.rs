@@ -15,6 +15,7 @@
 mod common;
 
 mod binding;
+mod caps;
 mod contenders_gate;
 mod deploy;
 mod disk;
@@ -105,6 +106,7 @@ fn main() -> std::process::ExitCode {
             a_load_generator_capped_far_below_its_rate_breaches_and_is_set_aside,
         ],
         binding: [a_ramp_whose_balancer_binds_from_its_third_step_is_stopped_within_two_and_set_aside],
+        caps: [a_replica_whose_cpu_cap_changes_while_the_run_runs_sets_the_run_aside_naming_both],
         disk: [a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_study],
         load_compare: [native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee],
         engines: [

@@ -7,8 +7,9 @@
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// `feedbench ARGS PLAN --results RESULTS`, from the project's root.
@@ -37,6 +38,55 @@ pub(crate) fn json_run(plan: &str, results: &Path) -> Command {
         .args(["--format", "json", "--results"])
         .arg(results);
     c
+}
+
+/// Runs `cmd` (a [`json_run`]) and hands `on` each event it prints, as it prints it; hands
+/// back its output once it ended (stdout consumed). Should `on` panic, the run is
+/// interrupted (SIGINT: it takes its containers down) rather than left running.
+pub(crate) fn following(mut cmd: Command, mut on: impl FnMut(&serde_json::Value)) -> Output {
+    /// The run, interrupted and waited for unless handed back.
+    struct Running(Option<Child>);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            if let Some(c) = &mut self.0 {
+                let _ = Command::new("kill")
+                    .args(["-INT", &c.id().to_string()])
+                    .status();
+                let _ = c.wait();
+            }
+        }
+    }
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = Running(Some(child));
+    let stdout = run.0.as_mut().and_then(|c| c.stdout.take()).unwrap();
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+            on(&v);
+        }
+    }
+    run.0.take().unwrap().wait_with_output().unwrap()
+}
+
+/// The one running container of `study` in `role`, by the labels feedbench puts on it.
+pub(crate) fn container_of(study: &str, role: &str) -> String {
+    let out = Command::new("docker")
+        .args(["ps", "-q", "--filter"])
+        .arg(format!("label=feedbench.study={study}"))
+        .args(["--filter"])
+        .arg(format!("label=feedbench.role={role}"))
+        .output()
+        .expect("the docker CLI runs (tier 2 needs it)");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        !id.is_empty() && !id.contains('\n'),
+        "{role} of {study}: {id:?}"
+    );
+    id
 }
 
 pub(crate) fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {

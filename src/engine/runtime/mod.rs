@@ -138,13 +138,7 @@ pub struct EngineFacts {
     pub data_root: Option<String>,
 }
 
-/// A container's caps as the engine reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AppliedCaps {
-    pub nano_cpus: i64,
-    pub memory_bytes: i64,
-    pub memory_swap_bytes: i64,
-}
+pub use feedbench_core::rundir::caps::Caps;
 
 /// What a cleanup removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -521,7 +515,7 @@ impl Runtime {
         Ok(out)
     }
 
-    pub async fn caps(&self, name: &str) -> Result<AppliedCaps, RuntimeError> {
+    pub async fn caps(&self, name: &str) -> Result<Caps, RuntimeError> {
         let c = self
             .docker
             .inspect_container(name, None)
@@ -531,8 +525,11 @@ impl Runtime {
                 source,
             })?;
         let h = c.host_config.unwrap_or_default();
-        Ok(AppliedCaps {
+        Ok(Caps {
             nano_cpus: h.nano_cpus.unwrap_or(0),
+            cpu_quota_us: h.cpu_quota.unwrap_or(0),
+            cpu_period_us: h.cpu_period.unwrap_or(0),
+            cpuset_cpus: h.cpuset_cpus.unwrap_or_default(),
             memory_bytes: h.memory.unwrap_or(0),
             memory_swap_bytes: h.memory_swap.unwrap_or(0),
         })

@@ -5,6 +5,7 @@
 //! spelled anywhere else (tests/offline/run_directory_names.rs checks it). docs/results.md
 //! describes every file.
 
+pub mod caps;
 pub mod events;
 pub mod frame;
 pub mod health;

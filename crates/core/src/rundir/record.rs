@@ -101,6 +101,10 @@ pub struct RunRecord {
     /// The seeded snapshot the database started from (`spec::seed`), when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<crate::spec::seed::Snapshot>,
+    /// Every container's caps as the engine reported them at deploy and before teardown
+    /// (`rundir::caps`); empty when the run was never deployed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caps: Vec<super::caps::ReadCaps>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -279,6 +283,7 @@ mod tests {
             frame: None,
             oom_kills: Vec::new(),
             seed: None,
+            caps: Vec::new(),
             started_wall_ns: 1,
             ended_wall_ns: 2,
         }

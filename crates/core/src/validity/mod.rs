@@ -7,6 +7,7 @@
 //! is recomputed from the files.
 
 mod binding;
+mod caps;
 mod cpu;
 mod error;
 mod load;
@@ -18,6 +19,7 @@ mod window;
 use std::path::Path;
 
 pub use binding::Binding;
+pub use caps::changed as caps_changed;
 pub use error::ValidityError;
 pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
