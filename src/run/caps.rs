@@ -3,7 +3,7 @@
 //! changed while the run ran is seen (`validity::caps_changed`).
 
 use super::execute::Running;
-use crate::rundir::caps::ReadCaps;
+use crate::rundir::caps::{Caps, ReadCaps};
 use crate::rundir::record::RunRecord;
 
 /// Every container's caps as its engine reports them, read back once all of them run (the
@@ -15,6 +15,13 @@ pub(super) async fn at_start(r: &Running<'_>, record: &mut RunRecord) {
             Ok(deploy) => record.caps.push(ReadCaps {
                 container: c.name.clone(),
                 role: c.role.key(),
+                planned: Caps {
+                    nano_cpus: c.nano_cpus,
+                    memory_bytes: c.memory_bytes,
+                    // Deployed without swap: the swap limit is the memory limit.
+                    memory_swap_bytes: c.memory_bytes,
+                    ..Caps::default()
+                },
                 deploy,
                 teardown: None,
             }),

@@ -64,6 +64,7 @@ fn manifest(
         images,
         seed_digest: record.and_then(|r| r.seed.as_ref().map(|s| s.digest.clone())),
         inputs: ctx.inputs.files_of(&run.inputs),
+        caps: record.map_or_else(Vec::new, |r| r.caps.clone()),
         started_wall_ns: record.map_or(String::new(), |r| r.started_wall_ns.to_string()),
         ended_wall_ns: record.map_or(String::new(), |r| r.ended_wall_ns.to_string()),
         outcome,

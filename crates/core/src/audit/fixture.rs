@@ -248,6 +248,7 @@ impl Fixture {
             images: self.images.clone(),
             seed_digest: None,
             inputs: self.inputs.files_of(&run.inputs),
+            caps: Vec::new(),
             started_wall_ns: journal::unix_ns().to_string(),
             ended_wall_ns: journal::unix_ns().to_string(),
             outcome: Outcome {

@@ -139,6 +139,11 @@ pub enum Kind {
     ImageChanged,
     /// Runs of one comparison on engines whose hosts report different facts.
     HostsDiffer,
+    /// A run's container ran under caps its plan did not give it (read back at deploy).
+    CapsNotPlanned,
+    /// Runs of one comparison whose containers of one role ran under different caps:
+    /// declared when the plan gave them those caps.
+    CapsDiffer,
     RunInvalid,
     RunSkipped,
     RunInterrupted,

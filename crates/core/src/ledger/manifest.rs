@@ -102,6 +102,10 @@ pub struct Manifest {
     /// Absent from manifests written before inputs were recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<crate::inputs::InputFile>,
+    /// Every container's caps, planned and read back (run.json's `caps`); absent from
+    /// manifests written before caps were read back, and for runs never deployed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caps: Vec<crate::rundir::caps::ReadCaps>,
     pub started_wall_ns: String,
     pub ended_wall_ns: String,
     pub outcome: Outcome,
@@ -255,6 +259,7 @@ pub fn sample_for_tests() -> Manifest {
         images: Vec::new(),
         seed_digest: None,
         inputs: Vec::new(),
+        caps: Vec::new(),
         started_wall_ns: "1".into(),
         ended_wall_ns: "2".into(),
         outcome: Outcome {

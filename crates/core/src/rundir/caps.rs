@@ -20,6 +20,21 @@ pub struct Caps {
 }
 
 impl Caps {
+    /// Whether these caps are those `planned` asked for: the same CPUs and memory, and no
+    /// cpuset (a plan sets none).
+    pub fn as_planned(&self, planned: &Caps) -> bool {
+        self.cpus() == planned.cpus()
+            && self.memory_bytes == planned.memory_bytes
+            && self.cpuset_cpus.is_empty()
+    }
+
+    /// The same caps for a comparison: CPUs, cpuset and memory.
+    pub fn same_as(&self, other: &Caps) -> bool {
+        self.cpus() == other.cpus()
+            && self.cpuset_cpus == other.cpuset_cpus
+            && self.memory_bytes == other.memory_bytes
+    }
+
     /// The CPUs the container may use per second: `--cpus`, else quota over period; `None`
     /// when neither is set.
     pub fn cpus(&self) -> Option<f64> {
@@ -56,12 +71,13 @@ impl std::fmt::Display for Caps {
     }
 }
 
-/// One container's caps, read back at deploy and, when it could still be read, before the
-/// teardown.
+/// One container's caps as its run's topology asked for them (`planned`: `--cpus` and
+/// memory only), read back at deploy and, when it could still be read, before the teardown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadCaps {
     pub container: String,
     pub role: String,
+    pub planned: Caps,
     pub deploy: Caps,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<Caps>,

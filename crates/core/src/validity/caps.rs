@@ -35,6 +35,7 @@ mod tests {
         ReadCaps {
             container: "fb-s-r-replica-1".into(),
             role: "replica-1".into(),
+            planned: one_cpu(),
             deploy,
             teardown,
         }

@@ -4,12 +4,10 @@
 //! alike. Runs compared across hosts that differ compare the hosts too; the ledger has no
 //! way to declare that, so it is an undeclared departure naming each run's engines.
 
-use std::collections::BTreeMap;
-
-use super::Draft;
+use super::{comparisons, Draft};
 use crate::audit::report::{Kind, Standing};
 use crate::audit::study::StudyFiles;
-use crate::ledger::manifest::{Execution, Host, Manifest, Validity};
+use crate::ledger::manifest::{Host, Manifest};
 
 /// A run's hosts, the system's first: its `engines`, or its `host` alone in manifests
 /// written before runs were placed on several engines.
@@ -22,14 +20,6 @@ fn hosts(m: &Manifest) -> Vec<(&str, &Host)> {
             .map(|e| (e.name.as_str(), &e.host))
             .collect()
     }
-}
-
-/// The comparison a run belongs to: its id without the contender and the repetition
-/// (`feed-rs/ramp/r1` → `ramp`).
-fn comparison(run_id: &str) -> Option<&str> {
-    let mut parts = run_id.split('/');
-    let (_, middle, _) = (parts.next()?, parts.next()?, parts.next()?);
-    Some(middle)
 }
 
 fn describe(h: &Host) -> String {
@@ -49,19 +39,8 @@ fn describe(h: &Host) -> String {
 }
 
 pub(super) fn check(study: &StudyFiles) -> Vec<Draft> {
-    let mut groups: BTreeMap<&str, Vec<&Manifest>> = BTreeMap::new();
-    for d in &study.run_dirs {
-        let Ok(Some(m)) = &d.manifest else { continue };
-        let kept = m.outcome.execution == Execution::Completed
-            && m.outcome.validity == Validity::Valid
-            && d.dir
-                .starts_with(&format!("{}/", crate::rundir::layout::RUNS));
-        if let (true, Some(c)) = (kept, comparison(&m.run_id)) {
-            groups.entry(c).or_default().push(m);
-        }
-    }
     let mut drafts = Vec::new();
-    for (comparison, runs) in groups {
+    for (comparison, runs) in comparisons(study) {
         let first = hosts(runs[0]);
         let facts = |h: &[(&str, &Host)]| h.iter().map(|(_, h)| (*h).clone()).collect::<Vec<_>>();
         if runs.iter().all(|m| facts(&hosts(m)) == facts(&first)) {

@@ -14,9 +14,12 @@
 //! 5. `attempts`: runs that needed more than one attempt, contenders their gate excluded;
 //! 6. `images`: image IDs that changed between runs, and whether their sources did;
 //! 7. `hosts`: runs of one comparison on hosts whose facts differ;
-//! 8. `gaps`: every planned run without a valid result.
+//! 8. `caps`: containers that ran under caps their plan did not give them, and runs of one
+//!    comparison whose containers ran under different caps;
+//! 9. `gaps`: every planned run without a valid result.
 
 mod attempts;
+mod caps;
 mod files;
 mod gaps;
 mod hosts;
@@ -34,6 +37,7 @@ use super::history::{short, History, PlanVersion};
 use super::report::{Item, Kind, Report, Standing, Summary, VersionInfo, FORMAT_VERSION};
 use super::study::StudyFiles;
 use crate::ledger::journal::Event;
+use crate::ledger::manifest::{Execution, Manifest, Validity};
 use crate::ledger::state::{counts, RunStatus};
 
 /// An item before it is numbered.
@@ -134,6 +138,30 @@ fn run_of(e: &Event) -> Option<(&str, &str, Option<u32>)> {
     }
 }
 
+/// The comparison a run belongs to: its id without the contender and the repetition
+/// (`feed-rs/ramp/r1` → `ramp`).
+fn comparison(run_id: &str) -> Option<&str> {
+    let mut parts = run_id.split('/');
+    let (_, middle, _) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(middle)
+}
+
+/// The runs the report compares (completed, valid, in `runs/`), by comparison.
+fn comparisons(study: &StudyFiles) -> BTreeMap<&str, Vec<&Manifest>> {
+    let mut groups: BTreeMap<&str, Vec<&Manifest>> = BTreeMap::new();
+    for d in &study.run_dirs {
+        let Ok(Some(m)) = &d.manifest else { continue };
+        let kept = m.outcome.execution == Execution::Completed
+            && m.outcome.validity == Validity::Valid
+            && d.dir
+                .starts_with(&format!("{}/", crate::rundir::layout::RUNS));
+        if let (true, Some(c)) = (kept, comparison(&m.run_id)) {
+            groups.entry(c).or_default().push(m);
+        }
+    }
+    groups
+}
+
 /// Plan hashes declared run uncommitted (`--allow-uncommitted`), each with the journal line
 /// of its `uncommitted-plan` event (the last, where one hash is declared twice).
 fn declared_uncommitted<'a>(entries: &Entries<'a>) -> BTreeMap<&'a str, usize> {
@@ -172,6 +200,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     drafts.extend(attempts::check(&entries));
     drafts.extend(images::check(history, study, &entries));
     drafts.extend(hosts::check(study));
+    drafts.extend(caps::check(study));
     let gaps = gaps::check(history, study, &entries);
     drafts.extend(gaps.drafts);
 

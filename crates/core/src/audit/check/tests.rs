@@ -443,3 +443,73 @@ fn a_journal_begun_before_the_chain_passes_and_is_said_to_be_unchained() {
         r.markdown()
     );
 }
+
+#[test]
+fn caps_not_as_planned_or_different_within_a_comparison_are_named_with_both_caps() {
+    use crate::ledger::manifest::Manifest;
+    use crate::rundir::caps::{Caps, ReadCaps};
+    let d = tempfile::tempdir().unwrap();
+    let h = history(&[PLAN]);
+    let f = completed(&h, d.path(), true);
+    let cpus = |c: f64| Caps {
+        nano_cpus: (c * 1e9) as i64,
+        memory_bytes: 64 << 20,
+        ..Caps::default()
+    };
+    let set = |run: &str, planned: f64, deploy: f64| {
+        let dir = f.dir.join("runs").join(run);
+        let mut m = Manifest::read(&dir).unwrap().unwrap();
+        m.caps = vec![ReadCaps {
+            container: format!("fb-tiny-{run}-balancer"),
+            role: "balancer".into(),
+            planned: cpus(planned),
+            deploy: cpus(deploy),
+            teardown: Some(cpus(deploy)),
+        }];
+        m.seal(&dir).unwrap();
+    };
+    set("svc_ramp_r1", 0.5, 0.5);
+    set("svc_ramp_r2", 0.5, 0.5);
+    assert!(
+        check(&h, &f).deviations.is_empty(),
+        "{}",
+        check(&h, &f).markdown()
+    );
+    // One balancer under a quarter of a core where its plan gave half.
+    set("svc_ramp_r2", 0.5, 0.25);
+    let r = check(&h, &f);
+    assert_eq!(
+        undeclared(&r),
+        [
+            (Kind::CapsNotPlanned, "svc/ramp/r2".to_string()),
+            (Kind::CapsDiffer, "ramp balancer".to_string()),
+        ],
+        "{}",
+        r.markdown()
+    );
+    let differ = r
+        .deviations
+        .iter()
+        .find(|i| i.kind == Kind::CapsDiffer)
+        .unwrap();
+    assert!(
+        differ.evidence.iter().any(|e| e
+            == "`svc/ramp/r2` attempt 1: `fb-tiny-svc_ramp_r2-balancer` ran under 0.25 CPUs, 64 MiB (planned 0.5 CPUs, 64 MiB)"),
+        "{:?}",
+        differ.evidence
+    );
+    assert!(differ
+        .evidence
+        .iter()
+        .any(|e| e.contains("`svc/ramp/r1` attempt 1") && e.contains("ran under 0.5 CPUs")));
+    // The same difference asked for by the plan is declared.
+    set("svc_ramp_r2", 0.25, 0.25);
+    let r = check(&h, &f);
+    assert!(r.summary.passed, "{}", r.markdown());
+    let differ = r
+        .deviations
+        .iter()
+        .find(|i| i.kind == Kind::CapsDiffer)
+        .unwrap();
+    assert_eq!(differ.standing, Standing::Declared);
+}
