@@ -57,10 +57,8 @@ impl StatusArgs {
         match status.journal_disorder.first() {
             None => Ok(()),
             Some(b) => Err(CliError::Failure(anyhow::anyhow!(
-                "`{}` line {}: {}",
-                study_dir.join(journal::FILE).display(),
-                b.line,
-                b.why
+                "{}",
+                b.at(study_dir.join(journal::FILE).display())
             ))),
         }
     }

@@ -116,21 +116,17 @@ fn undamaged(j: &journal::Journal, path: &Path) -> Result<(), StudyError> {
         .find(|b| Some(b.line) != torn)
     {
         Some(bad) => Err(StudyError::Refused(format!(
-            "`{}` line {} does not parse ({}): the journal is damaged, so no decision is recorded; \
-             `feedbench audit` lists what else is wrong; restore the line from a copy",
-            path.display(),
-            bad.line,
-            bad.error
+            "{}; the journal is damaged, so no decision is recorded; `feedbench audit` lists \
+             what else is wrong; restore the line from a copy",
+            bad.at(path.display())
         ))),
         // Lines out of their order could make the fold read a run's state wrong.
         None => match j.disorder().next() {
             None => Ok(()),
             Some(b) => Err(StudyError::Refused(format!(
-                "`{}` line {}: {}; the journal's order is not proven, so no decision is \
-                 recorded; `feedbench audit` lists what else is wrong; restore the journal from a copy",
-                path.display(),
-                b.line,
-                b.why
+                "{}; the journal's order is not proven, so no decision is recorded; \
+                 `feedbench audit` lists what else is wrong; restore the journal from a copy",
+                b.at(path.display())
             ))),
         },
     }

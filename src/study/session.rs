@@ -76,20 +76,16 @@ impl<'r> Session<'r> {
         let lock = lock_study(&dir, &study)?;
         let journal_path = dir.join(journal::FILE);
         let journal = journal::read(&journal_path)?;
-        let unread = journal.undeclared_bad().into_iter().map(|b| {
-            let lost = "its event is lost to the ledger";
-            (b.line, format!(" does not parse ({}); {lost}", b.error))
-        });
-        let disorder = (journal.disorder()).map(|b| {
-            (
-                b.line,
-                format!(": {}; the journal's order is not proven", b.why),
-            )
-        });
-        for (line, what) in unread.chain(disorder) {
+        let at = journal_path.display();
+        let unread = journal
+            .undeclared_bad()
+            .into_iter()
+            .map(|b| format!("{}; its event is lost to the ledger", b.at(&at)));
+        let disorder = (journal.disorder())
+            .map(|b| format!("{}; the journal's order is not proven", b.at(&at)));
+        for what in unread.chain(disorder) {
             reporter.report(StudyEvent::Warning(&format!(
-                "`{}` line {line}{what}, and the audit reports it",
-                journal_path.display(),
+                "{what}, and the audit reports it"
             )));
         }
         let has_runs = dir.join(layout::RUNS).exists();

@@ -141,13 +141,10 @@ impl PilotArea {
             }
         };
         for b in journal.undeclared_bad() {
-            problems.push(format!(
-                "`{journal_rel}` line {} does not parse: {}",
-                b.line, b.error
-            ));
+            problems.push(b.at(&journal_rel));
         }
         for b in journal.disorder() {
-            problems.push(format!("`{journal_rel}` line {}: {}", b.line, b.why));
+            problems.push(b.at(&journal_rel));
         }
         PilotArea {
             dir,

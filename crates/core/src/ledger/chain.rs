@@ -43,6 +43,13 @@ pub struct Broken {
     pub why: String,
 }
 
+impl Broken {
+    /// The line as every message names it: `` `journal` line N: why ``.
+    pub fn at(&self, journal: impl std::fmt::Display) -> String {
+        format!("`{journal}` line {}: {}", self.line, self.why)
+    }
+}
+
 /// What a parsed line says of its place: its `format_version`, `prev` and `wall_ns`, and
 /// whether it declares that the writer's clock stepped back to its time.
 pub struct Place<'a> {

@@ -226,6 +226,16 @@ pub struct BadLine {
     pub error: String,
 }
 
+impl BadLine {
+    /// The line as every message names it: `` `journal` line N does not parse: why ``.
+    pub fn at(&self, journal: impl std::fmt::Display) -> String {
+        format!(
+            "`{journal}` line {} does not parse: {}",
+            self.line, self.error
+        )
+    }
+}
+
 /// The journal as read.
 #[derive(Debug, Clone, Default)]
 pub struct Journal {

@@ -147,16 +147,18 @@ impl StudyStatus {
         if self.time.total_s > 0.0 {
             text.push_str(&time_line(&self.time));
         }
+        let at = self.journal.display();
         let unread = self.unreadable_journal_lines.iter().map(|b| {
             let declared = "`feedbench audit` says whether it is declared";
-            (b.line, format!(" does not parse: {}; {declared}", b.error))
+            format!("{}; {declared}", b.at(&at))
         });
         let disorder = self.journal_disorder.iter().map(|b| {
             let fails = "the journal's order is not proven, and `feedbench audit` fails on it";
-            (b.line, format!(": {}; {fails}", b.why))
+            format!("{}; {fails}", b.at(&at))
         });
-        for (line, what) in unread.chain(disorder) {
-            text.push_str(&format!("`{}` line {line}{what}\n", self.journal.display()));
+        for what in unread.chain(disorder) {
+            text.push_str(&what);
+            text.push('\n');
         }
         if self.journal_unchained_lines > 0 {
             text.push_str(&format!(
