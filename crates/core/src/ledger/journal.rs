@@ -372,6 +372,22 @@ pub struct Writer {
     last_ns: Option<u128>,
 }
 
+/// The time of the last line that gives one, read from the end (a torn or damaged line
+/// gives none): the journal's clock, which the writer's must not fall behind.
+fn last_wall_ns(body: &[u8]) -> Option<u128> {
+    #[derive(Deserialize)]
+    struct Stamp {
+        wall_ns: String,
+    }
+    body.split(|b| *b == b'\n').rev().find_map(|l| {
+        serde_json::from_slice::<Stamp>(l)
+            .ok()?
+            .wall_ns
+            .parse()
+            .ok()
+    })
+}
+
 impl Writer {
     /// Opens (or creates) the journal for appending. A torn last line is terminated with a
     /// newline and declared with a `torn-line-found` event, so later lines stay whole.
@@ -413,11 +429,7 @@ impl Writer {
             let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             // The torn line too is a line: the declaration links to it as it stands.
             w.last = link_of(&body[start..]);
-            w.last_ns = parse_bytes(&bytes)
-                .entries
-                .iter()
-                .rev()
-                .find_map(|(_, e)| e.wall_ns.parse().ok());
+            w.last_ns = last_wall_ns(body);
             if !whole {
                 let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
                 let cut = body.len() - start;
@@ -692,6 +704,36 @@ mod tests {
         let undeclared = format!("{}\n{}\n", lines[0], lines[2]);
         let clock = parse(&undeclared).order.clock;
         assert_eq!(clock.map(|c| c.line), Some(2));
+    }
+
+    #[test]
+    fn the_clock_of_a_journal_torn_at_its_end_is_its_last_whole_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE);
+        let ahead = (unix_ns() + 3_600_000_000_000).to_string();
+        let first = serde_json::to_string(&Entry {
+            format_version: FORMAT_VERSION,
+            wall_ns: ahead.clone(),
+            prev: Some(link_of(b"")),
+            event: skipped("a/b/r1"),
+        })
+        .unwrap();
+        std::fs::write(
+            &p,
+            format!("{first}\n{{\"format_version\":2,\"wall_ns\":\"1"),
+        )
+        .unwrap();
+        let mut w = Writer::open(&p).unwrap();
+        w.append(skipped("a/b/r2")).unwrap();
+        let events: Vec<Event> = read(&p).unwrap().events().cloned().collect();
+        assert!(
+            matches!(events[1], Event::TornLineFound { line: 2, .. }),
+            "{events:?}"
+        );
+        assert!(
+            matches!(&events[2], Event::ClockSteppedBack { from_ns, .. } if *from_ns == ahead),
+            "{events:?}"
+        );
     }
 
     #[test]
