@@ -1,7 +1,8 @@
 //! The supervisor of a run's load, every quarter second until the load generator ends or a
 //! guard trips: the fault's steps as they fall due, the live judge and the knee stop, the
 //! balancer's health transitions, the host's guards, OOM kills, a measurement path that
-//! can no longer stand, the run's images, and progress. Each concern is one method; `until_done` calls them in this order every tick.
+//! can no longer stand, the run's images, and progress. Each concern is one method;
+//! `until_done` calls them in this order every tick.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -20,15 +20,8 @@ pub struct Caps {
 }
 
 impl Caps {
-    /// Whether these caps are those `planned` asked for: the same CPUs and memory, and no
-    /// cpuset (a plan sets none).
-    pub fn as_planned(&self, planned: &Caps) -> bool {
-        self.cpus() == planned.cpus()
-            && self.memory_bytes == planned.memory_bytes
-            && self.cpuset_cpus.is_empty()
-    }
-
-    /// The same caps for a comparison: CPUs, cpuset and memory.
+    /// The same caps: CPUs, cpuset and memory. Against the planned caps (which set no
+    /// cpuset), whether these are as planned.
     pub fn same_as(&self, other: &Caps) -> bool {
         self.cpus() == other.cpus()
             && self.cpuset_cpus == other.cpuset_cpus

@@ -26,7 +26,7 @@ fn not_planned(m: &Manifest) -> Option<Draft> {
     let off: Vec<String> = m
         .caps
         .iter()
-        .filter(|c| !c.deploy.as_planned(&c.planned))
+        .filter(|c| !c.deploy.same_as(&c.planned))
         .map(|c| line(m, c))
         .collect();
     (!off.is_empty()).then(|| Draft {
@@ -52,7 +52,7 @@ fn differing(comparison: &str, runs: &[&Manifest]) -> Vec<Draft> {
         .into_iter()
         .filter(|(_, read)| read.iter().any(|(_, c)| !c.deploy.same_as(&read[0].1.deploy)))
         .map(|(role, read)| {
-            let planned = read.iter().all(|(_, c)| c.deploy.as_planned(&c.planned));
+            let planned = read.iter().all(|(_, c)| c.deploy.same_as(&c.planned));
             Draft {
                 kind: Kind::CapsDiffer,
                 standing: if planned { Standing::Declared } else { Standing::Undeclared },
