@@ -202,9 +202,11 @@ async fn main() -> Result<()> {
         bail!("image {IMAGE} is missing: build it with `feedbench images build`");
     }
     let facts = rt.facts().await?;
-    rt.clean(Some(STUDY)).await?;
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await?;
     let result = measure(&rt, secs, rounds).await;
-    rt.clean(Some(STUDY)).await?;
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await?;
     let phases = result?;
     println!(
         "host: {} cores, kernel {}, engine {}, cgroup v{}; {CONTAINERS} containers, {secs} s per phase, {rounds} round(s)",

@@ -33,7 +33,11 @@ pub enum SeedingArg {
 
 impl DeployArgs {
     pub fn exec(self) -> Result<(), CliError> {
-        let (loaded, topo) = super::run_topology(&self.plan, &self.run)?;
+        // Its own instance, so that it touches no study's containers; `clean --instance`
+        // removes it.
+        let instance = crate::study::fresh_instance()?;
+        eprintln!("deploying under instance {instance}");
+        let (loaded, topo) = super::run_topology(&self.plan, &self.run, &instance)?;
         let allowed = loaded.plan.caps.allow_oversubscription;
         let seeding = match self.seeding {
             SeedingArg::Snapshot => Seeding::Snapshot,

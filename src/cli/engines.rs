@@ -340,8 +340,10 @@ fn loopback(e: &feedbench_core::engines::Engine, why: &str) -> CliError {
 /// generator, co-tenant): what a system engine other than the build engine must hold.
 fn study_images(loaded: &LoadedPlan) -> Result<Vec<String>, CliError> {
     let mut out = std::collections::BTreeSet::new();
+    // Only the images are wanted: the instance the names would carry does not matter.
+    let any = crate::spec::topology::Instance::from_bytes([0; 4]);
     for run in crate::plan::expand(&loaded.plan) {
-        let topo = crate::spec::topology::of_loaded(loaded, &run)
+        let topo = crate::spec::topology::of_loaded(loaded, &run, &any)
             .map_err(|e| CliError::invalid(format!("`{}`: run `{}`: {e}", loaded.file, run.id)))?;
         out.extend(topo.containers.into_iter().map(|c| c.image));
     }

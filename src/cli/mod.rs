@@ -184,10 +184,11 @@ impl From<std::io::Error> for CliError {
 }
 
 /// A plan and the topology of one of its runs, by id (with a did-you-mean when the id is
-/// not the plan's).
+/// not the plan's), under `instance`.
 pub fn run_topology(
     plan: &std::path::Path,
     run_id: &str,
+    instance: &crate::spec::topology::Instance,
 ) -> Result<(crate::plan::LoadedPlan, crate::spec::topology::RunTopology), CliError> {
     let loaded = crate::plan::load_file(plan, None)?;
     let (_, runs) = planned(&loaded)?;
@@ -199,8 +200,8 @@ pub fn run_topology(
             Vec::new(),
         ));
     };
-    let topo =
-        crate::spec::topology::of_loaded(&loaded, run).map_err(|e| CliError::Failure(e.into()))?;
+    let topo = crate::spec::topology::of_loaded(&loaded, run, instance)
+        .map_err(|e| CliError::Failure(e.into()))?;
     Ok((loaded, topo))
 }
 

@@ -44,6 +44,10 @@ pub struct PilotArgs {
     /// Use the images as they are instead of building missing or stale ones first.
     #[arg(long)]
     pub no_build: bool,
+    /// Run even though another study runs on the same engine (it is refused otherwise):
+    /// the two compete for the engine's CPU and memory, and each is warned of the other.
+    #[arg(long)]
+    pub share_engine: bool,
     /// `json` prints the pilot's area, then every event and journal line, as JSON lines.
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
@@ -139,7 +143,13 @@ impl PilotArgs {
         let mut reporter = super::run::show::Show::new(json);
         let mut session =
             Session::open(&request, &mut reporter).map_err(super::run::study_error)?;
-        let ran = super::run::run_on_engine(&runtime, &mut session, &request, placements);
+        let ran = super::run::run_on_engine(
+            &runtime,
+            &mut session,
+            &request,
+            placements,
+            self.share_engine,
+        );
         // Sized from the runs that stand even when another did not (the journal says which
         // did not; the sizing names a standing run it could not read).
         match crate::study::size_pilot(&pilot, &runs).map_err(super::run::study_error) {

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use super::{CliError, Format};
 use crate::plan::{load_file, RunSpec};
-use crate::study::{run_study, DockerTestbed, Interrupt, Session, StudyError, StudyRequest};
+use crate::study::{
+    claim_engines, run_study, DockerTestbed, Interrupt, Session, StudyError, StudyRequest,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -40,6 +42,10 @@ pub struct RunArgs {
     /// records it as a deviation from the pre-registration.
     #[arg(long)]
     pub allow_uncommitted: bool,
+    /// Run even though another study runs on the same engine (it is refused otherwise):
+    /// the two compete for the engine's CPU and memory, and each is warned of the other.
+    #[arg(long)]
+    pub share_engine: bool,
     #[command(flatten)]
     pub engines: super::engines::EnginesArg,
 }
@@ -94,7 +100,13 @@ impl RunArgs {
         let runtime = super::async_runtime()?;
         let local = self.engines.engines.is_none();
         let placements = runtime.block_on(super::engines::reach(&loaded, &engines, local))?;
-        run_on_engine(&runtime, &mut session, &request, placements)
+        run_on_engine(
+            &runtime,
+            &mut session,
+            &request,
+            placements,
+            self.share_engine,
+        )
     }
 }
 
@@ -107,8 +119,12 @@ pub(super) fn run_on_engine(
     session: &mut Session<'_>,
     request: &StudyRequest<'_>,
     placements: Vec<crate::engine::placement::Placement>,
+    share_engine: bool,
 ) -> Result<(), CliError> {
     runtime.block_on(async move {
+        let _claim = claim_engines(session, &placements, share_engine)
+            .await
+            .map_err(study_error)?;
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
         let testbeds: Vec<DockerTestbed> = placements
             .into_iter()

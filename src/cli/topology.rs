@@ -1,5 +1,6 @@
 //! `feedbench topology <PLAN> --run <ID>`: what a run deploys, without deploying it: the
 //! containers with their caps and labels as JSON, or the rendered HAProxy configuration.
+//! Names and labels carry the instance `00000000`; a study's own instance is random.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,7 +28,11 @@ pub struct TopologyArgs {
 
 impl TopologyArgs {
     pub fn exec(self, out: &mut dyn Write) -> Result<(), CliError> {
-        let (_, topo) = super::run_topology(&self.plan, &self.run)?;
+        let (_, topo) = super::run_topology(
+            &self.plan,
+            &self.run,
+            &crate::spec::topology::Instance::from_bytes([0; 4]),
+        )?;
         match self.show {
             Show::Haproxy => out.write_all(topo.haproxy_cfg.as_bytes())?,
             Show::Json => {

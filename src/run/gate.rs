@@ -11,7 +11,9 @@ use crate::plan::expand::resolve_contenders;
 use crate::plan::model::Gate;
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::rundir::events::{Clock, RunEvent, Stamp};
-use crate::spec::topology::{gate_container, gated, of_loaded, RunTopology, TopologyError};
+use crate::spec::topology::{
+    gate_container, gated, of_loaded, Instance, RunTopology, TopologyError,
+};
 
 /// How much of the gate's output (stdout and stderr, interleaved) is kept: the end of it,
 /// where the gate's verdict and its failed expectations are.
@@ -96,6 +98,7 @@ pub async fn run_gate(
     rt: &Runtime,
     loaded: &LoadedPlan,
     run: &RunSpec,
+    instance: &Instance,
     observer: &mut dyn FnMut(&str, Stamp, &RunEvent),
 ) -> Result<GateOutcome, GateError> {
     let plan = &loaded.plan;
@@ -114,7 +117,7 @@ pub async fn run_gate(
         .as_str()
         .to_string();
     let gate_spec = gate_run(run);
-    let mut topo = of_loaded(loaded, &gate_spec)?;
+    let mut topo = of_loaded(loaded, &gate_spec, instance)?;
     let room: Vec<(String, String)> = gate
         .contender_env
         .iter()

@@ -27,6 +27,8 @@ pub enum SettleError {
 #[derive(Debug, Clone)]
 pub struct StudyContext {
     pub study: String,
+    /// The study's instance on the engines: what its containers carry and its reaps remove.
+    pub instance: crate::spec::topology::Instance,
     pub plan_file: String,
     pub plan_hash: String,
     pub git: Git,

@@ -248,7 +248,7 @@ fn start_runs<'f, T: Testbed>(
         };
         let topo = match topologies.remove(&run.id) {
             Some(t) => t,
-            None => of_loaded(loaded, run).map_err(|e| {
+            None => of_loaded(loaded, run, &study.ctxs[group].instance).map_err(|e| {
                 StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, run.id))
             })?,
         };
@@ -374,9 +374,9 @@ fn executed<'f, T: Testbed>(
         Ended::Failed(reason) => {
             // Its group's engines hold this run alone: reaping them stops no other
             // (`cli::engines::reach` lets no engine serve two groups).
-            let (testbed, study_name) = (&study.testbeds[group], &study.ctxs[group].study);
+            let (testbed, instance) = (&study.testbeds[group], &study.ctxs[group].instance);
             finishing.push(Box::pin(async move {
-                let _ = testbed.reap(study_name).await;
+                let _ = testbed.reap(instance).await;
                 Finished::Reaped { id, reason }
             }));
         }
@@ -468,7 +468,7 @@ fn begin(
 /// Their journal lines stay open, as after a crash: `--resume` settles them.
 async fn abandon<T: Testbed>(testbeds: &[T], ctxs: &[StudyContext], e: StudyError) -> StudyError {
     for (t, ctx) in testbeds.iter().zip(ctxs) {
-        let _ = t.reap(&ctx.study).await;
+        let _ = t.reap(&ctx.instance).await;
     }
     e
 }
@@ -543,7 +543,7 @@ async fn stop_everything<T: Testbed>(
     let mut removed = 0;
     let mut unreaped = None;
     for (t, ctx) in study.testbeds.iter().zip(study.ctxs) {
-        match t.reap(&ctx.study).await {
+        match t.reap(&ctx.instance).await {
             Ok(n) => removed += n,
             Err(e) => {
                 unreaped.get_or_insert(e);

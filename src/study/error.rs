@@ -32,6 +32,8 @@ pub enum StudyError {
     Testbed(#[from] TestbedError),
     #[error(transparent)]
     Pilot(#[from] PilotError),
+    #[error(transparent)]
+    Claim(#[from] super::claim::ClaimError),
 }
 
 impl StudyError {
@@ -39,6 +41,8 @@ impl StudyError {
     pub fn is_refusal(&self) -> bool {
         match self {
             StudyError::Refused(_) => true,
+            // Another study holds the engine: the person chooses to wait or to share.
+            StudyError::Claim(super::claim::ClaimError::InUse { .. }) => true,
             // A link, a directory or a pipe where a study's file should be.
             StudyError::File(e) => crate::confine::is_bad_input(&e.source),
             StudyError::Lock(LockError::Io { source, .. }) => crate::confine::is_bad_input(source),

@@ -30,6 +30,7 @@ pub(super) async fn gate<T: Testbed>(
         contender: &run.contender,
     });
     let outcome = {
+        let instance = session.instance.clone();
         let reporter = session.reporter();
         let mut observe = |id: &str, stamp: Stamp, event: &RunEvent| {
             reporter.report(StudyEvent::Run {
@@ -39,12 +40,12 @@ pub(super) async fn gate<T: Testbed>(
             })
         };
         tokio::select! {
-            r = testbed.gate(request.loaded, run, &mut observe) => Some(r?),
+            r = testbed.gate(request.loaded, run, &instance, &mut observe) => Some(r?),
             _ = interrupt.wait() => None,
         }
     };
     let Some(outcome) = outcome else {
-        testbed.reap(&session.study).await?;
+        testbed.reap(&session.instance).await?;
         return Err(StudyError::Unfinished(format!(
             "interrupted during the gate of `{}`; nothing was recorded for it",
             run.contender

@@ -5,11 +5,13 @@
 //! plan-change policy, reaps what a killed invocation left, gates contenders, waits for
 //! the runs a run depends on, runs and settles each run, and reports every step as a
 //! `StudyEvent` to a `Reporter` (the command line has a human and a JSON one). The engine
-//! is behind `Testbed`, so this policy is tested with a fake testbed (tests/offline/study_runner.rs)
-//! as well as on Docker (tests/testbed/ledger.rs). `decide` records a person's decision about
-//! a run (`feedbench invalidate`, `feedbench skip`). `pilot` opens a pilot's area, where
-//! the same runner runs a scaled plan (`feedbench pilot`).
+//! is behind `Testbed`, so this policy is tested with a fake testbed
+//! (tests/offline/study_runner.rs) as well as on Docker (tests/testbed/ledger.rs). `claim`
+//! holds the engines for one study at a time (tests/testbed/instances.rs). `decide` records a
+//! person's decision about a run (`feedbench invalidate`, `feedbench skip`). `pilot` opens a
+//! pilot's area, where the same runner runs a scaled plan (`feedbench pilot`).
 
+mod claim;
 mod decide;
 mod dependencies;
 mod dispatch;
@@ -22,6 +24,7 @@ mod runner;
 mod session;
 mod testbed;
 
+pub use claim::{claim_engines, fresh_instance, Claim, ClaimError, Holder};
 pub use decide::{decide, Decision};
 pub use error::StudyError;
 pub use interrupt::Interrupt;

@@ -24,7 +24,7 @@ use crate::run::execute::Saturations;
 use crate::run::settle::{self, StudyContext};
 use crate::rundir::events::{RunEvent, Stamp};
 use crate::rundir::record::RunRecord;
-use crate::spec::topology::{of_loaded, RunTopology};
+use crate::spec::topology::{of_loaded, Instance, RunTopology};
 use feedbench_core::inputs::{self, Inputs};
 
 /// What a person asked `feedbench run` to do.
@@ -74,7 +74,7 @@ pub async fn run_study<T: Testbed>(
     // recorded (an amendment, a gate, a run). A run may go to any group: the smallest
     // host counts.
     let cores = ctxs.iter().map(|c| c.host.cores).fold(f64::MAX, f64::min);
-    let mut topologies = preflight(request, &session.ledger, cores)?;
+    let mut topologies = preflight(request, &session.ledger, &session.instance, cores)?;
     session.start_writing()?;
     if request.resuming() {
         recover(session, testbeds).await?;
@@ -119,6 +119,7 @@ async fn contexts<T: Testbed>(
     for t in testbeds {
         ctxs.push(StudyContext {
             study: session.study.clone(),
+            instance: session.instance.clone(),
             plan_file: session.plan_file.clone(),
             plan_hash: request.loaded.plan_hash.clone(),
             git: request.registration.clone(),
@@ -136,7 +137,7 @@ async fn contexts<T: Testbed>(
 async fn recover<T: Testbed>(session: &mut Session<'_>, testbeds: &[T]) -> Result<(), StudyError> {
     let mut containers = 0;
     for t in testbeds {
-        containers += t.reap(&session.study).await?;
+        containers += t.reap(&session.instance).await?;
     }
     if containers > 0 {
         session.report(StudyEvent::Reaped { containers });
@@ -209,6 +210,7 @@ fn to_do<'a>(session: &Session<'_>, request: &StudyRequest<'a>) -> Vec<&'a RunSp
 fn preflight(
     request: &StudyRequest<'_>,
     ledger: &Ledger,
+    instance: &Instance,
     cores: f64,
 ) -> Result<BTreeMap<String, RunTopology>, StudyError> {
     let loaded = request.loaded;
@@ -218,7 +220,7 @@ fn preflight(
         if status.iter().any(|s| s.run == r.id && s.state.settled()) {
             continue;
         }
-        let topo = of_loaded(loaded, r)
+        let topo = of_loaded(loaded, r, instance)
             .map_err(|e| StudyError::Refused(format!("`{}`: run `{}`: {e}", loaded.file, r.id)))?;
         topo.fits(cores, loaded.plan.caps.allow_oversubscription).map_err(|e| {
             StudyError::Refused(format!(

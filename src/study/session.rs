@@ -13,13 +13,20 @@ use crate::ledger::journal::{self, Event, Writer};
 use crate::ledger::state::{Ledger, PlanChange};
 use crate::lock::{lock_study, StudyLock};
 use crate::run::settle;
+use crate::rundir::instance::{self, InstanceError, InstanceFile};
 use crate::rundir::layout::{self, SUPERSEDED};
+use crate::spec::topology::Instance;
 use feedbench_core::files::{self, short};
 
 /// An open study.
 pub struct Session<'r> {
     pub study: String,
     pub dir: PathBuf,
+    /// The study's instance on the engines (`rundir::instance`): read back on a resume,
+    /// made at the first start and written with the journal.
+    pub instance: Instance,
+    /// The instance file still to write (a first start, or a study from before instances).
+    unwritten: Option<InstanceFile>,
     /// The plan file as the journal and manifests name it (its path in git when it has one).
     pub plan_file: String,
     /// The plan change since the study last ran, if any (declared by the request's amend).
@@ -104,6 +111,7 @@ impl<'r> Session<'r> {
                 journal::FILE
             )));
         }
+        let (instance, unwritten) = instance_of(&dir, &study)?;
         let ledger = Ledger::fold(journal.events());
         if resume {
             confined(&dir, &journal_path, &ledger)?;
@@ -130,6 +138,8 @@ impl<'r> Session<'r> {
         Ok(Session {
             study,
             dir,
+            instance,
+            unwritten,
             plan_file: git.path.clone().unwrap_or_else(|| loaded.file.clone()),
             change,
             ledger,
@@ -149,7 +159,15 @@ impl<'r> Session<'r> {
     pub fn writer(&mut self) -> Result<&mut Writer, StudyError> {
         match &mut self.writer {
             Some(w) => Ok(w),
-            slot @ None => Ok(slot.insert(open_writer(&self.dir, &mut self.ledger)?)),
+            slot @ None => {
+                // The instance before the journal: a study with a journal line has it.
+                if let Some(file) = &self.unwritten {
+                    std::fs::create_dir_all(&self.dir).map_err(files::fail("create", &self.dir))?;
+                    instance::write(&self.dir, file).map_err(instance_error)?;
+                    self.unwritten = None;
+                }
+                Ok(slot.insert(open_writer(&self.dir, &mut self.ledger)?))
+            }
         }
     }
 
@@ -239,6 +257,32 @@ fn open_writer(dir: &Path, ledger: &mut Ledger) -> Result<Writer, StudyError> {
     let writer = Writer::open(&path)?;
     *ledger = Ledger::fold(journal::read(&path)?.events());
     Ok(writer)
+}
+
+/// The study's instance: the one its directory records, else a fresh one with the file to
+/// write at the first journal line.
+fn instance_of(dir: &Path, study: &str) -> Result<(Instance, Option<InstanceFile>), StudyError> {
+    if let Some(f) = instance::read(dir, study).map_err(instance_error)? {
+        return Ok((f.instance, None));
+    }
+    let fresh =
+        super::claim::fresh_instance().map_err(files::fail("read", Path::new("/dev/urandom")))?;
+    let file = InstanceFile {
+        format_version: instance::FORMAT_VERSION,
+        instance: fresh.clone(),
+        study: study.to_string(),
+        created_wall_ns: crate::ledger::journal::unix_ns().to_string(),
+    };
+    Ok((fresh, Some(file)))
+}
+
+/// A damaged instance file is the person's to mend (exit 2); one that cannot be read or
+/// written is a failure.
+fn instance_error(e: InstanceError) -> StudyError {
+    match e {
+        InstanceError::File(f) => StudyError::File(f),
+        damaged @ InstanceError::Damaged { .. } => StudyError::Refused(damaged.to_string()),
+    }
 }
 
 /// Refuses, before anything moves, a resume whose journal names a directory it would move

@@ -7,14 +7,14 @@ use std::path::Path;
 
 use crate::engine::placement::Placement;
 use crate::engine::runtime::Runtime;
-use crate::engine::runtime::RuntimeError;
+use crate::engine::runtime::{RuntimeError, Scope};
 use crate::ledger::manifest::{EngineHost, Host, Image};
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::run::execute::{execute, ExecuteError, Saturations};
 use crate::run::gate::{run_gate, GateError, GateOutcome};
 use crate::rundir::events::{RunEvent, Stamp};
 use crate::rundir::record::RunRecord;
-use crate::spec::topology::RunTopology;
+use crate::spec::topology::{Instance, RunTopology};
 
 /// Receives a run's (or a gate's) events as they happen: the run's id, when, what.
 pub type Observer<'a> = &'a mut dyn FnMut(&str, Stamp, &RunEvent);
@@ -44,8 +44,9 @@ pub trait Testbed {
             host: self.host().await?,
         }])
     }
-    /// Removes every container and network of `study`; returns how many containers.
-    async fn reap(&self, study: &str) -> Result<usize, TestbedError>;
+    /// Removes every container, network and volume of the study `instance`; returns how
+    /// many containers.
+    async fn reap(&self, instance: &Instance) -> Result<usize, TestbedError>;
     /// The image of each container of `topo`, with its id as the engine has it now.
     async fn images(&self, topo: &RunTopology) -> Vec<Image>;
     /// Deploys `run`'s topology and runs its contender's gate against it.
@@ -53,6 +54,7 @@ pub trait Testbed {
         &self,
         loaded: &LoadedPlan,
         run: &RunSpec,
+        instance: &Instance,
         observer: Observer<'_>,
     ) -> Result<GateOutcome, TestbedError>;
     /// Executes one run, deployed as `topo`, into `dir` (which must not exist).
@@ -92,10 +94,10 @@ impl Testbed for DockerTestbed {
         Ok(out)
     }
 
-    async fn reap(&self, study: &str) -> Result<usize, TestbedError> {
+    async fn reap(&self, instance: &Instance) -> Result<usize, TestbedError> {
         let mut n = 0;
         for (_, rt) in self.placement.engines() {
-            n += rt.clean(Some(study)).await?.containers.len();
+            n += rt.clean(&Scope::instance(instance)).await?.containers.len();
         }
         Ok(n)
     }
@@ -118,9 +120,10 @@ impl Testbed for DockerTestbed {
         &self,
         loaded: &LoadedPlan,
         run: &RunSpec,
+        instance: &Instance,
         observer: Observer<'_>,
     ) -> Result<GateOutcome, TestbedError> {
-        Ok(run_gate(&self.placement.system, loaded, run, observer).await?)
+        Ok(run_gate(&self.placement.system, loaded, run, instance, observer).await?)
     }
 
     async fn execute(

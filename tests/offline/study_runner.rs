@@ -19,7 +19,7 @@ use feedbench::run::gate::GateOutcome;
 use feedbench::rundir::events::{Clock, RunEvent};
 use feedbench::rundir::record::{Ending, Measured, RunRecord, FORMAT_VERSION};
 use feedbench::rundir::REQUESTS_CSV;
-use feedbench::spec::topology::RunTopology;
+use feedbench::spec::topology::{Instance, RunTopology};
 use feedbench::study::{
     run_study, Interrupt, Observer, Reporter, Session, StudyError, StudyEvent, StudyRequest,
     Testbed, TestbedError,
@@ -45,6 +45,8 @@ struct Fake {
     interrupt_during: Option<(String, tokio::sync::watch::Sender<bool>)>,
     /// What it was asked to do; shared with its twins (`Fake::twin`).
     log: Rc<RefCell<Vec<String>>>,
+    /// The instance of every reap, in order.
+    reaped: Rc<RefCell<Vec<Instance>>>,
     /// How long a run takes; with `gauge`, how many runs of all fakes are under way at once.
     run_time: std::time::Duration,
     gauge: Option<std::rc::Rc<Gauge>>,
@@ -67,6 +69,7 @@ impl Fake {
             failing_runs: self.failing_runs.clone(),
             interrupt_during: None,
             log: self.log.clone(),
+            reaped: self.reaped.clone(),
             run_time: self.run_time,
             gauge: self.gauge.clone(),
         }
@@ -92,8 +95,9 @@ impl Testbed for Fake {
         })
     }
 
-    async fn reap(&self, study: &str) -> Result<usize, TestbedError> {
-        self.note(format!("reap {study}"));
+    async fn reap(&self, instance: &Instance) -> Result<usize, TestbedError> {
+        self.note("reap".into());
+        self.reaped.borrow_mut().push(instance.clone());
         Ok(0)
     }
 
@@ -114,6 +118,7 @@ impl Testbed for Fake {
         &self,
         _loaded: &LoadedPlan,
         run: &RunSpec,
+        _instance: &Instance,
         _observer: Observer<'_>,
     ) -> Result<GateOutcome, TestbedError> {
         self.note(format!("gate {}", run.contender));
@@ -418,6 +423,33 @@ fn never() -> Interrupt {
 }
 
 #[tokio::test]
+async fn a_resume_reaps_the_instance_its_directory_records_and_a_damaged_record_is_refused() {
+    let study = Study::new(&repo().join(PLAN));
+    let (result, _) = study.run(&Fake::default(), &mut never(), false, None).await;
+    result.unwrap();
+    let recorded = feedbench_core::rundir::instance::read(&study.dir(), "runner")
+        .unwrap()
+        .expect("the first start records the study's instance");
+    let again = Fake::default();
+    let (result, _) = study.run(&again, &mut never(), true, None).await;
+    result.unwrap();
+    let reaped = again.reaped.borrow().clone();
+    assert!(!reaped.is_empty());
+    assert!(reaped.iter().all(|i| *i == recorded.instance), "{reaped:?}");
+    // Damaged by hand: refused, naming the file, before anything is reaped or run.
+    std::fs::write(study.dir().join("instance.json"), b"{\"format_version\":1,").unwrap();
+    let damaged = Fake::default();
+    let (result, _) = study.run(&damaged, &mut never(), true, None).await;
+    let err = result.unwrap_err();
+    assert!(err.is_refusal(), "{err}");
+    assert!(
+        err.to_string().contains("instance.json` is damaged"),
+        "{err}"
+    );
+    assert!(damaged.log().is_empty(), "{:?}", damaged.log());
+}
+
+#[tokio::test]
 async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on() {
     a_failed_gate_excludes_its_contender_and_the_study_goes_on_on(1).await
 }
@@ -486,7 +518,7 @@ async fn a_failed_gate_excludes_its_contender_and_the_study_goes_on_on(groups: u
         .run_groups(&fake2, groups, &mut never(), true, None)
         .await;
     result.unwrap();
-    assert_asked(&fake2.log(), &["reap runner"], groups);
+    assert_asked(&fake2.log(), &["reap"], groups);
     assert!(
         seen.contains(&"NothingToDo { selected: 4 }".to_string()),
         "{seen:?}"
@@ -604,7 +636,12 @@ async fn an_interrupt_mid_run_is_settled_and_a_resume_runs_it_again() {
         "{err}"
     );
     // The runner reaped the run's containers, set its directory aside and stopped.
-    assert_eq!(fake.log().last().unwrap(), "reap runner");
+    assert_eq!(fake.log().last().unwrap(), "reap");
+    // Its own instance, the one its directory records, and no other.
+    let recorded = feedbench_core::rundir::instance::read(&study.dir(), "runner")
+        .unwrap()
+        .unwrap();
+    assert_eq!(*fake.reaped.borrow(), [recorded.instance]);
     assert!(study
         .dir()
         .join("_interrupted/nginx_baseline_replica-kill_r1")
@@ -642,7 +679,7 @@ async fn an_interrupt_mid_run_is_settled_and_a_resume_runs_it_again() {
     assert_eq!(
         fake.log(),
         [
-            "reap runner",
+            "reap",
             "execute nginx/baseline+replica-kill/r1 at 70% of 100",
             "execute caddy/ramp/r1",
             "execute caddy/baseline+replica-kill/r1 at 70% of 100",
@@ -762,7 +799,7 @@ async fn an_amendment_supersedes_exactly_what_it_touched_on(groups: usize) {
     assert_asked(
         &fake.log(),
         &[
-            "reap runner",
+            "reap",
             "gate caddy",
             "execute caddy/ramp/r1",
             "execute caddy/baseline+replica-kill/r1 at 70% of 100",
@@ -1115,7 +1152,7 @@ async fn an_interrupt_stops_every_group_and_a_resume_runs_each_interrupted_run_a
     for f in &fakes {
         assert_eq!(
             f.log().last().map(String::as_str),
-            Some("reap runner"),
+            Some("reap"),
             "{:?}",
             f.log()
         );
@@ -1179,12 +1216,9 @@ async fn a_run_failing_on_one_group_lets_the_other_finish_and_starts_no_more() {
         "{j:?}"
     );
     // The failed run's group was reaped; the other group was not touched while it ran.
-    assert_eq!(
-        fakes[0].log().last().map(String::as_str),
-        Some("reap runner")
-    );
+    assert_eq!(fakes[0].log().last().map(String::as_str), Some("reap"));
     assert!(
-        !fakes[1].log().iter().any(|l| l == "reap runner"),
+        !fakes[1].log().iter().any(|l| l == "reap"),
         "{:?}",
         fakes[1].log()
     );

@@ -25,7 +25,13 @@ fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
     let run = expand(&loaded.plan).remove(0);
     let base = loaded.base_dir.clone();
     let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-    let topo = topology(&loaded.plan, &run, &read).unwrap();
+    let topo = topology(
+        &loaded.plan,
+        &run,
+        &feedbench::spec::topology::Instance::for_tests(),
+        &read,
+    )
+    .unwrap();
     (loaded, topo)
 }
 
@@ -33,7 +39,9 @@ fn probe() -> (feedbench::plan::LoadedPlan, RunTopology) {
 pub async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
     let rt = common::engine().await;
     common::infrastructure_images().await;
-    rt.clean(Some(STUDY)).await.unwrap();
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await
+        .unwrap();
     let (loaded, topo) = probe();
     let deployed = deploy(&rt, &topo, Duration::from_secs(120), None).await;
     let checks = async {
@@ -105,7 +113,9 @@ pub async fn the_probe_topology_deploys_with_its_caps_and_tears_down() {
 pub async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
     let rt = common::engine().await;
     common::infrastructure_images().await;
-    rt.clean(Some(STUDY)).await.unwrap();
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await
+        .unwrap();
     let (_, topo) = probe();
     let mut child = Command::new(env!("CARGO_BIN_EXE_feedbench"))
         .current_dir(common::repo())
@@ -150,12 +160,20 @@ pub async fn killing_feedbench_mid_deploy_then_clean_leaves_nothing() {
 pub async fn the_smoke_topology_serves_the_feed_through_the_fault_proxy() {
     let rt = common::engine().await;
     common::plan_images("experiments/smoke.yaml").await;
-    rt.clean(Some("smoke")).await.unwrap();
+    rt.clean(&feedbench::engine::runtime::Scope::study("smoke"))
+        .await
+        .unwrap();
     let loaded = load_file(&common::repo().join("experiments/smoke.yaml"), None).unwrap();
     let run = expand(&loaded.plan).remove(0);
     let base = loaded.base_dir.clone();
     let read = move |rel: &str| std::fs::read(base.join(rel)).map_err(|e| e.to_string());
-    let topo = topology(&loaded.plan, &run, &read).unwrap();
+    let topo = topology(
+        &loaded.plan,
+        &run,
+        &feedbench::spec::topology::Instance::for_tests(),
+        &read,
+    )
+    .unwrap();
     let deployed = deploy(&rt, &topo, Duration::from_secs(180), None).await;
     let checks = async {
         let d = deployed.as_ref().map_err(|e| e.to_string())?;
@@ -235,7 +253,9 @@ pub async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held()
         let _ = docker.remove_container(&name, Some(options)).await;
     };
     remove_holder(docker.clone(), holder.clone()).await;
-    rt.clean(Some(HELD)).await.unwrap();
+    rt.clean(&feedbench::engine::runtime::Scope::study(HELD))
+        .await
+        .unwrap();
     let hold = || async {
         let labels = [(
             feedbench::spec::topology::LABEL_STUDY.to_string(),
@@ -277,16 +297,22 @@ pub async fn clean_waits_for_a_volume_still_held_and_names_one_that_stays_held()
             remove_holder(docker, holder).await;
         }
     });
-    let cleaned = rt.clean(Some(HELD)).await;
+    let cleaned = rt
+        .clean(&feedbench::engine::runtime::Scope::study(HELD))
+        .await;
     release.await.unwrap();
     let removed = cleaned.unwrap_or_else(|e| panic!("clean failed on a volume released: {e}"));
     assert_eq!(removed.volumes, vec![volume.clone()]);
     assert!(rt.volume_labels(&volume).await.unwrap().is_none());
 
     hold().await;
-    let stuck = rt.clean(Some(HELD)).await;
+    let stuck = rt
+        .clean(&feedbench::engine::runtime::Scope::study(HELD))
+        .await;
     remove_holder(docker.clone(), holder.clone()).await;
-    rt.clean(Some(HELD)).await.unwrap();
+    rt.clean(&feedbench::engine::runtime::Scope::study(HELD))
+        .await
+        .unwrap();
     let err = stuck
         .expect_err("a volume held throughout was reported removed")
         .to_string();

@@ -51,7 +51,15 @@ async fn gate(
         }
     };
     let started = Instant::now();
-    let outcome = run_gate(rt, loaded, first, &mut observe).await.unwrap();
+    let outcome = run_gate(
+        rt,
+        loaded,
+        first,
+        &feedbench::spec::topology::Instance::for_tests(),
+        &mut observe,
+    )
+    .await
+    .unwrap();
     eprintln!(
         "{contender}: gate {} in {:.1} s, {:.1} s with deploy and teardown ({})",
         if outcome.passed { "passed" } else { "failed" },

@@ -294,8 +294,13 @@ pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee(
     let native = load_file(&common::repo().join(PLAN), None).unwrap();
     let k6 = with_k6(&native);
     let run = expand(&native.plan).remove(0);
-    let native_topo = of_loaded(&native, &run).unwrap();
-    let k6_topo = of_loaded(&k6, &run).unwrap();
+    let native_topo = of_loaded(
+        &native,
+        &run,
+        &feedbench::spec::topology::Instance::for_tests(),
+    )
+    .unwrap();
+    let k6_topo = of_loaded(&k6, &run, &feedbench::spec::topology::Instance::for_tests()).unwrap();
     rt.block_on(async {
         deploy(&engine, &native_topo, Duration::from_secs(240), None)
             .await

@@ -22,6 +22,7 @@ mod disk;
 mod engines;
 mod gate;
 mod images;
+mod instances;
 mod ledger;
 mod load_compare;
 mod load_k6;
@@ -107,6 +108,7 @@ fn main() -> std::process::ExitCode {
         ],
         binding: [a_ramp_whose_balancer_binds_from_its_third_step_is_stopped_within_two_and_set_aside],
         caps: [a_replica_whose_cpu_cap_changes_while_the_run_runs_sets_the_run_aside_naming_both],
+        instances: [two_studies_of_one_plan_at_once_one_is_refused_and_with_share_engine_both_run_apart],
         disk: [a_disk_that_fills_mid_run_aborts_it_with_its_figure_and_resume_completes_the_study],
         load_compare: [native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee],
         engines: [

@@ -46,9 +46,14 @@ pub async fn monitors_sample_every_container_every_second() {
             "this test needs image {image}, which is missing; build it with `feedbench images build`"
         );
     }
-    rt.clean(Some(STUDY)).await.expect("cleaning up before");
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await
+        .expect("cleaning up before");
     let outcome = AssertUnwindSafe(scenario(&rt)).catch_unwind().await;
-    let removed = rt.clean(Some(STUDY)).await.expect("cleaning up after");
+    let removed = rt
+        .clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await
+        .expect("cleaning up after");
     eprintln!("removed {:?}", removed.containers);
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
@@ -491,9 +496,13 @@ pub async fn the_working_set_counts_the_64_mib_a_container_touched() {
         rt.docker().inspect_image(STRESS).await.is_ok(),
         "this test needs image {STRESS}, which is missing; build it with `feedbench images build`"
     );
-    rt.clean(Some(STUDY)).await.expect("cleaning up before");
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await
+        .expect("cleaning up before");
     let outcome = AssertUnwindSafe(working_set(&rt)).catch_unwind().await;
-    rt.clean(Some(STUDY)).await.expect("cleaning up after");
+    rt.clean(&feedbench::engine::runtime::Scope::study(STUDY))
+        .await
+        .expect("cleaning up after");
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }

@@ -374,12 +374,6 @@ pub fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
     const PLAN: &str = "tests/plans/docker/oom.yaml";
     let loaded = feedbench::plan::load_file(&common::repo().join(PLAN), None).unwrap();
     let run = feedbench::plan::expand(&loaded.plan).remove(0);
-    let topo = feedbench::spec::topology::of_loaded(&loaded, &run).unwrap();
-    let database = topo
-        .container(feedbench::spec::topology::Role::Database)
-        .unwrap()
-        .name
-        .clone();
     let results = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_feedbench"))
         .current_dir(common::repo())
@@ -402,6 +396,18 @@ pub fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    // The database's name, under the instance the study made.
+    let instance =
+        feedbench_core::rundir::instance::read(&results.path().join("test-oom"), "test-oom")
+            .unwrap()
+            .expect("a running study records its instance")
+            .instance;
+    let topo = feedbench::spec::topology::of_loaded(&loaded, &run, &instance).unwrap();
+    let database = topo
+        .container(feedbench::spec::topology::Role::Database)
+        .unwrap()
+        .name
+        .clone();
     let hog = [
         "psql",
         "-U",

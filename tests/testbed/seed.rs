@@ -48,7 +48,12 @@ pub fn a_database_from_its_snapshot_holds_the_rows_its_scripts_make() {
     rt.block_on(common::plan_images(PLAN));
     let loaded = load_file(&common::repo().join(PLAN), None).unwrap();
     let run = expand(&loaded.plan).remove(0);
-    let topo = of_loaded(&loaded, &run).unwrap();
+    let topo = of_loaded(
+        &loaded,
+        &run,
+        &feedbench::spec::topology::Instance::for_tests(),
+    )
+    .unwrap();
     let db = topo.container(Role::Database).unwrap().name.clone();
     rt.block_on(async {
         let (first, from_snapshot) = deployed(&engine, &topo, Seeding::Snapshot).await;

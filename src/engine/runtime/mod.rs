@@ -2,6 +2,7 @@
 //! networks. One error variant per operation, naming what it acted on; 404 and 409 are
 //! handled deliberately so that redeploys, resumes and cleanups are idempotent.
 
+mod clean;
 mod connect;
 mod host;
 mod inflight;
@@ -18,15 +19,13 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use bollard::container::{
-    Config, CreateContainerOptions, KillContainerOptions, ListContainersOptions, LogOutput,
-    LogsOptions, RemoveContainerOptions, StartContainerOptions, UploadToContainerOptions,
-    WaitContainerOptions,
+    Config, CreateContainerOptions, KillContainerOptions, LogOutput, LogsOptions,
+    RemoveContainerOptions, StartContainerOptions, UploadToContainerOptions, WaitContainerOptions,
 };
 use bollard::errors::Error as DockerError;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{EndpointSettings, HostConfig};
-use bollard::network::{CreateNetworkOptions, ListNetworksOptions};
-use bollard::volume::{ListVolumesOptions, RemoveVolumeOptions};
+use bollard::network::CreateNetworkOptions;
 use bollard::Docker;
 use futures_util::StreamExt;
 
@@ -128,6 +127,9 @@ fn status(e: &DockerError) -> Option<u16> {
 /// Facts about the engine's host that decide caps and go into run records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineFacts {
+    /// The engine's own id (`docker info`'s `ID`): what tells two engines apart, whatever
+    /// address reaches them.
+    pub id: String,
     pub cores: f64,
     pub memory_bytes: i64,
     pub engine_version: String,
@@ -138,6 +140,7 @@ pub struct EngineFacts {
     pub data_root: Option<String>,
 }
 
+pub use clean::{Found, Scope};
 pub use feedbench_core::rundir::caps::Caps;
 
 /// What a cleanup removed.
@@ -187,6 +190,7 @@ impl Runtime {
     pub async fn facts(&self) -> Result<EngineFacts, RuntimeError> {
         let info = self.docker.info().await.map_err(RuntimeError::Info)?;
         Ok(EngineFacts {
+            id: info.id.unwrap_or_default(),
             cores: info.ncpu.unwrap_or(0) as f64,
             memory_bytes: info.mem_total.unwrap_or(0),
             engine_version: info.server_version.unwrap_or_default(),
@@ -765,116 +769,6 @@ impl Runtime {
                 source,
             }),
         }
-    }
-
-    /// Removes every container, network and volume carrying feedbench's study label (of one
-    /// study, or of all), whether or not feedbench is still running for it. A feedbench that
-    /// was killed may have left requests in flight that the engine completes after a first
-    /// pass (a container created, or still being removed, after the pass listed them, which
-    /// holds a volume: the engine answers 409 "volume is in use"), so passes repeat until one
-    /// finds nothing and no volume is held (for at most about ten seconds); a volume still
-    /// held after the last pass is the error.
-    pub async fn clean(&self, study: Option<&str>) -> Result<Removed, RuntimeError> {
-        // What this feedbench asked for and was dropped before the answer is made first.
-        self.inflight.settled().await;
-        let mut all = Removed::default();
-        let mut held = Vec::new();
-        for _ in 0..CLEAN_PASSES {
-            let (pass, still_held) = self.clean_once(study).await?;
-            let done = pass == Removed::default() && still_held.is_empty();
-            all.containers.extend(pass.containers);
-            all.networks.extend(pass.networks);
-            all.volumes.extend(pass.volumes);
-            held = still_held;
-            if done {
-                break;
-            }
-            tokio::time::sleep(CLEAN_PAUSE).await;
-        }
-        if let Some(first) = held.into_iter().next() {
-            return Err(first);
-        }
-        all.containers.sort();
-        all.containers.dedup();
-        Ok(all)
-    }
-
-    /// One pass of `clean`: what it removed, and the volumes a container still held (409).
-    async fn clean_once(
-        &self,
-        study: Option<&str>,
-    ) -> Result<(Removed, Vec<RuntimeError>), RuntimeError> {
-        let label = match study {
-            Some(s) => format!("{LABEL_STUDY}={s}"),
-            None => LABEL_STUDY.to_string(),
-        };
-        let filters: HashMap<String, Vec<String>> = [("label".to_string(), vec![label])].into();
-        let mut removed = Removed::default();
-        let containers = self
-            .docker
-            .list_containers(Some(ListContainersOptions {
-                all: true,
-                filters: filters.clone(),
-                ..Default::default()
-            }))
-            .await
-            .map_err(RuntimeError::List)?;
-        let names: Vec<String> = containers
-            .iter()
-            .filter_map(|c| {
-                c.names
-                    .as_ref()?
-                    .first()
-                    .map(|n| n.trim_start_matches('/').to_string())
-            })
-            .collect();
-        let results =
-            futures_util::future::join_all(names.iter().map(|n| self.remove_container(n))).await;
-        for (n, r) in names.into_iter().zip(results) {
-            r?;
-            removed.containers.push(n);
-        }
-        let networks = self
-            .docker
-            .list_networks(Some(ListNetworksOptions {
-                filters: filters.clone(),
-            }))
-            .await
-            .map_err(RuntimeError::List)?;
-        for n in networks.into_iter().filter_map(|n| n.name) {
-            self.remove_network(&n).await?;
-            removed.networks.push(n);
-        }
-        let volumes = self
-            .docker
-            .list_volumes(Some(ListVolumesOptions { filters }))
-            .await
-            .map_err(RuntimeError::List)?;
-        let mut held = Vec::new();
-        for v in volumes.volumes.unwrap_or_default() {
-            match self
-                .docker
-                .remove_volume(&v.name, Some(RemoveVolumeOptions { force: true }))
-                .await
-            {
-                Ok(()) => removed.volumes.push(v.name),
-                Err(e) if status(&e) == Some(404) => {}
-                Err(source) if status(&source) == Some(409) => {
-                    held.push(RuntimeError::RemoveVolume {
-                        name: v.name,
-                        source,
-                    })
-                }
-                Err(source) => {
-                    return Err(RuntimeError::RemoveVolume {
-                        name: v.name,
-                        source,
-                    })
-                }
-            }
-        }
-        removed.containers.sort();
-        Ok((removed, held))
     }
 }
 

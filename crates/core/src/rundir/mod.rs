@@ -9,6 +9,7 @@ pub mod caps;
 pub mod events;
 pub mod frame;
 pub mod health;
+pub mod instance;
 pub mod layout;
 pub mod native;
 pub mod readiness;

@@ -6,6 +6,7 @@
 
 pub mod commands;
 pub mod faults;
+pub mod instance;
 pub mod load;
 pub mod placement;
 pub mod seed;

@@ -125,7 +125,13 @@ mod tests {
         let loaded = load_str("smoke.yaml", text, &ctx).unwrap();
         let run = &expand(&loaded.plan)[0];
         let read = |_: &str| Ok(b"-- sql".to_vec());
-        let one = topology(&loaded.plan, run, &read).unwrap();
+        let one = topology(
+            &loaded.plan,
+            run,
+            &crate::spec::instance::Instance::for_tests(),
+            &read,
+        )
+        .unwrap();
         let placed = apart(&one, "10.99.0.1".parse().unwrap());
         for (a, b) in one.containers.iter().zip(&placed.containers) {
             match b.role {
@@ -170,7 +176,13 @@ mod tests {
         let loaded = load_str("smoke.yaml", text, &ctx).unwrap();
         let run = &expand(&loaded.plan)[0];
         let read = |_: &str| Ok(b"-- sql".to_vec());
-        let one = topology(&loaded.plan, run, &read).unwrap();
+        let one = topology(
+            &loaded.plan,
+            run,
+            &crate::spec::instance::Instance::for_tests(),
+            &read,
+        )
+        .unwrap();
         let address: IpAddr = "10.99.0.2".parse().unwrap();
         let placed = controlled(&one, address);
         let ports = |c: &ContainerSpec| match &c.attach {

@@ -11,6 +11,7 @@ use crate::plan::expand::{resolve_contenders, ResolvedContender};
 use crate::plan::model::{Cap, Plan, ServiceKind};
 use crate::plan::validate::total_cpus;
 use crate::plan::{LoadedPlan, RunSpec};
+pub use crate::spec::instance::{Instance, LABEL_INSTANCE};
 
 pub const LABEL_STUDY: &str = "feedbench.study";
 pub const LABEL_RUN: &str = "feedbench.run";
@@ -236,9 +237,9 @@ pub struct Oversubscribed {
     pub cores: f64,
 }
 
-/// The prefix every container and the network of a run share.
-pub fn run_prefix(study: &str, run_id: &str) -> String {
-    format!("fb-{study}-{}", run_slug(run_id))
+/// The prefix every container and the network of a run share: `fb-<study>-<instance>-<run>`.
+pub fn run_prefix(study: &str, instance: &Instance, run_id: &str) -> String {
+    format!("fb-{study}-{instance}-{}", run_slug(run_id))
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -254,23 +255,34 @@ pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
 
 /// A run's topology with the plan's files (init scripts and the like) read relative to the
 /// plan's directory: what every caller outside tests wants.
-pub fn of_loaded(loaded: &LoadedPlan, run: &RunSpec) -> Result<RunTopology, TopologyError> {
+pub fn of_loaded(
+    loaded: &LoadedPlan,
+    run: &RunSpec,
+    instance: &Instance,
+) -> Result<RunTopology, TopologyError> {
     let read = |rel: &str| std::fs::read(loaded.base_dir.join(rel)).map_err(|e| e.to_string());
-    topology(&loaded.plan, run, &read)
+    topology(&loaded.plan, run, instance, &read)
 }
 
 /// The topology of one run of a validated plan: the contender's services (stage 0), the
 /// fault proxy (0), its replicas (1), the balancer (2), the load generator (3) and, for a
-/// CPU-steal run, the co-tenant (4, created, not started).
-pub fn topology(plan: &Plan, run: &RunSpec, read: ReadFile) -> Result<RunTopology, TopologyError> {
+/// CPU-steal run, the co-tenant (4, created, not started); every name and label carries
+/// the study's `instance`.
+pub fn topology(
+    plan: &Plan,
+    run: &RunSpec,
+    instance: &Instance,
+    read: ReadFile,
+) -> Result<RunTopology, TopologyError> {
     let contender = resolve_contenders(plan)
         .into_iter()
         .find(|c| c.name == run.contender)
         .ok_or_else(|| TopologyError::UnknownContender(run.contender.clone()))?;
     let study = plan.study.name.to_string();
-    let prefix = run_prefix(&study, &run.id);
+    let prefix = run_prefix(&study, instance, &run.id);
     let mut labels = BTreeMap::new();
     labels.insert(LABEL_STUDY.to_string(), study.clone());
+    labels.insert(LABEL_INSTANCE.to_string(), instance.to_string());
     labels.insert(LABEL_RUN.to_string(), run.id.clone());
     let maker = Maker {
         prefix: &prefix,
@@ -687,8 +699,8 @@ mod tests {
     #[test]
     fn caps_labels_names_and_links_follow_the_plan() {
         let (plan, runs) = smoke();
-        let t = topology(&plan, &runs[0], &read).unwrap();
-        assert_eq!(t.network, "fb-smoke-feed-rs_ramp_r1");
+        let t = topology(&plan, &runs[0], &Instance::for_tests(), &read).unwrap();
+        assert_eq!(t.network, "fb-smoke-abcdef01-feed-rs_ramp_r1");
         let replicas: Vec<&ContainerSpec> = t
             .containers
             .iter()
@@ -707,8 +719,9 @@ mod tests {
         for c in &t.containers {
             assert_eq!(c.labels[LABEL_STUDY], "smoke");
             assert_eq!(c.labels[LABEL_RUN], "feed-rs/ramp/r1");
+            assert_eq!(c.labels[LABEL_INSTANCE], "abcdef01");
             assert_eq!(c.labels[LABEL_ROLE], c.role.label());
-            assert!(c.name.starts_with("fb-smoke-feed-rs_ramp_r1-"));
+            assert!(c.name.starts_with("fb-smoke-abcdef01-feed-rs_ramp_r1-"));
         }
         let db = t.container(Role::Database).unwrap();
         assert_eq!(db.nano_cpus, 500_000_000);
@@ -739,24 +752,24 @@ mod tests {
     #[test]
     fn haproxy_config_snapshot() {
         let (plan, runs) = smoke();
-        let t = topology(&plan, &runs[0], &read).unwrap();
+        let t = topology(&plan, &runs[0], &Instance::for_tests(), &read).unwrap();
         insta::assert_snapshot!(t.haproxy_cfg);
     }
 
     #[test]
     fn topology_snapshot() {
         let (plan, runs) = smoke();
-        let t = topology(&plan, &runs[1], &read).unwrap();
+        let t = topology(&plan, &runs[1], &Instance::for_tests(), &read).unwrap();
         insta::assert_json_snapshot!(t);
     }
 
     #[test]
     fn the_gate_container_joins_the_run_as_a_client_of_the_balancer() {
         let (plan, runs) = smoke();
-        let t = topology(&plan, &runs[0], &read).unwrap();
+        let t = topology(&plan, &runs[0], &Instance::for_tests(), &read).unwrap();
         let argv = vec!["python3".to_string(), "/gate/gate.py".to_string()];
         let g = gate_container(&t, "feedbench/gate:dev", &argv, &[]);
-        assert_eq!(g.name, "fb-smoke-feed-rs_ramp_r1-gate");
+        assert_eq!(g.name, "fb-smoke-abcdef01-feed-rs_ramp_r1-gate");
         assert_eq!(g.role.key(), "gate");
         assert_eq!(g.labels[LABEL_STUDY], "smoke");
         assert_eq!(g.labels[LABEL_RUN], "feed-rs/ramp/r1");
@@ -780,7 +793,7 @@ mod tests {
     #[test]
     fn the_gated_deployment_gives_every_replica_and_the_gate_the_gates_settings() {
         let (plan, runs) = smoke();
-        let mut t = topology(&plan, &runs[0], &read).unwrap();
+        let mut t = topology(&plan, &runs[0], &Instance::for_tests(), &read).unwrap();
         let before = t.clone();
         let room = vec![
             ("SECTION_BUDGET_MS".to_string(), "5000".to_string()),
@@ -835,7 +848,7 @@ mod tests {
             .expect("the static-web plan loads");
         assert!(loaded.plan.caps.database.is_none());
         for run in crate::plan::expand(&loaded.plan) {
-            let t = topology(&loaded.plan, &run, &read).unwrap();
+            let t = topology(&loaded.plan, &run, &Instance::for_tests(), &read).unwrap();
             let roles: Vec<&str> = t.containers.iter().map(|c| c.role.label()).collect();
             assert_eq!(
                 roles,
@@ -858,7 +871,7 @@ mod tests {
     fn a_database_without_its_cap_is_an_error_not_a_borrowed_cap() {
         let (mut plan, runs) = smoke();
         plan.caps.database = None;
-        let e = topology(&plan, &runs[0], &read).unwrap_err();
+        let e = topology(&plan, &runs[0], &Instance::for_tests(), &read).unwrap_err();
         assert!(
             matches!(e, TopologyError::MissingCap { ref service, role: "database", .. } if service == "database"),
             "{e}"
