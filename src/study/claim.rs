@@ -107,7 +107,11 @@ pub fn claim(
     for (name, id) in engines {
         let dir = registry.join(file_name(id));
         // One engine reached at two addresses is claimed once.
-        if claim.held.iter().any(|(p, _)| p.parent() == Some(dir.as_path())) {
+        if claim
+            .held
+            .iter()
+            .any(|(p, _)| p.parent() == Some(dir.as_path()))
+        {
             continue;
         }
         let io = |path: &Path| {
@@ -226,7 +230,11 @@ pub async fn claim_engines(
         study: session.study.clone(),
         instance: session.instance.clone(),
         pid: std::process::id(),
-        results: session.dir.display().to_string(),
+        // Absolute: the person refused works in another clone, another directory.
+        results: std::path::absolute(&session.dir)
+            .unwrap_or_else(|_| session.dir.clone())
+            .display()
+            .to_string(),
     };
     let claim = claim(&registry(), &engines, &me, share)?;
     for (engine, other) in &claim.beside {
