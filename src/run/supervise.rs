@@ -330,15 +330,19 @@ impl<'s> Supervisor<'s> {
             last_rate: stop.last_rate,
             at_ns: stop.at_ns,
         });
-        events.emit(RunEvent::LoadStopped {
-            reason: format!(
-                "the step at {}/s broke the objective and {} more step(s) confirmed it; the measured phase ends with the step at {}/s (stop-on-breach, confirm-steps {confirm})",
-                stop.breach_rate,
-                stop.last - stop.breach,
-                stop.last_rate
-            ),
-            at_ns: stop.at_ns,
-        });
+        let reason = format!(
+            "the step at {}/s broke the objective and {} more step(s) confirmed it; the measured phase ends with the step at {}/s (stop-on-breach, confirm-steps {confirm})",
+            stop.breach_rate,
+            stop.last - stop.breach,
+            stop.last_rate
+        );
+        self.stop_load(reason, stop.at_ns, events).await;
+    }
+
+    /// Stops the load for `reason`, as of `at_ns`: the one way a rule ends the measured
+    /// phase early (the knee, the binding rule).
+    async fn stop_load(&self, reason: String, at_ns: i128, events: &mut EventLog<'_>) {
+        events.emit(RunEvent::LoadStopped { reason, at_ns });
         // k6 stops its scenario on SIGINT and writes out what it has; so does
         // feedbench-load.
         let _ = self.load.lg.kill(&self.load.container, "SIGINT").await;
@@ -422,23 +426,24 @@ impl<'s> Supervisor<'s> {
         if !self.measuring || self.bound.is_some() || !self.reads.has_changed().unwrap_or(false) {
             return;
         }
-        let latest = self.reads.borrow_and_update().clone();
-        let evidence = latest.rows.values().find_map(|row| {
-            let cpu = (row.status == SampleStatus::Ok)
-                .then_some(row.counters.cpu_usage_ns)
-                .flatten();
-            self.binding.read(&row.container, row.offset_s, cpu)
-        });
+        // Read in place (the guard is let go before anything is awaited), not copied.
+        let evidence = {
+            let latest = self.reads.borrow_and_update();
+            let binding = &mut self.binding;
+            latest.rows.values().find_map(|row| {
+                let cpu = (row.status == SampleStatus::Ok)
+                    .then_some(row.counters.cpu_usage_ns)
+                    .flatten();
+                binding.read(&row.container, row.offset_s, cpu)
+            })
+        };
         let Some(e) = evidence else {
             return;
         };
         let at_ns = events.clock.now().wall_ns;
-        events.emit(RunEvent::LoadStopped {
-            reason: format!("the measurement path can no longer stand: {e}"),
-            at_ns,
-        });
+        let reason = format!("the measurement path can no longer stand: {e}");
         self.bound = Some((e, at_ns));
-        let _ = self.load.lg.kill(&self.load.container, "SIGINT").await;
+        self.stop_load(reason, at_ns, events).await;
     }
 
     /// An image of the run the engine no longer has, asked every five seconds.
