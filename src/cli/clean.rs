@@ -7,10 +7,6 @@ use super::CliError;
 use crate::engine::runtime::{Runtime, Scope};
 use crate::spec::topology::Instance;
 
-fn parse_instance(s: &str) -> Result<Instance, String> {
-    Instance::parse(s)
-}
-
 #[derive(Debug, clap::Args)]
 pub struct CleanArgs {
     /// Only what belongs to this study.
@@ -18,7 +14,7 @@ pub struct CleanArgs {
     pub study: Option<String>,
     /// Only what belongs to this study instance (the id `feedbench run` warns of, and
     /// `results/<study>/instance.json` records).
-    #[arg(long, value_parser = parse_instance)]
+    #[arg(long, value_parser = Instance::parse)]
     pub instance: Option<Instance>,
     #[command(flatten)]
     pub engines: super::engines::EnginesArg,

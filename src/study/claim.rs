@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Session, StudyError, StudyEvent, TestbedError};
 use crate::engine::placement::Placement;
+use crate::engine::runtime::{Runtime, RuntimeError};
 use crate::spec::topology::Instance;
 
 /// The registry's directory under the temporary directory.
@@ -224,7 +225,7 @@ pub async fn claim_engines(
     placements: &[Placement],
     share: bool,
 ) -> Result<Claim, StudyError> {
-    let engines = engine_ids(placements).await.map_err(TestbedError::from)?;
+    let engines = engines_of(placements).await.map_err(TestbedError::from)?;
     let me = Holder {
         format_version: FORMAT_VERSION,
         study: session.study.clone(),
@@ -236,13 +237,17 @@ pub async fn claim_engines(
             .display()
             .to_string(),
     };
-    let claim = claim(&registry(), &engines, &me, share)?;
+    let ids: Vec<(String, String)> = engines
+        .iter()
+        .map(|e| (e.name.to_string(), e.id.clone()))
+        .collect();
+    let claim = claim(&registry(), &ids, &me, share)?;
     for (engine, other) in &claim.beside {
         session.report(StudyEvent::Warning(&format!(
             "engine `{engine}` is shared (--share-engine) with {other}: the runs of both compete for its CPU and memory"
         )));
     }
-    let stale = stale(placements, &engines, &session.instance)
+    let stale = stale(&engines, &session.instance)
         .await
         .map_err(TestbedError::from)?;
     for line in stale {
@@ -251,31 +256,32 @@ pub async fn claim_engines(
     Ok(claim)
 }
 
-/// Each engine of `placements` by name, with its id as the engine states it.
-async fn engine_ids(
-    placements: &[Placement],
-) -> Result<Vec<(String, String)>, crate::engine::runtime::RuntimeError> {
+/// An engine of the study's placements: its name in the plan, its id as the engine states
+/// it, and the runtime that reaches it.
+struct Engine<'a> {
+    name: &'a str,
+    id: String,
+    rt: &'a Runtime,
+}
+
+/// Each engine of `placements`, with its id.
+async fn engines_of(placements: &[Placement]) -> Result<Vec<Engine<'_>>, RuntimeError> {
     let mut out = Vec::new();
     for p in placements {
         for (name, rt) in p.engines() {
-            out.push((name.to_string(), rt.facts().await?.id));
+            let id = rt.facts().await?.id;
+            out.push(Engine { name, id, rt });
         }
     }
     Ok(out)
 }
 
-/// What instances without a live claim left on `placements`' engines (`engines`: their
-/// names and ids, in the same order), each named with the command that removes it: the
-/// lines of a warning. The live claims are read after the engine is listed, so that an
-/// instance that claimed and deployed meanwhile is seen live.
-async fn stale(
-    placements: &[Placement],
-    engines: &[(String, String)],
-    mine: &Instance,
-) -> Result<Vec<String>, crate::engine::runtime::RuntimeError> {
+/// What instances without a live claim left on `engines`, each named with the command that
+/// removes it: the lines of a warning. The live claims are read after the engine is listed,
+/// so that an instance that claimed and deployed meanwhile is seen live.
+async fn stale(engines: &[Engine<'_>], mine: &Instance) -> Result<Vec<String>, RuntimeError> {
     let mut out = Vec::new();
-    let all = placements.iter().flat_map(|p| p.engines());
-    for ((name, rt), (_, id)) in all.zip(engines) {
+    for Engine { name, id, rt } in engines {
         let found = rt.instances().await?;
         // Unreadable, the registry names nothing live: every other instance is named.
         let live: Vec<Instance> = live_now(&registry().join(file_name(id)), mine)

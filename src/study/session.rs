@@ -160,13 +160,8 @@ impl<'r> Session<'r> {
         match &mut self.writer {
             Some(w) => Ok(w),
             slot @ None => {
-                // The instance before the journal: a study with a journal line has it.
-                if let Some(file) = &self.unwritten {
-                    std::fs::create_dir_all(&self.dir).map_err(files::fail("create", &self.dir))?;
-                    instance::write(&self.dir, file).map_err(instance_error)?;
-                    self.unwritten = None;
-                }
-                Ok(slot.insert(open_writer(&self.dir, &mut self.ledger)?))
+                let writer = open_writer(&self.dir, &mut self.unwritten, &mut self.ledger)?;
+                Ok(slot.insert(writer))
             }
         }
     }
@@ -249,10 +244,20 @@ impl<'r> Session<'r> {
     }
 }
 
-/// Opens the journal of the study in `dir` for appending, creating the directory. Opening
-/// may declare a torn last line, so `ledger` is folded again from what the journal holds.
-fn open_writer(dir: &Path, ledger: &mut Ledger) -> Result<Writer, StudyError> {
+/// Opens the journal of the study in `dir` for appending, creating the directory and first
+/// writing `unwritten`, the instance of a study that has none yet (`None` once written): a
+/// study with a journal line has its instance. Opening may declare a torn last line, so `ledger` is folded again
+/// from what the journal holds.
+fn open_writer(
+    dir: &Path,
+    unwritten: &mut Option<InstanceFile>,
+    ledger: &mut Ledger,
+) -> Result<Writer, StudyError> {
     std::fs::create_dir_all(dir).map_err(files::fail("create", dir))?;
+    if let Some(file) = unwritten {
+        instance::write(dir, file).map_err(instance_error)?;
+        *unwritten = None;
+    }
     let path = dir.join(journal::FILE);
     let writer = Writer::open(&path)?;
     *ledger = Ledger::fold(journal::read(&path)?.events());
