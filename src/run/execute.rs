@@ -439,7 +439,7 @@ async fn measure(
         .fault
         .as_ref()
         .and_then(|f| r.plan.faults.get(f.as_str()));
-    if fault.is_some_and(|f| f.inject.replica().is_some()) {
+    if fault.is_some_and(|f| f.inject.restarts_replica()) {
         readiness::keep(r.dir, ended.readiness, record);
     }
     let (stopped, shown) = (ended.stopped, ended.shown);

@@ -1,4 +1,4 @@
-//! A fault's actions performed on the run's containers (signals, starts, stops) and on the
+//! A fault's actions performed on the run's containers (signals, starts, stops, freezes) and on the
 //! fault proxy (links and toxics), and what puts each back.
 
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ pub(super) fn undo(action: &Action) -> Option<Action> {
         } => Some(Action::Stop {
             role: Role::CoTenant,
         }),
+        Action::Freeze { role } => Some(Action::Thaw { role: *role }),
         Action::Link {
             proxy,
             enabled: false,
@@ -72,6 +73,8 @@ pub(super) async fn perform(
             .kill(&name(*role)?, "SIGKILL")
             .await
             .map_err(|e| e.to_string()),
+        Action::Freeze { role } => rt.freeze(&name(*role)?).await.map_err(|e| e.to_string()),
+        Action::Thaw { role } => rt.thaw(&name(*role)?).await.map_err(|e| e.to_string()),
         Action::Link { proxy: p, enabled } => proxy()?
             .set_enabled(p, *enabled)
             .await
@@ -131,6 +134,20 @@ mod tests {
                 Some(Action::Stop {
                     role: Role::CoTenant,
                 }),
+            ),
+            (
+                Action::Freeze {
+                    role: Role::Replica(1),
+                },
+                Some(Action::Thaw {
+                    role: Role::Replica(1),
+                }),
+            ),
+            (
+                Action::Thaw {
+                    role: Role::Replica(1),
+                },
+                None,
             ),
             (link(false), Some(link(true))),
             (

@@ -87,6 +87,12 @@ pub enum RuntimeError {
         signal: String,
         source: Box<DockerError>,
     },
+    #[error("cannot {what} container `{name}`: {source}")]
+    Freezer {
+        name: String,
+        what: &'static str,
+        source: DockerError,
+    },
     #[error("cannot remove container `{name}`: {source}")]
     RemoveContainer { name: String, source: DockerError },
     #[error("cannot remove network `{name}`: {source}")]
@@ -738,6 +744,31 @@ impl Runtime {
                 source: Box::new(source),
             }),
         }
+    }
+
+    /// Freezes every process of a container (the cgroup freezer, `docker pause`): they hold
+    /// their memory and sockets and run nothing until thawed.
+    pub async fn freeze(&self, name: &str) -> Result<(), RuntimeError> {
+        self.docker
+            .pause_container(name)
+            .await
+            .map_err(|source| RuntimeError::Freezer {
+                name: name.into(),
+                what: "freeze",
+                source,
+            })
+    }
+
+    /// Thaws a frozen container (`docker unpause`).
+    pub async fn thaw(&self, name: &str) -> Result<(), RuntimeError> {
+        self.docker
+            .unpause_container(name)
+            .await
+            .map_err(|source| RuntimeError::Freezer {
+                name: name.into(),
+                what: "thaw",
+                source,
+            })
     }
 
     /// Removes a container and its anonymous volumes; absent is fine.

@@ -823,7 +823,9 @@ fn faults(plan: &Plan, f: &mut Findings) {
                 }
             }
             Injection::StopReplica { grace, .. } => positive(f, format!("{ibase}.grace"), *grace),
-            Injection::KillReplica { .. } | Injection::LinkDown { .. } => {}
+            Injection::KillReplica { .. }
+            | Injection::FreezeReplica { .. }
+            | Injection::LinkDown { .. } => {}
         }
     }
 }

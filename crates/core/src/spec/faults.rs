@@ -29,6 +29,14 @@ pub enum Action {
     Stop {
         role: Role,
     },
+    /// Freeze a container's processes (the cgroup freezer; `docker pause`).
+    Freeze {
+        role: Role,
+    },
+    /// Thaw a frozen container (`docker unpause`).
+    Thaw {
+        role: Role,
+    },
     /// Disable or enable a fault-proxy link.
     Link {
         proxy: String,
@@ -59,6 +67,8 @@ impl Action {
             ),
             Action::Start { role } => ("start".into(), role.key()),
             Action::Stop { role } => ("stop".into(), role.key()),
+            Action::Freeze { role } => ("freeze".into(), role.key()),
+            Action::Thaw { role } => ("thaw".into(), role.key()),
             Action::Link { proxy, enabled } => (
                 (if *enabled { "link up" } else { "link down" }).into(),
                 proxy.clone(),
@@ -123,6 +133,9 @@ fn applying(inject: &Injection, toxic_name: &str) -> Vec<Action> {
                 grace: Duration::from_millis(grace.millis),
             },
         ],
+        Injection::FreezeReplica { replica } => vec![Action::Freeze {
+            role: Role::Replica(*replica),
+        }],
         Injection::CpuSteal { .. } => vec![Action::Start {
             role: Role::CoTenant,
         }],
@@ -165,8 +178,8 @@ fn applying(inject: &Injection, toxic_name: &str) -> Vec<Action> {
     }
 }
 
-/// The action that clears an injection: a replica started again, the co-tenant stopped,
-/// the toxic removed, the link enabled.
+/// The action that clears an injection: a replica started again or thawed, the co-tenant
+/// stopped, the toxic removed, the link enabled.
 fn clearing(inject: &Injection, toxic_name: String) -> Action {
     match inject {
         Injection::KillReplica { replica } | Injection::StopReplica { replica, .. } => {
@@ -174,6 +187,9 @@ fn clearing(inject: &Injection, toxic_name: String) -> Action {
                 role: Role::Replica(*replica),
             }
         }
+        Injection::FreezeReplica { replica } => Action::Thaw {
+            role: Role::Replica(*replica),
+        },
         Injection::CpuSteal { .. } => Action::Stop {
             role: Role::CoTenant,
         },
@@ -285,6 +301,32 @@ mod tests {
                 }
             }
         );
+    }
+
+    #[test]
+    fn a_freeze_freezes_its_replica_and_thaws_it_after_its_duration() {
+        let s = schedule("freeze", &fault(Injection::FreezeReplica { replica: 2 }));
+        let role = Role::Replica(2);
+        assert_eq!(
+            s,
+            [
+                Step {
+                    at: Duration::from_secs(120),
+                    edge: Edge::Apply,
+                    action: Action::Freeze { role },
+                },
+                Step {
+                    at: Duration::from_secs(135),
+                    edge: Edge::Clear,
+                    action: Action::Thaw { role },
+                },
+            ]
+        );
+        assert_eq!(
+            s[0].action.describe(),
+            ("freeze".into(), "replica-2".into())
+        );
+        assert_eq!(s[1].action.describe(), ("thaw".into(), "replica-2".into()));
     }
 
     #[test]

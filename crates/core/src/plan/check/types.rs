@@ -407,7 +407,7 @@ impl Checker<'_> {
 
     /// Whether the fault kills or stops a replica: the faults with a restart.
     fn has_restart(&self, fault: &str) -> bool {
-        self.plan.faults[fault].inject.replica().is_some()
+        self.plan.faults[fault].inject.restarts_replica()
     }
 
     /// A fault's own recovery origin (docs/analysis.md, "Recovery"): the replica back in

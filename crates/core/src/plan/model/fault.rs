@@ -42,6 +42,13 @@ pub enum Injection {
         #[serde(default = "default_grace")]
         grace: Duration,
     },
+    /// Freeze one replica's processes (the cgroup freezer, as `docker pause`) for `duration`,
+    /// then thaw them: a stop-the-world pause. The process is not restarted; it resumes
+    /// where it stopped.
+    FreezeReplica {
+        #[serde(default = "one")]
+        replica: u32,
+    },
     /// A co-tenant burns `cores` on the replicas' CPUs for `duration`.
     CpuSteal { cores: f64 },
     /// Added latency on a link (Toxiproxy `latency` toxic, both directions' replies).
@@ -84,6 +91,7 @@ impl Injection {
         match self {
             Injection::KillReplica { .. } => "kill-replica",
             Injection::StopReplica { .. } => "stop-replica",
+            Injection::FreezeReplica { .. } => "freeze-replica",
             Injection::CpuSteal { .. } => "cpu-steal",
             Injection::LinkLatency { .. } => "link-latency",
             Injection::LinkDown { .. } => "link-down",
@@ -100,13 +108,23 @@ impl Injection {
         }
     }
 
+    /// The replica the fault is aimed at, if one.
     pub fn replica(&self) -> Option<u32> {
         match self {
-            Injection::KillReplica { replica } | Injection::StopReplica { replica, .. } => {
-                Some(*replica)
-            }
+            Injection::KillReplica { replica }
+            | Injection::StopReplica { replica, .. }
+            | Injection::FreezeReplica { replica } => Some(*replica),
             _ => None,
         }
+    }
+
+    /// Whether the fault ends by starting its replica again (a kill or a stop): the faults
+    /// with a restart, whose readiness is probed. A frozen replica is thawed, not started.
+    pub fn restarts_replica(&self) -> bool {
+        matches!(
+            self,
+            Injection::KillReplica { .. } | Injection::StopReplica { .. }
+        )
     }
 }
 

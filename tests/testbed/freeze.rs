@@ -1,0 +1,150 @@
+//! A 5 s freeze of the only replica at 300/s (`freeze-replica`: the cgroup freezer), driven
+//! by feedbench-load and by k6 with VUs that cover it: the open model keeps its schedule
+//! while the service stands still. Every request scheduled (k6: started) in the freeze is in
+//! requests.csv, and each one failed or was answered no earlier than the thaw: none is left
+//! out and none is recorded as fast (tests/plans/docker/freeze-*.yaml).
+
+use std::path::Path;
+
+use crate::common::{self, report::text};
+use crate::run::{csv, feedbench, run_json, run_plan};
+
+const RATE: f64 = 300.0;
+
+/// `event`'s `wall_ns` in the run's events.csv.
+fn event_at(dir: &Path, event: &str) -> i128 {
+    csv(&dir.join("events.csv"))
+        .into_iter()
+        .find(|e| e["event"] == event)
+        .unwrap_or_else(|| panic!("no {event} in {}", dir.display()))["wall_ns"]
+        .parse()
+        .unwrap()
+}
+
+/// The run's requests placed in the freeze `[frozen, thawed)`: by `scheduled_ns` where the
+/// generator records it (feedbench-load), else by `start_ns`. Each one failed or ended no
+/// earlier than the thaw; their count is the schedule's within `tolerance`.
+fn assert_freeze_requests(dir: &Path, generator: &str, tolerance: f64) {
+    let (frozen, thawed) = (
+        event_at(dir, "fault-applied"),
+        event_at(dir, "fault-cleared"),
+    );
+    let span_s = (thawed - frozen) as f64 / 1e9;
+    assert!(
+        (4.5..6.0).contains(&span_s),
+        "{generator}: froze {span_s} s"
+    );
+    let rows = csv(&dir.join("requests.csv"));
+    let placed_at = |r: &std::collections::BTreeMap<String, String>| -> i128 {
+        let key = match r.get("scheduled_ns") {
+            Some(s) if !s.is_empty() => "scheduled_ns",
+            _ => "start_ns",
+        };
+        r[key].parse().unwrap()
+    };
+    let mut n = 0usize;
+    let mut failed = 0usize;
+    for r in rows
+        .iter()
+        .filter(|r| (frozen..thawed).contains(&placed_at(r)))
+    {
+        n += 1;
+        let end: i128 = r["end_ns"].parse().unwrap();
+        let ok = r["status"].starts_with('2') && r["error"].is_empty();
+        if !ok {
+            failed += 1;
+        } else {
+            // Answered: not before the service could answer, so its latency from where it
+            // was placed is the rest of the freeze at least.
+            assert!(
+                end >= thawed - 50_000_000,
+                "{generator}: a request placed {:.3} s into the freeze was answered {:.3} s \
+                 before the thaw: {r:?}",
+                (placed_at(r) - frozen) as f64 / 1e9,
+                (thawed - end) as f64 / 1e9
+            );
+        }
+    }
+    let expected = RATE * span_s;
+    eprintln!("{generator}: {n} requests placed in the {span_s:.2} s freeze ({expected:.0} scheduled), {failed} failed");
+    assert!(
+        (n as f64 - expected).abs() <= expected * tolerance,
+        "{generator}: {n} requests placed in the freeze, {expected:.0} scheduled"
+    );
+    // Most of the freeze is failures (the timeout, then the balancer's 503 once it marks the
+    // only server DOWN): the stall is in the figures.
+    assert!(failed * 2 > n, "{generator}: {failed} of {n} failed");
+    // None was dropped: the generator had a connection for every start.
+    let finished = csv(&dir.join("events.csv"))
+        .into_iter()
+        .find(|e| e["event"] == "load-finished")
+        .unwrap_or_else(|| panic!("{generator}: no load-finished"));
+    assert!(
+        finished["detail"].ends_with("dropped 0"),
+        "{generator}: {finished:?}"
+    );
+}
+
+pub fn a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_generator() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(common::engine());
+    let results = tempfile::tempdir().unwrap();
+    // feedbench-load places each request at its scheduled instant: exactly the schedule's
+    // count (one either side for the edges). k6's starts are its VUs' own, on time within
+    // a few per cent on this host.
+    for (plan, study, generator, tolerance) in [
+        (
+            "tests/plans/docker/freeze-native.yaml",
+            "test-freeze-native",
+            "native",
+            0.002,
+        ),
+        (
+            "tests/plans/docker/freeze-k6.yaml",
+            "test-freeze-k6",
+            "k6",
+            0.05,
+        ),
+    ] {
+        rt.block_on(common::plan_images(plan));
+        let out = run_plan(plan, results.path());
+        assert!(out.status.success(), "{generator}: {}", text(&out));
+        let dir = results
+            .path()
+            .join(study)
+            .join("runs/queue_steady_freeze_r1");
+        let record = run_json(&dir);
+        assert_eq!(
+            record["frame"]["fault_window"]["injection"], "freeze-replica",
+            "{record:#}"
+        );
+        assert_freeze_requests(&dir, generator, tolerance);
+        // The balancer saw the frozen replica: DOWN in the freeze, UP after the thaw.
+        let health = csv(&dir.join("health.csv"));
+        let frozen = event_at(&dir, "fault-applied");
+        let thawed = event_at(&dir, "fault-cleared");
+        let down = health
+            .iter()
+            .find(|h| h["state"] == "DOWN" && h["wall_ns"].parse::<i128>().unwrap() >= frozen);
+        let down_ns: i128 = down.unwrap_or_else(|| panic!("{generator}: no DOWN row: {health:?}"))
+            ["wall_ns"]
+            .parse()
+            .unwrap();
+        assert!(down_ns < thawed, "{generator}: DOWN only after the thaw");
+        assert!(
+            health
+                .iter()
+                .any(|h| h["state"] == "UP" && h["wall_ns"].parse::<i128>().unwrap() > thawed),
+            "{generator}: never UP after the thaw"
+        );
+        let out = feedbench(&["report", "--verify"], plan, results.path());
+        assert!(out.status.success(), "{generator}: {}", text(&out));
+        let md =
+            std::fs::read_to_string(results.path().join(study).join("report/report.md")).unwrap();
+        assert!(md.contains("freeze (freeze-replica)"), "{md}");
+        assert_eq!(
+            rt.block_on(common::leftovers(&engine, study)),
+            (vec![], vec![])
+        );
+    }
+}
