@@ -3,8 +3,9 @@
 //! still. Every request scheduled (k6: started) in the freeze is in requests.csv, failed or
 //! answered no earlier than the thaw, or is a start the generator counted as dropped in the
 //! freeze's seconds: none is left out and none is recorded as fast. feedbench-load drops
-//! none; k6, whose maxVUs cover the freeze but which allocates VUs past its pre-allocated
-//! ones only as the freeze holds them, drops some (tests/plans/docker/freeze-*.yaml).
+//! next to none (a start later than its max-lag); k6, whose maxVUs cover the freeze but
+//! which allocates VUs past its pre-allocated ones only as the freeze holds them, drops
+//! some (tests/plans/docker/freeze-*.yaml).
 
 use std::path::Path;
 
@@ -139,9 +140,10 @@ pub fn a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_gen
             "{record:#}"
         );
         let dropped = assert_freeze_requests(&dir, generator, tolerance);
-        // feedbench-load opens a connection for each start as it comes: it drops none.
+        // feedbench-load opens a connection for each start as it comes: it drops only what
+        // it started later than its max-lag, within the dropped-iterations guard's 1 %.
         assert!(
-            generator == "k6" || dropped == 0,
+            generator == "k6" || dropped as f64 <= RATE * 5.0 * 0.01,
             "{generator}: {dropped} dropped"
         );
         // The balancer saw the frozen replica: DOWN in the freeze, UP after the thaw.
