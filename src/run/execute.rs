@@ -171,6 +171,14 @@ pub(super) struct Running<'a> {
     pub dir: &'a Path,
 }
 
+impl<'a> Running<'a> {
+    /// The injection of the run's fault, if it has one.
+    fn injection(&self) -> Option<&'a crate::plan::model::Injection> {
+        let name = self.run.fault.as_ref()?;
+        self.plan.faults.get(name.as_str()).map(|f| &f.inject)
+    }
+}
+
 /// Executes one run, deployed as `topo` (its topology, built once by the caller) placed on
 /// the engines of `placement`, into `dir` (which must not exist yet).
 #[allow(clippy::too_many_arguments)]
@@ -321,7 +329,8 @@ async fn take_down(r: &Running<'_>, record: &mut RunRecord) {
 
 /// The validity checks of a completed run, up to `cut` when the supervisor stopped the load
 /// for a measurement path that could no longer stand (its evidence is in the record
-/// already): each piece of evidence against it is a note and goes into the record.
+/// already), and whether its fault took effect: each piece of evidence against it is a
+/// note and goes into the record.
 fn assess(
     r: &Running<'_>,
     script: &LoadScript,
@@ -344,17 +353,20 @@ fn assess(
         &r.plan.guards,
         until,
     );
-    match assessed {
-        Ok(a) => {
-            for e in &a.evidence {
-                events.emit(RunEvent::Note {
-                    text: format!("invalid: {e}"),
-                });
+    let effect = validity::fault_effect(r.dir, r.topo, r.injection());
+    for assessed in [assessed, effect] {
+        match assessed {
+            Ok(a) => {
+                for e in &a.evidence {
+                    events.emit(RunEvent::Note {
+                        text: format!("invalid: {e}"),
+                    });
+                }
+                record.validity.extend(a.evidence);
+                record.warnings.extend(a.warnings);
             }
-            record.validity.extend(a.evidence);
-            record.warnings.extend(a.warnings);
+            Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
         }
-        Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
     }
 }
 
@@ -434,12 +446,7 @@ async fn measure(
         let _ = load.lg.kill(&load.container, "SIGKILL").await;
     }
     let ended = supervisor.put_back().await;
-    let fault = r
-        .run
-        .fault
-        .as_ref()
-        .and_then(|f| r.plan.faults.get(f.as_str()));
-    if fault.is_some_and(|f| f.inject.restarts_replica()) {
+    if r.injection().is_some_and(|f| f.restarts_replica()) {
         readiness::keep(r.dir, ended.readiness, record);
     }
     let (stopped, shown) = (ended.stopped, ended.shown);

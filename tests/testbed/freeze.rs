@@ -139,6 +139,18 @@ pub fn a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_gen
             record["frame"]["fault_window"]["injection"], "freeze-replica",
             "{record:#}"
         );
+        // The freeze was shown to take effect (the replica's CPU counter stood still), and
+        // the run stands.
+        assert!(
+            record["validity_evidence"]
+                .as_array()
+                .is_none_or(|e| e.is_empty()),
+            "{generator}: {record:#}"
+        );
+        assert!(
+            !record["warnings"].to_string().contains("fault-not-applied"),
+            "{generator}: {record:#}"
+        );
         let dropped = assert_freeze_requests(&dir, generator, tolerance);
         // feedbench-load opens a connection for each start as it comes: it drops only what
         // it started later than its max-lag, within the dropped-iterations guard's 1 %.

@@ -9,6 +9,7 @@
 mod binding;
 mod caps;
 mod cpu;
+mod effect;
 mod error;
 mod load;
 mod oom;
@@ -20,6 +21,7 @@ use std::path::Path;
 
 pub use binding::Binding;
 pub use caps::changed as caps_changed;
+pub use effect::{Effect, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
 pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
@@ -27,7 +29,7 @@ pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
 pub use window::{fault_spans, subtract, EventRow, Window};
 
 pub use crate::evidence::Evidence;
-use crate::plan::model::Guards;
+use crate::plan::model::{Guards, Injection};
 use crate::rundir::requests::LoadSummary;
 use crate::spec::load::{LoadScript, Schedule};
 use crate::spec::topology::RunTopology;
@@ -188,6 +190,37 @@ pub fn assess(
         }),
     };
     Ok(check(&run, &data, &Limits::from_guards(guards)))
+}
+
+/// Whether the run's fault on a container took effect (`validity::effect`), from the run
+/// directory's containers.csv and events.csv: its evidence, or a warning where it could not
+/// be told. Nothing for a run without a fault, or with one on a link.
+pub fn fault_effect(
+    dir: &Path,
+    topo: &RunTopology,
+    fault: Option<&Injection>,
+) -> Result<Assessment, ValidityError> {
+    let mut out = Assessment::default();
+    let Some((effect, role, name)) = fault.and_then(|f| effect::effect_of(f, topo)) else {
+        return Ok(out);
+    };
+    let samples = read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?;
+    let events = read_events(&dir.join(crate::rundir::EVENTS_CSV))?;
+    let role = role.key();
+    match fault_spans(&events).first() {
+        Some(span) => effect::check_effect(
+            &effect,
+            (&role, &name),
+            &samples::rows_of(&samples, &name),
+            *span,
+            &mut out,
+        ),
+        None => out.warnings.push(format!(
+            "validity: {} of {role} ({name}) not evaluated: the fault was never applied",
+            effect::CHECK
+        )),
+    }
+    Ok(out)
 }
 
 /// A short, directory-safe reason from the first evidence, e.g. `fault-proxy-cpu`.

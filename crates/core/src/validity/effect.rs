@@ -1,0 +1,260 @@
+//! Whether a fault on a container took effect, from that container's own samples while the
+//! fault was on (docs/analysis.md, "Faults shown to have taken effect"): a `fault-applied`
+//! event says the engine accepted the action, not that the container felt it.
+//!
+//! - a kill or stop: the replica read `down` at least once;
+//! - a freeze: the replica's CPU counter stood still (at most `FROZEN_CORES` of a core);
+//! - CPU steal: the co-tenant burned at least `STEAL_SHARE` of the cores asked.
+//!
+//! Each figure is over the samples read inside the fault's span, `[applied, cleared]` (the
+//! CPU figures up to half a second before its end); a span with fewer reads than a figure
+//! needs is not evaluated, and says so.
+
+use super::samples::Sample;
+use super::window::Window;
+use super::{Assessment, Evidence};
+use crate::plan::model::Injection;
+use crate::rundir::samples::SampleStatus;
+use crate::spec::topology::{Role, RunTopology};
+
+/// The check's name, in evidence and in the directory a run is set aside to.
+pub const CHECK: &str = "fault-not-applied";
+
+/// A frozen container may show this much CPU, in cores, over its freeze: the counter's
+/// last tick before the freeze landing after it was read.
+pub const FROZEN_CORES: f64 = 0.01;
+
+/// The share of the asked cores a co-tenant must burn for its steal to count as done.
+pub const STEAL_SHARE: f64 = 0.8;
+
+/// The CPU figures leave out the reads of the span's last half second: the clearing action
+/// (a thaw, the co-tenant's kill) is done before its `fault-cleared` is stamped, and a read
+/// between the two sees the fault already gone.
+const CLEARING_NS: i128 = 500_000_000;
+
+/// What a fault must show in its container's samples.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Killed or stopped: not running.
+    Down,
+    /// Frozen: running, burning nothing.
+    Frozen,
+    /// Burning `cores` on the replicas' CPUs.
+    Burns { cores: f64 },
+}
+
+/// The fault's effect and the container that shows it, for the faults on a container; `None`
+/// for the faults on a link (shown elsewhere) or a container the topology lacks.
+pub fn effect_of(inject: &Injection, topo: &RunTopology) -> Option<(Effect, Role, String)> {
+    let (effect, role) = match inject {
+        Injection::KillReplica { replica } | Injection::StopReplica { replica, .. } => {
+            (Effect::Down, Role::Replica(*replica))
+        }
+        Injection::FreezeReplica { replica } => (Effect::Frozen, Role::Replica(*replica)),
+        Injection::CpuSteal { cores } => (Effect::Burns { cores: *cores }, Role::CoTenant),
+        _ => return None,
+    };
+    let name = topo.container(role)?.name.clone();
+    Some((effect, role, name))
+}
+
+/// Checks `effect` in `rows` (the container's samples, in read order) over `span`.
+pub fn check_effect(
+    effect: &Effect,
+    (role, container): (&str, &str),
+    rows: &[&Sample],
+    span: Window,
+    out: &mut Assessment,
+) {
+    let inside: Vec<&Sample> = rows
+        .iter()
+        .copied()
+        .filter(|s| span.start_ns <= s.unix_ns && s.unix_ns <= span.end_ns)
+        .collect();
+    let evidence = |figure: &str, value: f64, threshold: f64, unit: &str| Evidence {
+        check: CHECK.into(),
+        role: role.into(),
+        container: Some(container.into()),
+        figure: figure.into(),
+        value,
+        threshold,
+        unit: unit.into(),
+    };
+    match effect {
+        Effect::Down => {
+            if inside.is_empty() {
+                return not_evaluated(out, role, container, "no read while the fault was on");
+            }
+            let down = inside
+                .iter()
+                .filter(|s| s.status == SampleStatus::Down)
+                .count();
+            if down == 0 {
+                out.evidence.push(evidence(
+                    "reads showing the container down while it was to be killed or stopped",
+                    0.0,
+                    1.0,
+                    "reads",
+                ));
+            }
+        }
+        Effect::Frozen => match cores_used(&settled(&inside, span)) {
+            None => not_evaluated(out, role, container, "fewer than two readable CPU reads"),
+            Some(cores) if cores > FROZEN_CORES => out.evidence.push(evidence(
+                "CPU used while frozen",
+                cores,
+                FROZEN_CORES,
+                "cores",
+            )),
+            Some(_) => {}
+        },
+        Effect::Burns { cores: asked } => match cores_used(&settled(&inside, span)) {
+            None => not_evaluated(out, role, container, "fewer than two readable CPU reads"),
+            Some(cores) if cores < asked * STEAL_SHARE => out.evidence.push(evidence(
+                "CPU the co-tenant burned while stealing",
+                cores,
+                asked * STEAL_SHARE,
+                "cores",
+            )),
+            Some(_) => {}
+        },
+    }
+}
+
+/// The reads of `rows` before the span's last `CLEARING_NS`.
+fn settled<'a>(rows: &[&'a Sample], span: Window) -> Vec<&'a Sample> {
+    rows.iter()
+        .copied()
+        .filter(|s| s.unix_ns < span.end_ns - CLEARING_NS)
+        .collect()
+}
+
+/// Cores used between the first and the last `ok` read with a CPU counter (a counter that
+/// went back, a restarted cgroup, counts from zero); `None` with fewer than two such reads
+/// or no time between them.
+fn cores_used(rows: &[&Sample]) -> Option<f64> {
+    let read: Vec<(i128, f64)> = rows
+        .iter()
+        .filter(|s| s.status == SampleStatus::Ok)
+        .filter_map(|s| s.cpu_usage_s.map(|c| (s.unix_ns, c)))
+        .collect();
+    let (first, last) = (read.first()?, read.last()?);
+    let span_s = (last.0 - first.0) as f64 / 1e9;
+    if span_s <= 0.0 {
+        return None;
+    }
+    let used: f64 = read
+        .windows(2)
+        .map(|w| {
+            let (a, b) = (w[0].1, w[1].1);
+            if b >= a {
+                b - a
+            } else {
+                b
+            }
+        })
+        .sum();
+    Some(used / span_s)
+}
+
+fn not_evaluated(out: &mut Assessment, role: &str, container: &str, why: &str) {
+    out.warnings.push(format!(
+        "validity: {CHECK} of {role} ({container}) not evaluated: {why}"
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i128 = 1_000_000_000;
+
+    fn read(t: i128, status: SampleStatus, cpu: Option<f64>) -> Sample {
+        Sample {
+            unix_ns: t * S,
+            offset_s: t as f64,
+            container: "c".into(),
+            role: "replica-1".into(),
+            status,
+            cpu_usage_s: cpu,
+            cpu_periods: None,
+            cpu_throttled_periods: None,
+            oom_kills: None,
+            detail: String::new(),
+        }
+    }
+
+    fn run(effect: Effect, rows: &[Sample]) -> Assessment {
+        let mut out = Assessment::default();
+        let refs: Vec<&Sample> = rows.iter().collect();
+        let span = Window {
+            start_ns: 10 * S,
+            end_ns: 15 * S,
+        };
+        check_effect(&effect, ("replica-1", "c"), &refs, span, &mut out);
+        out
+    }
+
+    fn ok(t: i128, cpu: f64) -> Sample {
+        read(t, SampleStatus::Ok, Some(cpu))
+    }
+
+    #[test]
+    fn a_kill_is_shown_by_one_down_read_inside_its_span_and_not_by_one_outside() {
+        let seen = [ok(9, 1.0), read(11, SampleStatus::Down, None), ok(16, 2.0)];
+        assert_eq!(run(Effect::Down, &seen), Assessment::default());
+        let unseen = [read(9, SampleStatus::Down, None), ok(11, 1.0), ok(14, 1.2)];
+        let out = run(Effect::Down, &unseen);
+        assert_eq!(out.evidence.len(), 1, "{out:?}");
+        assert_eq!(out.evidence[0].check, "fault-not-applied");
+        assert_eq!(
+            super::super::reason(&out.evidence),
+            "replica-1-fault-not-applied"
+        );
+    }
+
+    #[test]
+    fn a_freeze_is_a_cpu_counter_that_stood_still_while_it_lasted() {
+        // The run's figures: 1.449 s from the first read in the freeze to the last.
+        let frozen = [
+            ok(9, 1.36),
+            ok(10, 1.449),
+            ok(12, 1.449),
+            ok(14, 1.449),
+            ok(16, 1.5),
+        ];
+        assert_eq!(run(Effect::Frozen, &frozen), Assessment::default());
+        // A read at the span's very end may have seen the thaw: it is not counted.
+        let frozen = [ok(10, 1.449), ok(12, 1.449), ok(14, 1.449), ok(15, 1.6)];
+        assert_eq!(run(Effect::Frozen, &frozen), Assessment::default());
+        // Ignored by the engine: the replica went on at 0.15 of a core.
+        let running = [ok(10, 1.0), ok(12, 1.3), ok(14, 1.6)];
+        let out = run(Effect::Frozen, &running);
+        assert_eq!(out.evidence.len(), 1, "{out:?}");
+        assert!((out.evidence[0].value - 0.15).abs() < 1e-9, "{out:?}");
+        // One read inside: not evaluated, said so, never passed silently.
+        let out = run(Effect::Frozen, &[ok(9, 1.0), ok(12, 1.0)]);
+        assert!(
+            out.evidence.is_empty() && out.warnings.len() == 1,
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_steal_counts_when_the_co_tenant_burned_most_of_what_was_asked() {
+        let burned = [ok(10, 0.0), ok(12, 0.9), ok(14, 1.8)];
+        assert!(run(Effect::Burns { cores: 0.5 }, &burned)
+            .evidence
+            .is_empty());
+        let idle = [ok(10, 0.0), ok(12, 0.2), ok(14, 0.4)];
+        let out = run(Effect::Burns { cores: 0.5 }, &idle);
+        assert_eq!(out.evidence.len(), 1, "{out:?}");
+        assert!((out.evidence[0].value - 0.1).abs() < 1e-9);
+        assert!((out.evidence[0].threshold - 0.4).abs() < 1e-9);
+        // A counter restarted inside the span counts from zero.
+        let restarted = [ok(10, 5.0), ok(12, 5.9), ok(14, 0.9)];
+        assert!(run(Effect::Burns { cores: 0.5 }, &restarted)
+            .evidence
+            .is_empty());
+    }
+}
