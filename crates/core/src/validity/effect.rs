@@ -1,6 +1,6 @@
 //! Whether a fault on a container took effect, from that container's own samples while the
-//! fault was on (docs/analysis.md, "Faults shown to have taken effect"): a `fault-applied`
-//! event says the engine accepted the action, not that the container felt it.
+//! fault was on (docs/results.md, "Validity", `fault-not-applied`): a `fault-applied` event
+//! says the engine accepted the action, not that the container felt it.
 //!
 //! - a kill or stop: the replica read `down` at least once;
 //! - a freeze: the replica's CPU counter stood still (at most `FROZEN_CORES` of a core);
@@ -129,9 +129,9 @@ fn settled<'a>(rows: &[&'a Sample], span: Window) -> Vec<&'a Sample> {
         .collect()
 }
 
-/// Cores used between the first and the last `ok` read with a CPU counter (a counter that
-/// went back, a restarted cgroup, counts from zero); `None` with fewer than two such reads
-/// or no time between them.
+/// Cores used between the first and the last `ok` read with a CPU counter, as the `cpu`
+/// check counts them: a pair whose counter went back (a restarted cgroup) is skipped;
+/// `None` with fewer than two such reads or no time between them.
 fn cores_used(rows: &[&Sample]) -> Option<f64> {
     let read: Vec<(i128, f64)> = rows
         .iter()
@@ -143,17 +143,7 @@ fn cores_used(rows: &[&Sample]) -> Option<f64> {
     if span_s <= 0.0 {
         return None;
     }
-    let used: f64 = read
-        .windows(2)
-        .map(|w| {
-            let (a, b) = (w[0].1, w[1].1);
-            if b >= a {
-                b - a
-            } else {
-                b
-            }
-        })
-        .sum();
+    let used: f64 = read.windows(2).map(|w| (w[1].1 - w[0].1).max(0.0)).sum();
     Some(used / span_s)
 }
 
@@ -251,8 +241,8 @@ mod tests {
         assert_eq!(out.evidence.len(), 1, "{out:?}");
         assert!((out.evidence[0].value - 0.1).abs() < 1e-9);
         assert!((out.evidence[0].threshold - 0.4).abs() < 1e-9);
-        // A counter restarted inside the span counts from zero.
-        let restarted = [ok(10, 5.0), ok(12, 5.9), ok(14, 0.9)];
+        // The pair across a restarted counter is skipped.
+        let restarted = [ok(10, 5.0), ok(12, 5.9), ok(13, 0.0), ok(14, 0.9)];
         assert!(run(Effect::Burns { cores: 0.5 }, &restarted)
             .evidence
             .is_empty());
