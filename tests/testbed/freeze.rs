@@ -10,19 +10,9 @@
 use std::path::Path;
 
 use crate::common::{self, report::text};
-use crate::run::{csv, feedbench, run_json, run_plan};
+use crate::run::{csv, event_ns, feedbench, run_json, run_plan};
 
 const RATE: f64 = 300.0;
-
-/// `event`'s `wall_ns` in the run's events.csv.
-fn event_at(dir: &Path, event: &str) -> i128 {
-    csv(&dir.join("events.csv"))
-        .into_iter()
-        .find(|e| e["event"] == event)
-        .unwrap_or_else(|| panic!("no {event} in {}", dir.display()))["wall_ns"]
-        .parse()
-        .unwrap()
-}
 
 /// The run's requests placed in the freeze `[frozen, thawed)`: by `scheduled_ns` where the
 /// generator records it (feedbench-load), else by `start_ns`. Each one failed or ended no
@@ -30,8 +20,8 @@ fn event_at(dir: &Path, event: &str) -> i128 {
 /// their count is the schedule's within `tolerance`. The dropped starts are handed back.
 fn assert_freeze_requests(dir: &Path, generator: &str, tolerance: f64) -> u64 {
     let (frozen, thawed) = (
-        event_at(dir, "fault-applied"),
-        event_at(dir, "fault-cleared"),
+        event_ns(dir, "fault-applied"),
+        event_ns(dir, "fault-cleared"),
     );
     let span_s = (thawed - frozen) as f64 / 1e9;
     assert!(
@@ -160,8 +150,8 @@ pub fn a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_gen
         );
         // The balancer saw the frozen replica: DOWN in the freeze, UP after the thaw.
         let health = csv(&dir.join("health.csv"));
-        let frozen = event_at(&dir, "fault-applied");
-        let thawed = event_at(&dir, "fault-cleared");
+        let frozen = event_ns(&dir, "fault-applied");
+        let thawed = event_ns(&dir, "fault-cleared");
         let down = health
             .iter()
             .find(|h| h["state"] == "DOWN" && h["wall_ns"].parse::<i128>().unwrap() >= frozen);

@@ -107,7 +107,8 @@ pub(crate) fn run_json(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
 }
 
-fn event_ns(dir: &Path, event: &str) -> i128 {
+/// `event`'s first `wall_ns` in the run's events.csv.
+pub(crate) fn event_ns(dir: &Path, event: &str) -> i128 {
     csv(&dir.join("events.csv"))
         .into_iter()
         .find(|e| e["event"] == event)

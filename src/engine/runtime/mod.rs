@@ -749,26 +749,22 @@ impl Runtime {
     /// Freezes every process of a container (the cgroup freezer, `docker pause`): they hold
     /// their memory and sockets and run nothing until thawed.
     pub async fn freeze(&self, name: &str) -> Result<(), RuntimeError> {
-        self.docker
-            .pause_container(name)
-            .await
-            .map_err(|source| RuntimeError::Freezer {
-                name: name.into(),
-                what: "freeze",
-                source,
-            })
+        let done = self.docker.pause_container(name).await;
+        done.map_err(|source| RuntimeError::Freezer {
+            name: name.into(),
+            what: "freeze",
+            source,
+        })
     }
 
     /// Thaws a frozen container (`docker unpause`).
     pub async fn thaw(&self, name: &str) -> Result<(), RuntimeError> {
-        self.docker
-            .unpause_container(name)
-            .await
-            .map_err(|source| RuntimeError::Freezer {
-                name: name.into(),
-                what: "thaw",
-                source,
-            })
+        let done = self.docker.unpause_container(name).await;
+        done.map_err(|source| RuntimeError::Freezer {
+            name: name.into(),
+            what: "thaw",
+            source,
+        })
     }
 
     /// Removes a container and its anonymous volumes; absent is fine.
