@@ -246,8 +246,8 @@ impl<'r> Session<'r> {
 
 /// Opens the journal of the study in `dir` for appending, creating the directory and first
 /// writing `unwritten`, the instance of a study that has none yet (`None` once written): a
-/// study with a journal line has its instance. Opening may declare a torn last line, so `ledger` is folded again
-/// from what the journal holds.
+/// study with a journal line has its instance. Opening may declare a torn last line, so
+/// `ledger` is folded again from what the journal holds.
 fn open_writer(
     dir: &Path,
     unwritten: &mut Option<InstanceFile>,

@@ -100,15 +100,15 @@ pub fn a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_gen
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(common::engine());
     let results = tempfile::tempdir().unwrap();
-    // feedbench-load places each request at its scheduled instant: exactly the schedule's
-    // count (one either side for the edges). k6's starts are its VUs' own, on time within
+    // feedbench-load places each request at its scheduled instant: the schedule's count,
+    // but for the edges (a drop in the freeze's first or last second counts whole). k6's starts are its VUs' own, on time within
     // a few per cent on this host.
     for (plan, study, generator, tolerance) in [
         (
             "tests/plans/docker/freeze-native.yaml",
             "test-freeze-native",
             "native",
-            0.002,
+            0.005,
         ),
         (
             "tests/plans/docker/freeze-k6.yaml",

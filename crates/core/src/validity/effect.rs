@@ -6,12 +6,14 @@
 //! - a freeze: the replica's CPU counter stood still (at most `FROZEN_CORES` of a core);
 //! - CPU steal: the co-tenant burned at least `STEAL_SHARE` of the cores asked.
 //!
-//! Each figure is over the samples read inside the fault's span, `[applied, cleared]` (the
-//! CPU figures up to half a second before its end); a span with fewer reads than a figure
-//! needs is not evaluated, and says so.
+//! Each figure is over the samples read inside the fault's span (`Span`): from the last
+//! `fault-applied` of the fault (for a stop, the replica's exit) to its `fault-cleared`, the
+//! CPU figures up to half a second before that end. A span too short for the monitors'
+//! reads, a fault still on when the run ended (put back without an event), or reads that
+//! could not tell (errors) are not evaluated, and say so.
 
 use super::samples::Sample;
-use super::window::Window;
+use super::window::{EventRow, Window};
 use super::{Assessment, Evidence};
 use crate::plan::model::Injection;
 use crate::rundir::samples::SampleStatus;
@@ -31,6 +33,41 @@ pub const STEAL_SHARE: f64 = 0.8;
 /// (a thaw, the co-tenant's kill) is done before its `fault-cleared` is stamped, and a read
 /// between the two sees the fault already gone.
 const CLEARING_NS: i128 = 500_000_000;
+
+/// A down container is told by a read once a second: a shorter span may hold none.
+const MIN_DOWN_NS: i128 = 2_000_000_000;
+
+/// Where a fault's effect is judged, from events.csv (any order).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Span {
+    /// Never applied.
+    None,
+    /// Applied at `start_ns` and not cleared by an event: the run ended inside it.
+    Open { start_ns: i128 },
+    /// From the last `fault-applied` before the first `fault-cleared` that follows one, to
+    /// that `fault-cleared`.
+    Closed(Window),
+}
+
+/// The fault's span in `events`.
+pub fn span_of(events: &[EventRow]) -> Span {
+    let mut sorted: Vec<&EventRow> = events.iter().collect();
+    sorted.sort_by_key(|e| e.wall_ns);
+    let mut applied = None;
+    for e in sorted {
+        match (e.event.as_str(), applied) {
+            ("fault-applied", _) => applied = Some(e.wall_ns),
+            ("fault-cleared", Some(start_ns)) => {
+                return Span::Closed(Window {
+                    start_ns,
+                    end_ns: e.wall_ns,
+                })
+            }
+            _ => {}
+        }
+    }
+    applied.map_or(Span::None, |start_ns| Span::Open { start_ns })
+}
 
 /// What a fault must show in its container's samples.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,9 +100,17 @@ pub fn check_effect(
     effect: &Effect,
     (role, container): (&str, &str),
     rows: &[&Sample],
-    span: Window,
+    span: Span,
     out: &mut Assessment,
 ) {
+    let span = match span {
+        Span::Closed(w) => w,
+        Span::None => return not_evaluated(out, role, container, "the fault was never applied"),
+        Span::Open { .. } => {
+            let why = "the fault was still on when the run ended";
+            return not_evaluated(out, role, container, why);
+        }
+    };
     let inside: Vec<&Sample> = rows
         .iter()
         .copied()
@@ -82,20 +127,26 @@ pub fn check_effect(
     };
     match effect {
         Effect::Down => {
-            if inside.is_empty() {
-                return not_evaluated(out, role, container, "no read while the fault was on");
-            }
-            let down = inside
-                .iter()
-                .filter(|s| s.status == SampleStatus::Down)
-                .count();
-            if down == 0 {
-                out.evidence.push(evidence(
+            let has = |status| inside.iter().any(|s| s.status == status);
+            let long = span.end_ns - span.start_ns >= MIN_DOWN_NS;
+            let down_s = (span.end_ns - span.start_ns) as f64 / 1e9;
+            match (has(SampleStatus::Down), long, has(SampleStatus::Ok)) {
+                (true, _, _) => {}
+                (false, false, _) => {
+                    let why =
+                        format!("down {down_s:.1} s, too short for two of the monitors' reads");
+                    not_evaluated(out, role, container, why);
+                }
+                (false, true, false) => {
+                    let why = "no read while the fault was on could be taken";
+                    not_evaluated(out, role, container, why);
+                }
+                (false, true, true) => out.evidence.push(evidence(
                     "reads showing the container down while it was to be killed or stopped",
                     0.0,
                     1.0,
                     "reads",
-                ));
+                )),
             }
         }
         Effect::Frozen => match cores_used(&settled(&inside, span)) {
@@ -147,7 +198,7 @@ fn cores_used(rows: &[&Sample]) -> Option<f64> {
     Some(used / span_s)
 }
 
-fn not_evaluated(out: &mut Assessment, role: &str, container: &str, why: &str) {
+fn not_evaluated(out: &mut Assessment, role: &str, container: &str, why: impl std::fmt::Display) {
     out.warnings.push(format!(
         "validity: {CHECK} of {role} ({container}) not evaluated: {why}"
     ));
@@ -177,10 +228,10 @@ mod tests {
     fn run(effect: Effect, rows: &[Sample]) -> Assessment {
         let mut out = Assessment::default();
         let refs: Vec<&Sample> = rows.iter().collect();
-        let span = Window {
+        let span = Span::Closed(Window {
             start_ns: 10 * S,
             end_ns: 15 * S,
-        };
+        });
         check_effect(&effect, ("replica-1", "c"), &refs, span, &mut out);
         out
     }
@@ -200,6 +251,65 @@ mod tests {
         assert_eq!(
             super::super::reason(&out.evidence),
             "replica-1-fault-not-applied"
+        );
+    }
+
+    #[test]
+    fn a_kill_read_only_as_errors_or_too_short_for_a_read_is_not_evaluated() {
+        let errors = [
+            read(11, SampleStatus::Error, None),
+            read(13, SampleStatus::Error, None),
+        ];
+        let out = run(Effect::Down, &errors);
+        assert!(
+            out.evidence.is_empty() && out.warnings.len() == 1,
+            "{out:?}"
+        );
+        // A stop whose replica drained past the fault's duration: down 0.3 s before its start.
+        let mut out = Assessment::default();
+        let short = Span::Closed(Window {
+            start_ns: 10 * S,
+            end_ns: 10 * S + 300_000_000,
+        });
+        let rows = [ok(10, 1.0)];
+        let refs: Vec<&Sample> = rows.iter().collect();
+        check_effect(&Effect::Down, ("replica-1", "c"), &refs, short, &mut out);
+        assert!(out.evidence.is_empty(), "{out:?}");
+        assert!(out.warnings[0].contains("down 0.3 s"), "{out:?}");
+    }
+
+    #[test]
+    fn the_span_runs_from_the_last_application_to_the_clearing_and_an_open_one_is_not_judged() {
+        let ev = |t: i128, event: &str| EventRow {
+            wall_ns: t * S,
+            event: event.into(),
+        };
+        // A stop: SIGTERM at 10 s, the exit seen at 14 s, the start at 15 s.
+        let stop = [
+            ev(15, "fault-cleared"),
+            ev(10, "fault-applied"),
+            ev(14, "fault-applied"),
+            ev(3, "phase"),
+        ];
+        assert_eq!(
+            span_of(&stop),
+            Span::Closed(Window {
+                start_ns: 14 * S,
+                end_ns: 15 * S
+            })
+        );
+        assert_eq!(span_of(&stop[1..]), Span::Open { start_ns: 14 * S });
+        assert_eq!(span_of(&stop[3..]), Span::None);
+        // A freeze the run ended inside (thawed by the put-back, with no event): the reads
+        // after the thaw are no evidence either way.
+        let mut out = Assessment::default();
+        let rows = [ok(10, 1.0), ok(12, 1.5)];
+        let refs: Vec<&Sample> = rows.iter().collect();
+        let open = Span::Open { start_ns: 10 * S };
+        check_effect(&Effect::Frozen, ("replica-1", "c"), &refs, open, &mut out);
+        assert!(
+            out.evidence.is_empty() && out.warnings.len() == 1,
+            "{out:?}"
         );
     }
 

@@ -206,20 +206,13 @@ pub fn fault_effect(
     };
     let samples = read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?;
     let events = read_events(&dir.join(crate::rundir::EVENTS_CSV))?;
-    let role = role.key();
-    match fault_spans(&events).first() {
-        Some(span) => effect::check_effect(
-            &effect,
-            (&role, &name),
-            &samples::rows_of(&samples, &name),
-            *span,
-            &mut out,
-        ),
-        None => out.warnings.push(format!(
-            "validity: {} of {role} ({name}) not evaluated: the fault was never applied",
-            effect::CHECK
-        )),
-    }
+    effect::check_effect(
+        &effect,
+        (&role.key(), &name),
+        &samples::rows_of(&samples, &name),
+        effect::span_of(&events),
+        &mut out,
+    );
     Ok(out)
 }
 
