@@ -344,29 +344,25 @@ fn assess(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let assessed = validity::assess(
-        r.dir,
-        r.topo,
+    let facts = validity::Facts {
+        topo: r.topo,
         script,
-        record.load.as_ref(),
-        request_starts,
-        &r.plan.guards,
-        until,
-    );
-    let effect = validity::fault_effect(r.dir, r.topo, r.injection());
-    for assessed in [assessed, effect] {
-        match assessed {
-            Ok(a) => {
-                for e in &a.evidence {
-                    events.emit(RunEvent::Note {
-                        text: format!("invalid: {e}"),
-                    });
-                }
-                record.validity.extend(a.evidence);
-                record.warnings.extend(a.warnings);
+        load: record.load.as_ref(),
+        guards: &r.plan.guards,
+        fault: r.injection(),
+        checked_until_ns: until,
+    };
+    match validity::assess(r.dir, &facts, request_starts) {
+        Ok(a) => {
+            for e in &a.evidence {
+                events.emit(RunEvent::Note {
+                    text: format!("invalid: {e}"),
+                });
             }
-            Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
+            record.validity.extend(a.evidence);
+            record.warnings.extend(a.warnings);
         }
+        Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
     }
 }
 

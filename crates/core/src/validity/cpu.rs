@@ -8,7 +8,7 @@ use crate::analysis::saturation::percentile;
 use crate::rundir::samples::SampleStatus;
 
 /// Consecutive pairs of the container's `ok` rows whose reads both lie in the window.
-fn pairs<'a>(rows: &[&'a Sample], window: Window) -> Vec<(&'a Sample, &'a Sample)> {
+pub(super) fn pairs<'a>(rows: &[&'a Sample], window: Window) -> Vec<(&'a Sample, &'a Sample)> {
     let ok: Vec<&Sample> = rows
         .iter()
         .copied()
@@ -19,7 +19,7 @@ fn pairs<'a>(rows: &[&'a Sample], window: Window) -> Vec<(&'a Sample, &'a Sample
 
 /// Cores used per second between two reads; `None` when a counter is missing, the time did
 /// not advance, or the counter went down (a restart reset it).
-fn cores(a: &Sample, b: &Sample) -> Option<f64> {
+pub(super) fn cores(a: &Sample, b: &Sample) -> Option<f64> {
     let (ua, ub) = (a.cpu_usage_s?, b.cpu_usage_s?);
     let dt = b.offset_s - a.offset_s;
     (ub >= ua && dt > 0.0).then(|| (ub - ua) / dt)

@@ -12,6 +12,7 @@
 //! reads, a fault still on when the run ended (put back without an event), or reads that
 //! could not tell (errors) are not evaluated, and say so.
 
+use super::cpu;
 use super::samples::Sample;
 use super::window::{EventRow, Window};
 use super::{Assessment, Evidence};
@@ -80,9 +81,18 @@ pub enum Effect {
     Burns { cores: f64 },
 }
 
+/// A fault on a container: what it must show, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub effect: Effect,
+    /// The container's role key, e.g. `replica-1`.
+    pub role: String,
+    pub container: String,
+}
+
 /// The fault's effect and the container that shows it, for the faults on a container; `None`
 /// for the faults on a link (shown elsewhere) or a container the topology lacks.
-pub fn effect_of(inject: &Injection, topo: &RunTopology) -> Option<(Effect, Role, String)> {
+pub fn target_of(inject: &Injection, topo: &RunTopology) -> Option<Target> {
     let (effect, role) = match inject {
         Injection::KillReplica { replica } | Injection::StopReplica { replica, .. } => {
             (Effect::Down, Role::Replica(*replica))
@@ -91,117 +101,121 @@ pub fn effect_of(inject: &Injection, topo: &RunTopology) -> Option<(Effect, Role
         Injection::CpuSteal { cores } => (Effect::Burns { cores: *cores }, Role::CoTenant),
         _ => return None,
     };
-    let name = topo.container(role)?.name.clone();
-    Some((effect, role, name))
+    let container = topo.container(role)?.name.clone();
+    Some(Target {
+        effect,
+        role: role.key(),
+        container,
+    })
 }
 
-/// Checks `effect` in `rows` (the container's samples, in read order) over `span`.
-pub fn check_effect(
-    effect: &Effect,
-    (role, container): (&str, &str),
-    rows: &[&Sample],
-    span: Span,
-    out: &mut Assessment,
-) {
+/// Checks the target's effect in `rows` (its container's samples, in read order) over `span`.
+pub fn check_effect(target: &Target, rows: &[&Sample], span: Span, out: &mut Assessment) {
+    let say = |out: &mut Assessment, why: &dyn std::fmt::Display| {
+        out.warnings.push(format!(
+            "validity: {CHECK} of {} ({}) not evaluated: {why}",
+            target.role, target.container
+        ))
+    };
     let span = match span {
         Span::Closed(w) => w,
-        Span::None => return not_evaluated(out, role, container, "the fault was never applied"),
-        Span::Open { .. } => {
-            let why = "the fault was still on when the run ended";
-            return not_evaluated(out, role, container, why);
-        }
+        Span::None => return say(out, &"the fault was never applied"),
+        Span::Open { .. } => return say(out, &"the fault was still on when the run ended"),
     };
-    let inside: Vec<&Sample> = rows
-        .iter()
-        .copied()
-        .filter(|s| span.start_ns <= s.unix_ns && s.unix_ns <= span.end_ns)
-        .collect();
-    let evidence = |figure: &str, value: f64, threshold: f64, unit: &str| Evidence {
-        check: CHECK.into(),
-        role: role.into(),
-        container: Some(container.into()),
-        figure: figure.into(),
-        value,
-        threshold,
-        unit: unit.into(),
+    let found = match target.effect {
+        Effect::Down => down(rows, span),
+        Effect::Frozen => cores_used(rows, span).map(|value| {
+            (value > FROZEN_CORES).then_some(Shortfall {
+                figure: "CPU used while frozen",
+                value,
+                threshold: FROZEN_CORES,
+                unit: "cores",
+            })
+        }),
+        Effect::Burns { cores: asked } => cores_used(rows, span).map(|value| {
+            (value < asked * STEAL_SHARE).then_some(Shortfall {
+                figure: "CPU the co-tenant burned while stealing",
+                value,
+                threshold: asked * STEAL_SHARE,
+                unit: "cores",
+            })
+        }),
     };
-    match effect {
-        Effect::Down => {
-            let has = |status| inside.iter().any(|s| s.status == status);
-            let long = span.end_ns - span.start_ns >= MIN_DOWN_NS;
-            let down_s = (span.end_ns - span.start_ns) as f64 / 1e9;
-            match (has(SampleStatus::Down), long, has(SampleStatus::Ok)) {
-                (true, _, _) => {}
-                (false, false, _) => {
-                    let why =
-                        format!("down {down_s:.1} s, too short for two of the monitors' reads");
-                    not_evaluated(out, role, container, why);
-                }
-                (false, true, false) => {
-                    let why = "no read while the fault was on could be taken";
-                    not_evaluated(out, role, container, why);
-                }
-                (false, true, true) => out.evidence.push(evidence(
-                    "reads showing the container down while it was to be killed or stopped",
-                    0.0,
-                    1.0,
-                    "reads",
-                )),
-            }
-        }
-        Effect::Frozen => match cores_used(&settled(&inside, span)) {
-            None => not_evaluated(out, role, container, "fewer than two readable CPU reads"),
-            Some(cores) if cores > FROZEN_CORES => out.evidence.push(evidence(
-                "CPU used while frozen",
-                cores,
-                FROZEN_CORES,
-                "cores",
-            )),
-            Some(_) => {}
-        },
-        Effect::Burns { cores: asked } => match cores_used(&settled(&inside, span)) {
-            None => not_evaluated(out, role, container, "fewer than two readable CPU reads"),
-            Some(cores) if cores < asked * STEAL_SHARE => out.evidence.push(evidence(
-                "CPU the co-tenant burned while stealing",
-                cores,
-                asked * STEAL_SHARE,
-                "cores",
-            )),
-            Some(_) => {}
-        },
+    match found {
+        Err(why) => say(out, &why),
+        Ok(None) => {}
+        Ok(Some(s)) => out.evidence.push(Evidence {
+            check: CHECK.into(),
+            role: target.role.clone(),
+            container: Some(target.container.clone()),
+            figure: s.figure.into(),
+            value: s.value,
+            threshold: s.threshold,
+            unit: s.unit.into(),
+        }),
     }
 }
 
-/// The reads of `rows` before the span's last `CLEARING_NS`.
-fn settled<'a>(rows: &[&'a Sample], span: Window) -> Vec<&'a Sample> {
-    rows.iter()
-        .copied()
-        .filter(|s| s.unix_ns < span.end_ns - CLEARING_NS)
-        .collect()
+/// The figure by which a fault's effect fell short.
+struct Shortfall {
+    figure: &'static str,
+    value: f64,
+    threshold: f64,
+    unit: &'static str,
 }
 
-/// Cores used between the first and the last `ok` read with a CPU counter, as the `cpu`
-/// check counts them: a pair whose counter went back (a restarted cgroup) is skipped;
-/// `None` with fewer than two such reads or no time between them.
-fn cores_used(rows: &[&Sample]) -> Option<f64> {
-    let read: Vec<(i128, f64)> = rows
-        .iter()
-        .filter(|s| s.status == SampleStatus::Ok)
-        .filter_map(|s| s.cpu_usage_s.map(|c| (s.unix_ns, c)))
-        .collect();
-    let (first, last) = (read.first()?, read.last()?);
-    let span_s = (last.0 - first.0) as f64 / 1e9;
-    if span_s <= 0.0 {
-        return None;
+/// What a check found: `Ok(None)` the effect was shown, `Ok(Some(_))` it was not, `Err` why
+/// it could not be told.
+type Found = Result<Option<Shortfall>, String>;
+
+/// A kill or stop: one `down` read inside the span shows it; with none, an `ok` read shows it
+/// did not happen, provided the span was long enough for a read.
+fn down(rows: &[&Sample], span: Window) -> Found {
+    let has = |status| {
+        rows.iter()
+            .any(|s| s.status == status && span.start_ns <= s.unix_ns && s.unix_ns <= span.end_ns)
+    };
+    if has(SampleStatus::Down) {
+        return Ok(None);
     }
-    let used: f64 = read.windows(2).map(|w| (w[1].1 - w[0].1).max(0.0)).sum();
-    Some(used / span_s)
+    if span.end_ns - span.start_ns < MIN_DOWN_NS {
+        let s = span.len_s();
+        return Err(format!(
+            "down {s:.1} s, too short for two of the monitors' reads"
+        ));
+    }
+    if !has(SampleStatus::Ok) {
+        return Err("no read while the fault was on could be taken".into());
+    }
+    Ok(Some(Shortfall {
+        figure: "reads showing the container down while it was to be killed or stopped",
+        value: 0.0,
+        threshold: 1.0,
+        unit: "reads",
+    }))
 }
 
-fn not_evaluated(out: &mut Assessment, role: &str, container: &str, why: impl std::fmt::Display) {
-    out.warnings.push(format!(
-        "validity: {CHECK} of {role} ({container}) not evaluated: {why}"
-    ));
+/// Cores used over the span up to its last `CLEARING_NS`, as the `cpu` check counts them:
+/// the CPU of the pairs of consecutive `ok` reads inside, weighted by their seconds; a pair
+/// whose counter went back (a restarted cgroup) is left out.
+fn cores_used(rows: &[&Sample], span: Window) -> Result<f64, String> {
+    let settled = Window {
+        start_ns: span.start_ns,
+        end_ns: span.end_ns - CLEARING_NS,
+    };
+    let (mut used, mut seconds) = (0.0, 0.0);
+    for (a, b) in cpu::pairs(rows, settled) {
+        if let Some(cores) = cpu::cores(a, b) {
+            let dt = b.offset_s - a.offset_s;
+            used += cores * dt;
+            seconds += dt;
+        }
+    }
+    if seconds > 0.0 {
+        Ok(used / seconds)
+    } else {
+        Err("fewer than two readable CPU reads".into())
+    }
 }
 
 #[cfg(test)]
@@ -232,8 +246,16 @@ mod tests {
             start_ns: 10 * S,
             end_ns: 15 * S,
         });
-        check_effect(&effect, ("replica-1", "c"), &refs, span, &mut out);
+        check_effect(&target(effect), &refs, span, &mut out);
         out
+    }
+
+    fn target(effect: Effect) -> Target {
+        Target {
+            effect,
+            role: "replica-1".into(),
+            container: "c".into(),
+        }
     }
 
     fn ok(t: i128, cpu: f64) -> Sample {
@@ -273,7 +295,7 @@ mod tests {
         });
         let rows = [ok(10, 1.0)];
         let refs: Vec<&Sample> = rows.iter().collect();
-        check_effect(&Effect::Down, ("replica-1", "c"), &refs, short, &mut out);
+        check_effect(&target(Effect::Down), &refs, short, &mut out);
         assert!(out.evidence.is_empty(), "{out:?}");
         assert!(out.warnings[0].contains("down 0.3 s"), "{out:?}");
     }
@@ -306,7 +328,7 @@ mod tests {
         let rows = [ok(10, 1.0), ok(12, 1.5)];
         let refs: Vec<&Sample> = rows.iter().collect();
         let open = Span::Open { start_ns: 10 * S };
-        check_effect(&Effect::Frozen, ("replica-1", "c"), &refs, open, &mut out);
+        check_effect(&target(Effect::Frozen), &refs, open, &mut out);
         assert!(
             out.evidence.is_empty() && out.warnings.len() == 1,
             "{out:?}"

@@ -207,6 +207,7 @@ mod tests {
             schedule,
             containers: &[],
             drops,
+            fault: None,
         }
     }
 

@@ -21,7 +21,7 @@ use std::path::Path;
 
 pub use binding::Binding;
 pub use caps::changed as caps_changed;
-pub use effect::{Effect, CHECK as FAULT_NOT_APPLIED};
+pub use effect::{Effect, Target, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
 pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
@@ -83,6 +83,9 @@ pub struct Run<'a> {
     pub containers: &'a [PathContainer],
     /// The starts the load generator dropped, per second; `None` when unknown.
     pub drops: Option<Drops<'a>>,
+    /// The run's fault on a container, whose effect its samples must show; `None` without
+    /// one, or for a fault on a link.
+    pub fault: Option<Target>,
 }
 
 /// The run's raw data, parsed.
@@ -96,7 +99,8 @@ pub struct Data {
     pub events: Vec<EventRow>,
 }
 
-/// Every check, in order: CPU, throttling, dropped iterations, arrival rate, OOM kills.
+/// Every check, in order: CPU, throttling, dropped iterations, arrival rate, OOM kills, the
+/// fault's effect.
 pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     let mut out = Assessment::default();
     let containers = samples::with_sampled(run.containers, &data.samples);
@@ -146,7 +150,26 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     for (c, r) in present {
         oom::check_oom(c, r, &mut out);
     }
+    if let Some(target) = &run.fault {
+        let rows = samples::rows_of(&data.samples, &target.container);
+        let span = effect::span_of(&data.events);
+        effect::check_effect(target, &rows, span, &mut out);
+    }
     out
+}
+
+/// What `assess` knows of a completed run besides its directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    pub topo: &'a RunTopology,
+    pub script: &'a LoadScript,
+    /// requests.csv's summary; without it the measured window is unknown.
+    pub load: Option<&'a LoadSummary>,
+    pub guards: &'a Guards,
+    /// The run's fault, if any.
+    pub fault: Option<&'a Injection>,
+    /// For a ramp stopped at its knee, the end of its first breaching step.
+    pub checked_until_ns: Option<i128>,
 }
 
 /// Reads the run directory's containers.csv and events.csv and checks them with the
@@ -157,17 +180,13 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
 /// error: the caller records it as a warning, never as a valid run.
 pub fn assess(
     dir: &Path,
-    topo: &RunTopology,
-    script: &LoadScript,
-    load: Option<&LoadSummary>,
+    facts: &Facts<'_>,
     request_starts: Vec<i128>,
-    guards: &Guards,
-    checked_until_ns: Option<i128>,
 ) -> Result<Assessment, ValidityError> {
-    let load = load.ok_or(ValidityError::NoWindow("load summary"))?;
+    let load = facts.load.ok_or(ValidityError::NoWindow("load summary"))?;
     let mut window =
-        Window::measured(script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
-    if let Some(at) = checked_until_ns {
+        Window::measured(facts.script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
+    if let Some(at) = facts.checked_until_ns {
         window.end_ns = window.end_ns.min(at).max(window.start_ns);
     }
     let data = Data {
@@ -175,11 +194,11 @@ pub fn assess(
         request_starts,
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
     };
-    let containers = path_containers(topo);
+    let containers = path_containers(facts.topo);
     let run = Run {
         window,
         scenario_start_ns: load.scenario_start_ns.map_or(0, i128::from),
-        schedule: &script.schedule,
+        schedule: &facts.script.schedule,
         containers: &containers,
         drops: Some(Drops {
             per_second: &load.dropped_per_second,
@@ -188,32 +207,9 @@ pub fn assess(
                 .is_some()
                 .then_some(&load.late_per_second[..]),
         }),
+        fault: facts.fault.and_then(|f| effect::target_of(f, facts.topo)),
     };
-    Ok(check(&run, &data, &Limits::from_guards(guards)))
-}
-
-/// Whether the run's fault on a container took effect (`validity::effect`), from the run
-/// directory's containers.csv and events.csv: its evidence, or a warning where it could not
-/// be told. Nothing for a run without a fault, or with one on a link.
-pub fn fault_effect(
-    dir: &Path,
-    topo: &RunTopology,
-    fault: Option<&Injection>,
-) -> Result<Assessment, ValidityError> {
-    let mut out = Assessment::default();
-    let Some((effect, role, name)) = fault.and_then(|f| effect::effect_of(f, topo)) else {
-        return Ok(out);
-    };
-    let samples = read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?;
-    let events = read_events(&dir.join(crate::rundir::EVENTS_CSV))?;
-    effect::check_effect(
-        &effect,
-        (&role.key(), &name),
-        &samples::rows_of(&samples, &name),
-        effect::span_of(&events),
-        &mut out,
-    );
-    Ok(out)
+    Ok(check(&run, &data, &Limits::from_guards(facts.guards)))
 }
 
 /// A short, directory-safe reason from the first evidence, e.g. `fault-proxy-cpu`.

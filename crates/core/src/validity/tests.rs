@@ -93,6 +93,7 @@ fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
             per_second: &[30],
             late_per_second: Some(&[30]),
         }),
+        fault: None,
     };
     // The fault proxy runs at its full cap; a replica's rows are not the measurement path;
     // an unlisted balancer is picked up from its role; the load generator has no rows.
@@ -237,18 +238,17 @@ fn assess_reads_the_run_directory() {
         scenario_start_ns: Some(T0 as u64),
         ..Default::default()
     };
-    let guards = Guards::default();
+    let (topo, script, guards) = (topology(), script(), Guards::default());
+    let facts = |load, checked_until_ns| Facts {
+        topo: &topo,
+        script: &script,
+        load,
+        guards: &guards,
+        fault: None,
+        checked_until_ns,
+    };
     let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
-    let out = assess(
-        dir.path(),
-        &topology(),
-        &script(),
-        Some(&load),
-        starts(),
-        &guards,
-        None,
-    )
-    .unwrap();
+    let out = assess(dir.path(), &facts(Some(&load), None), starts()).unwrap();
     // The load generator used its whole 0.5-CPU cap from t = 10 s on.
     assert_eq!(out.evidence.len(), 1, "{out:?}");
     assert_eq!(
@@ -258,38 +258,57 @@ fn assess_reads_the_run_directory() {
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
     // A ramp stopped at its knee whose first breach ended at t = 10 s is judged up to
     // there: the load generator was idle until then.
-    let stopped = assess(
-        dir.path(),
-        &topology(),
-        &script(),
-        Some(&load),
-        starts(),
-        &guards,
-        Some(T0 + 10 * S),
-    )
-    .unwrap();
+    let stopped = assess(dir.path(), &facts(Some(&load), Some(T0 + 10 * S)), starts()).unwrap();
     assert!(stopped.evidence.is_empty(), "{stopped:?}");
 
-    let no_start = LoadSummary::default();
-    let e = assess(
-        dir.path(),
-        &topology(),
-        &script(),
-        Some(&no_start),
-        starts(),
-        &guards,
-        None,
+    // A freeze of replica 1 from 12 s to 18 s whose replica went on at a quarter of a core:
+    // the effect is judged from the same files, by the same call.
+    let mut frozen = std::fs::read_to_string(dir.path().join("containers.csv")).unwrap();
+    for t in 10..20 {
+        let cpu = t as f64 * 0.25;
+        writeln!(
+            frozen,
+            "{},{t}.0,{t},rep,replica-1,cgroup,ok,{cpu},,,0,0,0,1,1,1,,0,0,0,",
+            T0 + t * S
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("containers.csv"), frozen).unwrap();
+    let events = format!(
+        "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,replica-1,\n{},18,fault-cleared,replica-1,\n",
+        T0 + 12 * S,
+        T0 + 18 * S
     );
+    std::fs::write(dir.path().join("events.csv"), events).unwrap();
+    let mut with_replica = topology();
+    with_replica
+        .containers
+        .push(spec("rep", Role::Replica(1), 500_000_000));
+    let freeze = crate::plan::model::Injection::FreezeReplica { replica: 1 };
+    let frozen = Facts {
+        topo: &with_replica,
+        fault: Some(&freeze),
+        ..facts(Some(&load), None)
+    };
+    let out = assess(dir.path(), &frozen, starts()).unwrap();
+    let checks: Vec<(&str, &str)> = out
+        .evidence
+        .iter()
+        .map(|e| (e.check.as_str(), e.role.as_str()))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            ("cpu", "load-generator"),
+            ("fault-not-applied", "replica-1")
+        ]
+    );
+    assert!((out.evidence[1].value - 0.25).abs() < 1e-9, "{out:?}");
+
+    let no_start = LoadSummary::default();
+    let e = assess(dir.path(), &facts(Some(&no_start), None), starts());
     assert!(matches!(e, Err(ValidityError::NoWindow(_))));
     std::fs::remove_file(dir.path().join("events.csv")).unwrap();
-    let e = assess(
-        dir.path(),
-        &topology(),
-        &script(),
-        Some(&load),
-        starts(),
-        &guards,
-        None,
-    );
+    let e = assess(dir.path(), &facts(Some(&load), None), starts());
     assert!(matches!(e, Err(ValidityError::Open { .. })));
 }
