@@ -258,6 +258,7 @@ impl<'s> Supervisor<'s> {
                     fault,
                     action,
                     reason,
+                    unapplied: step.edge == Edge::Apply && step.action.failure_unapplies(),
                 }),
             }
         }

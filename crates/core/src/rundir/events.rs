@@ -52,6 +52,9 @@ impl Clock {
     }
 }
 
+/// The kind of a `FaultFailed` that left its fault not applied: validity reads it back.
+pub const FAULT_APPLY_FAILED: &str = "fault-apply-failed";
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
@@ -76,11 +79,15 @@ pub enum RunEvent {
     ReplicaStarting {
         replica: String,
     },
-    /// A fault action that could not be carried out.
+    /// A fault action that could not be carried out. `unapplied`: an applying action whose
+    /// failure leaves the fault not applied (`Action::failure_unapplies`), the run's
+    /// `fault-not-applied` evidence; otherwise a clearing action, or an await-exit that ended
+    /// in a SIGKILL.
     FaultFailed {
         fault: String,
         action: String,
         reason: String,
+        unapplied: bool,
     },
     /// A guard stopped the run; `figure` against `threshold`, in `unit`.
     GuardTripped {
@@ -173,6 +180,9 @@ impl RunEvent {
             RunEvent::FaultApplied { .. } => "fault-applied",
             RunEvent::FaultCleared { .. } => "fault-cleared",
             RunEvent::ReplicaStarting { .. } => "replica-starting",
+            RunEvent::FaultFailed {
+                unapplied: true, ..
+            } => FAULT_APPLY_FAILED,
             RunEvent::FaultFailed { .. } => "fault-failed",
             RunEvent::GuardTripped { .. } => "guard-tripped",
             RunEvent::ContainerRestarted { .. } => "container-restarted",
@@ -199,7 +209,7 @@ impl RunEvent {
                 (fault.clone(), format!("{action} {target}"))
             }
             RunEvent::ReplicaStarting { replica } => (replica.clone(), String::new()),
-            RunEvent::FaultFailed { fault, action, reason } => (fault.clone(), format!("{action}: {reason}")),
+            RunEvent::FaultFailed { fault, action, reason, .. } => (fault.clone(), format!("{action}: {reason}")),
             RunEvent::GuardTripped { guard, figure, threshold, unit, detail } => {
                 (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))
             }
@@ -284,6 +294,30 @@ mod tests {
             b.wall_ns - a.wall_ns,
             ((b.t_s - a.t_s) * 1e9).round() as i128
         );
+    }
+
+    /// The refusals that leave a fault not applied have their own kind in events.csv, and
+    /// which actions those are is the action's to say: an await-exit ends in a SIGKILL.
+    #[test]
+    fn a_failed_action_is_an_apply_failure_only_where_it_leaves_the_fault_unapplied() {
+        use crate::spec::faults::Action;
+        use crate::spec::topology::Role;
+        let failed = |unapplied| RunEvent::FaultFailed {
+            fault: "f".into(),
+            action: "SIGKILL".into(),
+            reason: "no such container".into(),
+            unapplied,
+        };
+        assert_eq!(failed(true).kind(), FAULT_APPLY_FAILED);
+        assert_eq!(failed(false).kind(), "fault-failed");
+        let replica = Role::Replica(1);
+        let grace = std::time::Duration::from_secs(5);
+        assert!(!Action::AwaitExit {
+            role: replica,
+            grace
+        }
+        .failure_unapplies());
+        assert!(Action::Freeze { role: replica }.failure_unapplies());
     }
 
     #[test]

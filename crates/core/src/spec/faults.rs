@@ -57,6 +57,13 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether this action failing where it applies a fault leaves the fault not applied.
+    /// An await-exit fails when the container outlived its grace, and then it is SIGKILLed:
+    /// down all the same, which its samples show (`validity::effect`).
+    pub fn failure_unapplies(&self) -> bool {
+        !matches!(self, Action::AwaitExit { .. })
+    }
+
     /// A short description for the events log.
     pub fn describe(&self) -> (String, String) {
         match self {

@@ -17,6 +17,7 @@ use super::samples::Sample;
 use super::window::{EventRow, Window};
 use super::{Assessment, Evidence};
 use crate::plan::model::Injection;
+use crate::rundir::events::FAULT_APPLY_FAILED;
 use crate::rundir::samples::SampleStatus;
 use crate::spec::topology::{Role, RunTopology};
 
@@ -81,25 +82,28 @@ pub enum Effect {
     Burns { cores: f64 },
 }
 
-/// A fault on a container: what it must show, and where.
+/// A run's fault: what it must show in its container's samples, and where.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
-    pub effect: Effect,
-    /// The container's role key, e.g. `replica-1`.
+    /// `None` for a fault on a link, whose effect on the traffic is not read from samples.
+    pub effect: Option<Effect>,
+    /// The container's role key, e.g. `replica-1`; `fault-proxy` for a link.
     pub role: String,
     pub container: String,
 }
 
-/// The fault's effect and the container that shows it, for the faults on a container; `None`
-/// for the faults on a link (shown elsewhere) or a container the topology lacks.
+/// The fault's effect and the container that shows it (the fault proxy's, for a fault on a
+/// link); `None` for a container the topology lacks.
 pub fn target_of(inject: &Injection, topo: &RunTopology) -> Option<Target> {
     let (effect, role) = match inject {
         Injection::KillReplica { replica } | Injection::StopReplica { replica, .. } => {
-            (Effect::Down, Role::Replica(*replica))
+            (Some(Effect::Down), Role::Replica(*replica))
         }
-        Injection::FreezeReplica { replica } => (Effect::Frozen, Role::Replica(*replica)),
-        Injection::CpuSteal { cores } => (Effect::Burns { cores: *cores }, Role::CoTenant),
-        _ => return None,
+        Injection::FreezeReplica { replica } => (Some(Effect::Frozen), Role::Replica(*replica)),
+        Injection::CpuSteal { cores } => (Some(Effect::Burns { cores: *cores }), Role::CoTenant),
+        Injection::LinkLatency { .. } | Injection::LinkDown { .. } | Injection::Toxic { .. } => {
+            (None, Role::FaultProxy)
+        }
     };
     let container = topo.container(role)?.name.clone();
     Some(Target {
@@ -109,8 +113,38 @@ pub fn target_of(inject: &Injection, topo: &RunTopology) -> Option<Target> {
     })
 }
 
-/// Checks the target's effect in `rows` (its container's samples, in read order) over `span`.
-pub fn check_effect(target: &Target, rows: &[&Sample], span: Span, out: &mut Assessment) {
+/// The fault's check: an applying action the engine or the proxy refused (events.csv's
+/// `fault-apply-failed`) is the evidence by itself; otherwise the effect, where it is read
+/// from the container's samples (`check_effect`).
+pub fn check_fault(target: &Target, rows: &[&Sample], events: &[EventRow], out: &mut Assessment) {
+    let refused = events
+        .iter()
+        .filter(|e| e.event == FAULT_APPLY_FAILED)
+        .count();
+    if refused > 0 {
+        out.evidence.push(Evidence {
+            check: CHECK.into(),
+            role: target.role.clone(),
+            container: Some(target.container.clone()),
+            figure: "actions applying the fault that failed (events.csv, fault-apply-failed)"
+                .into(),
+            value: refused as f64,
+            threshold: 0.0,
+            unit: "actions".into(),
+        });
+    } else if let Some(effect) = &target.effect {
+        check_effect(effect, target, rows, span_of(events), out);
+    }
+}
+
+/// Checks `effect` in `rows` (the target's container's samples, in read order) over `span`.
+fn check_effect(
+    effect: &Effect,
+    target: &Target,
+    rows: &[&Sample],
+    span: Span,
+    out: &mut Assessment,
+) {
     let say = |out: &mut Assessment, why: &dyn std::fmt::Display| {
         out.warnings.push(format!(
             "validity: {CHECK} of {} ({}) not evaluated: {why}",
@@ -122,7 +156,7 @@ pub fn check_effect(target: &Target, rows: &[&Sample], span: Span, out: &mut Ass
         Span::None => return say(out, &"the fault was never applied"),
         Span::Open { .. } => return say(out, &"the fault was still on when the run ended"),
     };
-    let found = match target.effect {
+    let found = match *effect {
         Effect::Down => down(rows, span),
         Effect::Frozen => cores_used(rows, span).map(|value| {
             (value > FROZEN_CORES).then_some(Shortfall {
@@ -246,13 +280,13 @@ mod tests {
             start_ns: 10 * S,
             end_ns: 15 * S,
         });
-        check_effect(&target(effect), &refs, span, &mut out);
+        check_effect(&effect, &target(), &refs, span, &mut out);
         out
     }
 
-    fn target(effect: Effect) -> Target {
+    fn target() -> Target {
         Target {
-            effect,
+            effect: None,
             role: "replica-1".into(),
             container: "c".into(),
         }
@@ -295,7 +329,7 @@ mod tests {
         });
         let rows = [ok(10, 1.0)];
         let refs: Vec<&Sample> = rows.iter().collect();
-        check_effect(&target(Effect::Down), &refs, short, &mut out);
+        check_effect(&Effect::Down, &target(), &refs, short, &mut out);
         assert!(out.evidence.is_empty(), "{out:?}");
         assert!(out.warnings[0].contains("down 0.3 s"), "{out:?}");
     }
@@ -328,7 +362,7 @@ mod tests {
         let rows = [ok(10, 1.0), ok(12, 1.5)];
         let refs: Vec<&Sample> = rows.iter().collect();
         let open = Span::Open { start_ns: 10 * S };
-        check_effect(&target(Effect::Frozen), &refs, open, &mut out);
+        check_effect(&Effect::Frozen, &target(), &refs, open, &mut out);
         assert!(
             out.evidence.is_empty() && out.warnings.len() == 1,
             "{out:?}"
@@ -378,5 +412,60 @@ mod tests {
         assert!(run(Effect::Burns { cores: 0.5 }, &restarted)
             .evidence
             .is_empty());
+    }
+
+    #[test]
+    fn a_refused_applying_action_is_the_evidence_whatever_the_samples_and_only_it_on_a_link() {
+        let ev = |t: i128, event: &str| EventRow {
+            wall_ns: t * S,
+            event: event.into(),
+        };
+        let kill = Target {
+            effect: Some(Effect::Down),
+            ..target()
+        };
+        // The engine refused the kill: no fault-applied, and the replica ran on.
+        let rows = [ok(10, 1.0), ok(12, 1.5)];
+        let refs: Vec<&Sample> = rows.iter().collect();
+        let mut out = Assessment::default();
+        check_fault(&kill, &refs, &[ev(10, FAULT_APPLY_FAILED)], &mut out);
+        assert_eq!(out.evidence.len(), 1, "{out:?}");
+        assert_eq!(
+            (out.evidence[0].value, out.evidence[0].unit.as_str()),
+            (1.0, "actions")
+        );
+        assert!(out.warnings.is_empty(), "{out:?}");
+        // A stop whose replica outlived its grace was SIGKILLed: a plain fault-failed, and
+        // its down read shows the fault.
+        let stop = [
+            ev(10, "fault-applied"),
+            ev(13, "fault-failed"),
+            ev(16, "fault-cleared"),
+        ];
+        let rows = [ok(9, 1.0), read(14, SampleStatus::Down, None)];
+        let refs: Vec<&Sample> = rows.iter().collect();
+        let mut out = Assessment::default();
+        check_fault(&kill, &refs, &stop, &mut out);
+        assert_eq!(out, Assessment::default());
+        // A link fault: a refused toxic is the evidence; an accepted one is not read here.
+        let link = Target {
+            effect: None,
+            role: "fault-proxy".into(),
+            container: "fp".into(),
+        };
+        let mut out = Assessment::default();
+        check_fault(&link, &[], &[ev(10, FAULT_APPLY_FAILED)], &mut out);
+        assert_eq!(
+            super::super::reason(&out.evidence),
+            "fault-proxy-fault-not-applied"
+        );
+        let mut out = Assessment::default();
+        check_fault(
+            &link,
+            &[],
+            &[ev(10, "fault-applied"), ev(15, "fault-cleared")],
+            &mut out,
+        );
+        assert_eq!(out, Assessment::default());
     }
 }

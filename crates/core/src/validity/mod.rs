@@ -83,8 +83,7 @@ pub struct Run<'a> {
     pub containers: &'a [PathContainer],
     /// The starts the load generator dropped, per second; `None` when unknown.
     pub drops: Option<Drops<'a>>,
-    /// The run's fault on a container, whose effect its samples must show; `None` without
-    /// one, or for a fault on a link.
+    /// The run's fault and the container that shows it; `None` without one.
     pub fault: Option<Target>,
 }
 
@@ -152,8 +151,7 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     }
     if let Some(target) = &run.fault {
         let rows = samples::rows_of(&data.samples, &target.container);
-        let span = effect::span_of(&data.events);
-        effect::check_effect(target, &rows, span, &mut out);
+        effect::check_fault(target, &rows, &data.events, &mut out);
     }
     out
 }
