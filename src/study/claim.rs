@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{Session, StudyError, StudyEvent, TestbedError};
 use crate::engine::placement::Placement;
 use crate::engine::runtime::{Runtime, RuntimeError};
+use crate::ledger::journal::SharedEngine;
 use crate::spec::topology::Instance;
 
 /// The registry's directory under the temporary directory.
@@ -242,11 +243,15 @@ pub async fn claim_engines(
         .map(|e| (e.name.to_string(), e.id.clone()))
         .collect();
     let claim = claim(&registry(), &ids, &me, share)?;
-    for (engine, other) in &claim.beside {
-        session.report(StudyEvent::Warning(&format!(
-            "engine `{engine}` is shared (--share-engine) with {other}: the runs of both compete for its CPU and memory"
-        )));
-    }
+    // Declared in the invocation's `study-started`, which says it to the person too.
+    session.shared_engines = claim
+        .beside
+        .iter()
+        .map(|(engine, other)| SharedEngine {
+            engine: engine.clone(),
+            with: other.to_string(),
+        })
+        .collect();
     let stale = stale(&engines, &session.instance)
         .await
         .map_err(TestbedError::from)?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::reporter::{Reporter, StudyEvent};
 use super::runner::StudyRequest;
 use super::StudyError;
-use crate::ledger::journal::{self, Event, Writer};
+use crate::ledger::journal::{self, Event, SharedEngine, Writer};
 use crate::ledger::state::{Ledger, PlanChange};
 use crate::lock::{lock_study, StudyLock};
 use crate::run::settle;
@@ -32,6 +32,9 @@ pub struct Session<'r> {
     /// The plan change since the study last ran, if any (declared by the request's amend).
     pub change: Option<PlanChange>,
     pub ledger: Ledger,
+    /// The engines this invocation shares with another live study, as its claim found
+    /// them (`study::claim`): declared in its `study-started`.
+    pub shared_engines: Vec<SharedEngine>,
     writer: Option<Writer>,
     reporter: &'r mut dyn Reporter,
     _lock: StudyLock,
@@ -145,6 +148,7 @@ impl<'r> Session<'r> {
             ledger,
             writer: None,
             reporter,
+            shared_engines: Vec::new(),
             _lock: lock,
         })
     }

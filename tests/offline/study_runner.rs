@@ -596,6 +596,7 @@ async fn a_ramp_a_person_skipped_skips_its_dependents_on(groups: usize) {
         resume: false,
         runs_planned: 4,
         runs_to_do: Vec::new(),
+        shared_engines: Vec::new(),
     })
     .unwrap();
     w.append(Event::RunSkipped {

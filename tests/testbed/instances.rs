@@ -112,6 +112,28 @@ pub fn two_studies_of_one_plan_at_once_one_is_refused_and_with_share_engine_both
         assert!(dir.join(STUDY).join("runs").join(RUN).is_dir(), "{stderr}");
     }
     assert_ne!(instance_of(three.path()), instance_of(four.path()));
+    // The later start declared the sharing in its study-started, naming the other study's
+    // instance; the earlier, which found the engine free, declared nothing.
+    let journal = |dir: &Path| {
+        let path = dir.join(STUDY).join(feedbench_core::ledger::journal::FILE);
+        std::fs::read_to_string(path).unwrap()
+    };
+    let declared: Vec<bool> = [three.path(), four.path()]
+        .iter()
+        .map(|d| journal(d).contains("\"shared_engines\""))
+        .collect();
+    let later = match declared.as_slice() {
+        [true, false] => 0,
+        [false, true] => 1,
+        _ => panic!("{declared:?}: exactly one start sees the other"),
+    };
+    let (later, earlier) = if later == 0 {
+        (three.path(), four.path())
+    } else {
+        (four.path(), three.path())
+    };
+    let named = format!("(instance {}", instance_of(earlier));
+    assert!(journal(later).contains(&named), "{}", journal(later));
     assert_eq!(
         rt.block_on(common::leftovers(&engine, STUDY)),
         (vec![], vec![])

@@ -139,6 +139,9 @@ pub enum Kind {
     ImageChanged,
     /// Runs of one comparison on engines whose hosts report different facts.
     HostsDiffer,
+    /// Runs made by an invocation that shared its engine with another live study
+    /// (`--share-engine`).
+    EngineShared,
     /// A run's container ran under caps its plan did not give it (read back at deploy).
     CapsNotPlanned,
     /// Runs of one comparison whose containers of one role ran under different caps:

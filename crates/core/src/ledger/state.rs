@@ -493,6 +493,7 @@ mod tests {
             resume: false,
             runs_planned: 2,
             runs_to_do: Vec::new(),
+            shared_engines: Vec::new(),
         }
     }
 

@@ -13,7 +13,8 @@
 //! 4. `journal`: journal lines that do not parse;
 //! 5. `attempts`: runs that needed more than one attempt, contenders their gate excluded;
 //! 6. `images`: image IDs that changed between runs, and whether their sources did;
-//! 7. `hosts`: runs of one comparison on hosts whose facts differ;
+//! 7. `hosts`: runs of one comparison on hosts whose facts differ; `shared`: runs made on
+//!    an engine shared with another study;
 //! 8. `caps`: containers that ran under caps their plan did not give them, and runs of one
 //!    comparison whose containers ran under different caps;
 //! 9. `gaps`: every planned run without a valid result.
@@ -26,6 +27,7 @@ mod hosts;
 mod images;
 mod journal;
 mod plan_edits;
+mod shared;
 mod unplanned;
 
 #[cfg(test)]
@@ -200,6 +202,7 @@ pub fn audit(history: &History, study: &StudyFiles, study_dir: &str) -> Report {
     drafts.extend(attempts::check(&entries));
     drafts.extend(images::check(history, study, &entries));
     drafts.extend(hosts::check(study));
+    drafts.extend(shared::check(&entries));
     drafts.extend(caps::check(study));
     let gaps = gaps::check(history, study, &entries);
     drafts.extend(gaps.drafts);

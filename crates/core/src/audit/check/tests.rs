@@ -513,3 +513,53 @@ fn caps_not_as_planned_or_different_within_a_comparison_are_named_with_both_caps
         .unwrap();
     assert_eq!(differ.standing, Standing::Declared);
 }
+
+#[test]
+fn runs_of_an_invocation_that_shared_its_engine_are_declared_with_the_other_study() {
+    let h = history(&[PLAN]);
+    let d = tempfile::tempdir().unwrap();
+    let v = h.registration();
+    assert!(v.runs.len() >= 2, "the plan has a run before and after");
+    let mut f = started(v, d.path(), true);
+    f.complete(&v.runs[0]).unwrap();
+    // The next invocation runs beside another study; its runs, and only its, are named.
+    f.append(Event::StudyStarted {
+        plan_file: "experiments/p.yaml".into(),
+        plan_hash: v.plan_hash.clone().unwrap(),
+        feedbench_version: "0".into(),
+        git_commit: Some(format!("{:040x}", 1)),
+        git_clean: Some(true),
+        resume: true,
+        runs_planned: v.runs.len(),
+        runs_to_do: v.runs[1..].iter().map(|r| r.id.clone()).collect(),
+        shared_engines: vec![crate::ledger::journal::SharedEngine {
+            engine: "local".into(),
+            with: "study `other` (instance 0a1b2c3d, feedbench pid 7, results `/r/other`)".into(),
+        }],
+    })
+    .unwrap();
+    for r in &v.runs[1..] {
+        f.complete(r).unwrap();
+    }
+    let r = check(&h, &f);
+    assert!(r.summary.passed, "declared: {}", r.markdown());
+    let items: Vec<_> = r
+        .deviations
+        .iter()
+        .filter(|i| i.kind == Kind::EngineShared)
+        .collect();
+    assert_eq!(items.len(), 1, "{}", r.markdown());
+    assert_eq!(items[0].standing, Standing::Declared);
+    let evidence = items[0].evidence.join("\n");
+    assert!(
+        evidence.contains("engine `local` shared with study `other`"),
+        "{evidence}"
+    );
+    assert!(
+        !evidence.contains(&format!("`{}`", v.runs[0].id)),
+        "{evidence}"
+    );
+    for run in &v.runs[1..] {
+        assert!(evidence.contains(&format!("`{}`", run.id)), "{evidence}");
+    }
+}
