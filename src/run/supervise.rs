@@ -254,11 +254,17 @@ impl<'s> Supervisor<'s> {
                         Edge::Clear => self.applied.clear(),
                     }
                 }
+                Err(reason) if step.failure_unapplies() => {
+                    events.emit(RunEvent::FaultApplyFailed {
+                        fault,
+                        action,
+                        reason,
+                    })
+                }
                 Err(reason) => events.emit(RunEvent::FaultFailed {
                     fault,
                     action,
                     reason,
-                    unapplied: step.edge == Edge::Apply && step.action.failure_unapplies(),
                 }),
             }
         }

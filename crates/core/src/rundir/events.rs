@@ -52,7 +52,7 @@ impl Clock {
     }
 }
 
-/// The kind of a `FaultFailed` that left its fault not applied: validity reads it back.
+/// `FaultApplyFailed`'s kind: validity reads it back.
 pub const FAULT_APPLY_FAILED: &str = "fault-apply-failed";
 
 /// What happened.
@@ -79,15 +79,19 @@ pub enum RunEvent {
     ReplicaStarting {
         replica: String,
     },
-    /// A fault action that could not be carried out. `unapplied`: an applying action whose
-    /// failure leaves the fault not applied (`Action::failure_unapplies`), the run's
-    /// `fault-not-applied` evidence; otherwise a clearing action, or an await-exit that ended
-    /// in a SIGKILL.
+    /// An action applying a fault that could not be carried out, so that the fault was not
+    /// applied (`Step::failure_unapplies`): the run's `fault-not-applied` evidence.
+    FaultApplyFailed {
+        fault: String,
+        action: String,
+        reason: String,
+    },
+    /// Any other fault action that could not be carried out: a clearing one, or a stop's
+    /// wait for the exit that ended in a SIGKILL.
     FaultFailed {
         fault: String,
         action: String,
         reason: String,
-        unapplied: bool,
     },
     /// A guard stopped the run; `figure` against `threshold`, in `unit`.
     GuardTripped {
@@ -180,9 +184,7 @@ impl RunEvent {
             RunEvent::FaultApplied { .. } => "fault-applied",
             RunEvent::FaultCleared { .. } => "fault-cleared",
             RunEvent::ReplicaStarting { .. } => "replica-starting",
-            RunEvent::FaultFailed {
-                unapplied: true, ..
-            } => FAULT_APPLY_FAILED,
+            RunEvent::FaultApplyFailed { .. } => FAULT_APPLY_FAILED,
             RunEvent::FaultFailed { .. } => "fault-failed",
             RunEvent::GuardTripped { .. } => "guard-tripped",
             RunEvent::ContainerRestarted { .. } => "container-restarted",
@@ -209,7 +211,7 @@ impl RunEvent {
                 (fault.clone(), format!("{action} {target}"))
             }
             RunEvent::ReplicaStarting { replica } => (replica.clone(), String::new()),
-            RunEvent::FaultFailed { fault, action, reason, .. } => (fault.clone(), format!("{action}: {reason}")),
+            RunEvent::FaultApplyFailed { fault, action, reason } | RunEvent::FaultFailed { fault, action, reason } => (fault.clone(), format!("{action}: {reason}")),
             RunEvent::GuardTripped { guard, figure, threshold, unit, detail } => {
                 (guard.clone(), format!("{figure} {unit} against {threshold} {unit}: {detail}"))
             }
@@ -296,28 +298,17 @@ mod tests {
         );
     }
 
-    /// The refusals that leave a fault not applied have their own kind in events.csv, and
-    /// which actions those are is the action's to say: an await-exit ends in a SIGKILL.
+    /// The kind in events.csv is the name in the JSON event stream.
     #[test]
-    fn a_failed_action_is_an_apply_failure_only_where_it_leaves_the_fault_unapplied() {
-        use crate::spec::faults::Action;
-        use crate::spec::topology::Role;
-        let failed = |unapplied| RunEvent::FaultFailed {
+    fn an_apply_failure_has_one_name_in_the_csv_and_the_stream() {
+        let e = RunEvent::FaultApplyFailed {
             fault: "f".into(),
             action: "SIGKILL".into(),
             reason: "no such container".into(),
-            unapplied,
         };
-        assert_eq!(failed(true).kind(), FAULT_APPLY_FAILED);
-        assert_eq!(failed(false).kind(), "fault-failed");
-        let replica = Role::Replica(1);
-        let grace = std::time::Duration::from_secs(5);
-        assert!(!Action::AwaitExit {
-            role: replica,
-            grace
-        }
-        .failure_unapplies());
-        assert!(Action::Freeze { role: replica }.failure_unapplies());
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["event"], FAULT_APPLY_FAILED);
+        assert_eq!(e.kind(), FAULT_APPLY_FAILED);
     }
 
     #[test]

@@ -57,13 +57,6 @@ pub enum Action {
 }
 
 impl Action {
-    /// Whether this action failing where it applies a fault leaves the fault not applied.
-    /// An await-exit fails when the container outlived its grace, and then it is SIGKILLed:
-    /// down all the same, which its samples show (`validity::effect`).
-    pub fn failure_unapplies(&self) -> bool {
-        !matches!(self, Action::AwaitExit { .. })
-    }
-
     /// A short description for the events log.
     pub fn describe(&self) -> (String, String) {
         match self {
@@ -99,6 +92,17 @@ pub struct Step {
     pub at: Duration,
     pub edge: Edge,
     pub action: Action,
+}
+
+impl Step {
+    /// Whether this step failing leaves its fault not applied (events.csv's
+    /// `fault-apply-failed`, the run's `fault-not-applied` evidence): an applying action,
+    /// except an await-exit, which fails when the container outlived its grace and is then
+    /// SIGKILLed, down all the same (its samples show it, `validity::effect`). A clearing
+    /// action that fails leaves the fault on, which is another matter.
+    pub fn failure_unapplies(&self) -> bool {
+        self.edge == Edge::Apply && !matches!(self.action, Action::AwaitExit { .. })
+    }
 }
 
 /// The timed actions of one fault, in time order: what applies it at its `at`, then what
@@ -226,6 +230,47 @@ mod tests {
             observe: PlanDuration::from_secs(165),
             inject,
         }
+    }
+
+    #[test]
+    fn only_an_applying_step_other_than_a_wait_for_exit_leaves_its_fault_unapplied() {
+        let injections = [
+            Injection::KillReplica { replica: 1 },
+            Injection::StopReplica {
+                replica: 1,
+                grace: PlanDuration::from_secs(5),
+            },
+            Injection::FreezeReplica { replica: 1 },
+            Injection::CpuSteal { cores: 0.5 },
+            Injection::LinkDown {
+                link: "db".parse().unwrap(),
+            },
+        ];
+        for inject in injections {
+            let steps = schedule("f", &fault(inject.clone()));
+            let unapplies: Vec<bool> = steps.iter().map(Step::failure_unapplies).collect();
+            let expected: Vec<bool> = steps
+                .iter()
+                .map(|s| s.edge == Edge::Apply && !matches!(s.action, Action::AwaitExit { .. }))
+                .collect();
+            assert_eq!(unapplies, expected, "{inject:?}");
+            assert!(unapplies[0], "the first applying step of {inject:?}");
+            assert!(
+                !unapplies[steps.len() - 1],
+                "the clearing step of {inject:?}"
+            );
+        }
+        let stop = schedule(
+            "f",
+            &fault(Injection::StopReplica {
+                replica: 1,
+                grace: PlanDuration::from_secs(5),
+            }),
+        );
+        assert_eq!(
+            stop.iter().map(Step::failure_unapplies).collect::<Vec<_>>(),
+            [true, false, false]
+        );
     }
 
     #[test]

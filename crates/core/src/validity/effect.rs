@@ -1,6 +1,9 @@
-//! Whether a fault on a container took effect, from that container's own samples while the
-//! fault was on (docs/results.md, "Validity", `fault-not-applied`): a `fault-applied` event
-//! says the engine accepted the action, not that the container felt it.
+//! Whether a run's fault took effect (docs/results.md, "Validity", `fault-not-applied`): an
+//! applying action the engine or the fault proxy refused (`fault-apply-failed`) shows it did
+//! not, for any fault; a fault on a container is then judged from that container's own
+//! samples while the fault was on, since a `fault-applied` event says the engine accepted
+//! the action, not that the container felt it. A link fault the proxy accepted is not
+//! judged here.
 //!
 //! - a kill or stop: the replica read `down` at least once;
 //! - a freeze: the replica's CPU counter stood still (at most `FROZEN_CORES` of a core);
@@ -114,9 +117,15 @@ pub fn target_of(inject: &Injection, topo: &RunTopology) -> Option<Target> {
 }
 
 /// The fault's check: an applying action the engine or the proxy refused (events.csv's
-/// `fault-apply-failed`) is the evidence by itself; otherwise the effect, where it is read
-/// from the container's samples (`check_effect`).
-pub fn check_fault(target: &Target, rows: &[&Sample], events: &[EventRow], out: &mut Assessment) {
+/// `fault-apply-failed`) is the evidence by itself, whatever the fault and whether or not
+/// its container is known (`target`; the role is then `fault`); otherwise the effect, where
+/// it is read from the container's samples (`check_effect`).
+pub fn check_fault(
+    target: Option<&Target>,
+    rows: &[&Sample],
+    events: &[EventRow],
+    out: &mut Assessment,
+) {
     let refused = events
         .iter()
         .filter(|e| e.event == FAULT_APPLY_FAILED)
@@ -124,16 +133,18 @@ pub fn check_fault(target: &Target, rows: &[&Sample], events: &[EventRow], out: 
     if refused > 0 {
         out.evidence.push(Evidence {
             check: CHECK.into(),
-            role: target.role.clone(),
-            container: Some(target.container.clone()),
+            role: target.map_or_else(|| "fault".into(), |t| t.role.clone()),
+            container: target.map(|t| t.container.clone()),
             figure: "actions applying the fault that failed (events.csv, fault-apply-failed)"
                 .into(),
             value: refused as f64,
             threshold: 0.0,
             unit: "actions".into(),
         });
-    } else if let Some(effect) = &target.effect {
-        check_effect(effect, target, rows, span_of(events), out);
+    } else if let Some(t) = target {
+        if let Some(effect) = &t.effect {
+            check_effect(effect, t, rows, span_of(events), out);
+        }
     }
 }
 
@@ -248,7 +259,7 @@ fn cores_used(rows: &[&Sample], span: Window) -> Result<f64, String> {
     if seconds > 0.0 {
         Ok(used / seconds)
     } else {
-        Err("fewer than two readable CPU reads".into())
+        Err("no two consecutive `ok` reads with CPU counters (the second not below the first) in the fault's span".into())
     }
 }
 
@@ -428,7 +439,7 @@ mod tests {
         let rows = [ok(10, 1.0), ok(12, 1.5)];
         let refs: Vec<&Sample> = rows.iter().collect();
         let mut out = Assessment::default();
-        check_fault(&kill, &refs, &[ev(10, FAULT_APPLY_FAILED)], &mut out);
+        check_fault(Some(&kill), &refs, &[ev(10, FAULT_APPLY_FAILED)], &mut out);
         assert_eq!(out.evidence.len(), 1, "{out:?}");
         assert_eq!(
             (out.evidence[0].value, out.evidence[0].unit.as_str()),
@@ -445,7 +456,7 @@ mod tests {
         let rows = [ok(9, 1.0), read(14, SampleStatus::Down, None)];
         let refs: Vec<&Sample> = rows.iter().collect();
         let mut out = Assessment::default();
-        check_fault(&kill, &refs, &stop, &mut out);
+        check_fault(Some(&kill), &refs, &stop, &mut out);
         assert_eq!(out, Assessment::default());
         // A link fault: a refused toxic is the evidence; an accepted one is not read here.
         let link = Target {
@@ -454,14 +465,21 @@ mod tests {
             container: "fp".into(),
         };
         let mut out = Assessment::default();
-        check_fault(&link, &[], &[ev(10, FAULT_APPLY_FAILED)], &mut out);
+        check_fault(Some(&link), &[], &[ev(10, FAULT_APPLY_FAILED)], &mut out);
         assert_eq!(
             super::super::reason(&out.evidence),
             "fault-proxy-fault-not-applied"
         );
+        // A refusal of a fault whose container the topology lacks is evidence all the same.
+        let mut out = Assessment::default();
+        check_fault(None, &[], &[ev(10, FAULT_APPLY_FAILED)], &mut out);
+        assert_eq!(
+            super::super::reason(&out.evidence),
+            "fault-fault-not-applied"
+        );
         let mut out = Assessment::default();
         check_fault(
-            &link,
+            Some(&link),
             &[],
             &[ev(10, "fault-applied"), ev(15, "fault-cleared")],
             &mut out,

@@ -149,11 +149,14 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     for (c, r) in present {
         oom::check_oom(c, r, &mut out);
     }
-    if let Some(target) = &run.fault {
-        let rows = samples::rows_of(&data.samples, &target.container);
-        effect::check_fault(target, &rows, &data.events, &mut out);
-    }
+    check_fault(run.fault.as_ref(), data, &mut out);
     out
+}
+
+/// The fault's check (`effect::check_fault`), from the container's rows and the events.
+fn check_fault(target: Option<&Target>, data: &Data, out: &mut Assessment) {
+    let rows = target.map_or_else(Vec::new, |t| samples::rows_of(&data.samples, &t.container));
+    effect::check_fault(target, &rows, &data.events, out);
 }
 
 /// What `assess` knows of a completed run besides its directory.
@@ -174,23 +177,31 @@ pub struct Facts<'a> {
 /// requests' start times (requests.csv's `start_ns`, which the executor has read already).
 /// A ramp stopped at its knee is judged up to `checked_until_ns`, the end of its first
 /// breaching step: past it, what the load generator could not send is the system under
-/// test's result. An unreadable file, or a run whose measured window is unknown, is an
-/// error: the caller records it as a warning, never as a valid run.
+/// test's result. An unreadable file is an error: the caller records it as a warning, never
+/// as a valid run. A run whose measured window is unknown has only its fault checked, and a
+/// warning that the rest was not.
 pub fn assess(
     dir: &Path,
     facts: &Facts<'_>,
     request_starts: Vec<i128>,
 ) -> Result<Assessment, ValidityError> {
-    let load = facts.load.ok_or(ValidityError::NoWindow("load summary"))?;
-    let mut window =
-        Window::measured(facts.script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
-    if let Some(at) = facts.checked_until_ns {
-        window.end_ns = window.end_ns.min(at).max(window.start_ns);
-    }
     let data = Data {
         samples: read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?,
         request_starts,
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
+    };
+    let fault = facts.fault.and_then(|f| effect::target_of(f, facts.topo));
+    let (load, window) = match measured(facts) {
+        Ok(found) => found,
+        Err(e) => {
+            // The fault's check needs no window: a refused fault is evidence all the same.
+            let mut out = Assessment::default();
+            check_fault(fault.as_ref(), &data, &mut out);
+            out.warnings.push(format!(
+                "validity: the measurement path was not assessed: {e}"
+            ));
+            return Ok(out);
+        }
     };
     let containers = path_containers(facts.topo);
     let run = Run {
@@ -205,9 +216,20 @@ pub fn assess(
                 .is_some()
                 .then_some(&load.late_per_second[..]),
         }),
-        fault: facts.fault.and_then(|f| effect::target_of(f, facts.topo)),
+        fault,
     };
     Ok(check(&run, &data, &Limits::from_guards(facts.guards)))
+}
+
+/// The run's load summary and its measured window, up to `checked_until_ns`.
+fn measured<'a>(facts: &Facts<'a>) -> Result<(&'a LoadSummary, Window), ValidityError> {
+    let load = facts.load.ok_or(ValidityError::NoWindow("load summary"))?;
+    let mut window =
+        Window::measured(facts.script, load).ok_or(ValidityError::NoWindow("scenario start"))?;
+    if let Some(at) = facts.checked_until_ns {
+        window.end_ns = window.end_ns.min(at).max(window.start_ns);
+    }
+    Ok((load, window))
 }
 
 /// A short, directory-safe reason from the first evidence, e.g. `fault-proxy-cpu`.
