@@ -126,10 +126,13 @@ pub(super) fn run_on_engine(
             .await
             .map_err(study_error)?;
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;
-        let testbeds: Vec<DockerTestbed> = placements
-            .into_iter()
-            .map(|placement| DockerTestbed { placement })
-            .collect();
+        let plan = &request.loaded.plan;
+        let (image, study) = (&plan.topology.load_generator.image, &plan.study.name);
+        let mut testbeds = Vec::new();
+        for placement in placements {
+            let testbed = DockerTestbed::new(placement, image.as_str(), study.as_str()).await;
+            testbeds.push(testbed.map_err(|e| study_error(e.into()))?);
+        }
         run_study(session, request, &testbeds, &mut interrupt)
             .await
             .map_err(study_error)

@@ -3,12 +3,13 @@
 //! the runner's policy use a fake. The seam is at the level of a whole run: how a run is
 //! deployed, loaded and measured is the executor's, and is tested against the real engine.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::engine::placement::Placement;
 use crate::engine::runtime::Runtime;
 use crate::engine::runtime::{RuntimeError, Scope};
-use crate::ledger::manifest::{EngineHost, Host, Image};
+use crate::ledger::manifest::{Cpu, EngineHost, Host, Image};
 use crate::plan::{LoadedPlan, RunSpec};
 use crate::run::execute::{execute, ExecuteError, Saturations};
 use crate::run::gate::{run_gate, GateError, GateOutcome};
@@ -74,11 +75,26 @@ pub trait Testbed {
 /// generator's own when the plan places it apart.
 pub struct DockerTestbed {
     pub placement: Placement,
+    /// Each engine's processor, by the engine's name, read once as the study begins.
+    cpus: BTreeMap<String, Cpu>,
+}
+
+impl DockerTestbed {
+    /// The testbed of `placement`, each of its engines' processor read by a throwaway
+    /// container of `image` (the load generator's, which every engine of it holds).
+    pub async fn new(placement: Placement, image: &str, study: &str) -> Result<Self, TestbedError> {
+        let mut cpus = BTreeMap::new();
+        for (name, rt) in placement.engines() {
+            cpus.insert(name.to_string(), rt.cpu(image, study).await?);
+        }
+        Ok(DockerTestbed { placement, cpus })
+    }
 }
 
 impl Testbed for DockerTestbed {
     async fn host(&self) -> Result<Host, TestbedError> {
-        host_of(&self.placement.system).await
+        let system = &self.placement.system_name;
+        host_of(&self.placement.system, self.cpus.get(system)).await
     }
 
     /// Every engine of the placement: a killed coordinator may have left containers on
@@ -88,7 +104,7 @@ impl Testbed for DockerTestbed {
         for (name, rt) in self.placement.engines() {
             out.push(EngineHost {
                 name: name.to_string(),
-                host: host_of(rt).await?,
+                host: host_of(rt, self.cpus.get(name)).await?,
             });
         }
         Ok(out)
@@ -139,8 +155,8 @@ impl Testbed for DockerTestbed {
     }
 }
 
-/// An engine's host as a manifest records it.
-async fn host_of(rt: &Runtime) -> Result<Host, TestbedError> {
+/// An engine's host as a manifest records it, with its processor as read.
+async fn host_of(rt: &Runtime, cpu: Option<&Cpu>) -> Result<Host, TestbedError> {
     let facts = rt.facts().await?;
     Ok(Host {
         cores: facts.cores,
@@ -148,5 +164,6 @@ async fn host_of(rt: &Runtime) -> Result<Host, TestbedError> {
         kernel: facts.kernel,
         cgroup_version: facts.cgroup_version,
         engine_version: facts.engine_version,
+        cpu: cpu.cloned(),
     })
 }

@@ -1,10 +1,13 @@
 //! What an engine says of its host beyond `info`: the API version it speaks, its identity
-//! (which tells two connections to one engine apart from two engines), and the host
-//! kernel's boot id, which the API does not give: it is read by a throwaway container
-//! (the file is not namespaced, so a container sees its host's).
+//! (which tells two connections to one engine apart from two engines), and what the API
+//! does not give, the host kernel's boot id and its processor: read by a throwaway
+//! container (the files are not namespaced, so a container sees its host's).
 
 use bollard::container::{Config, CreateContainerOptions};
 use bollard::models::HostConfig;
+
+use feedbench_core::engines::cpu;
+use feedbench_core::ledger::manifest::Cpu;
 
 use super::{Runtime, RuntimeError};
 use crate::spec::topology::LABEL_STUDY;
@@ -30,14 +33,49 @@ impl Runtime {
         ))
     }
 
-    /// The host's boot id, read by a container of `image` (which must have `cat`) with no
-    /// network, a tenth of a core and 16 MiB, labelled for `study` so that a reap removes it
-    /// if feedbench dies meanwhile.
+    /// The host's boot id, read by a container of `image` (which must have `cat`).
     pub async fn boot_id(&self, image: &str, study: &str) -> Result<String, RuntimeError> {
-        let name = format!("feedbench-boot-id-{}", std::process::id());
+        let argv = ["cat", BOOT_ID];
+        let (code, out) = self.read_host("boot-id", image, study, &argv).await?;
+        let id = out.trim();
+        match code {
+            Some(0) if is_uuid(id) => Ok(id.to_string()),
+            _ => Err(RuntimeError::BootId {
+                image: image.to_string(),
+                said: said(code, id),
+            }),
+        }
+    }
+
+    /// The host's processor (`engines::cpu`), read by a container of `image` (which must
+    /// have `sh` and `cat`).
+    pub async fn cpu(&self, image: &str, study: &str) -> Result<Cpu, RuntimeError> {
+        let argv = ["sh", "-c", cpu::READ_SCRIPT];
+        let (code, out) = self.read_host("cpu", image, study, &argv).await?;
+        let fail = |said: String| RuntimeError::HostCpu {
+            image: image.to_string(),
+            said,
+        };
+        match code {
+            Some(0) => cpu::parse(&out).map_err(|e| fail(e.to_string())),
+            _ => Err(fail(said(code, out.trim()))),
+        }
+    }
+
+    /// Runs `argv` to its end in a throwaway container of `image` with no network, a tenth of
+    /// a core and 16 MiB, labelled for `study` so that a reap removes it if feedbench dies
+    /// meanwhile: its exit code (`None`: no exit within 30 s) and its output.
+    async fn read_host(
+        &self,
+        what: &str,
+        image: &str,
+        study: &str,
+        argv: &[&str],
+    ) -> Result<(Option<i64>, String), RuntimeError> {
+        let name = format!("feedbench-{what}-{}", std::process::id());
         let config = Config {
             image: Some(image.to_string()),
-            entrypoint: Some(vec!["cat".to_string(), BOOT_ID.to_string()]),
+            entrypoint: Some(argv.iter().map(|a| a.to_string()).collect()),
             cmd: Some(Vec::new()),
             user: Some("65534:65534".to_string()),
             labels: Some([(LABEL_STUDY.to_string(), study.to_string())].into()),
@@ -71,18 +109,18 @@ impl Runtime {
         }
         .await;
         self.remove_container(&name).await?;
-        let (code, out) = read?;
-        let id = out.trim();
-        match code {
-            Some(0) if is_uuid(id) => Ok(id.to_string()),
-            _ => Err(RuntimeError::BootId {
-                image: image.to_string(),
-                said: match code {
-                    None => "no answer within 30 s".to_string(),
-                    Some(c) => format!("exit code {c}: {id}"),
-                },
-            }),
-        }
+        read
+    }
+}
+
+/// What a reading container said, for an error.
+fn said(code: Option<i64>, out: &str) -> String {
+    match code {
+        None => "no answer within 30 s".to_string(),
+        Some(c) => format!(
+            "exit code {c}: {}",
+            out.chars().take(300).collect::<String>()
+        ),
     }
 }
 

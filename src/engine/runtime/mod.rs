@@ -67,6 +67,8 @@ pub enum RuntimeError {
     },
     #[error("cannot read the host's boot id with a container of `{image}`: {said}")]
     BootId { image: String, said: String },
+    #[error("cannot read the host's processor with a container of `{image}` (it must have `sh` and `cat`): {said}")]
+    HostCpu { image: String, said: String },
     #[error("container `{name}` does not publish port {port}")]
     NotPublished { name: String, port: u16 },
     #[error("container `{name}` has no address on network `{network}`")]

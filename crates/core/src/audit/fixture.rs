@@ -244,6 +244,7 @@ impl Fixture {
                 kernel: "6.1".into(),
                 cgroup_version: "2".into(),
                 engine_version: "fixture".into(),
+                cpu: None,
             },
             engines: Vec::new(),
             images: self.images.clone(),

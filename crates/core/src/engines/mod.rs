@@ -14,6 +14,7 @@
 //! Without a file feedbench uses the local engine alone (`Engines::local`). Every problem is
 //! a diagnostic at file:line:column and field path, like a plan's.
 
+pub mod cpu;
 pub mod facts;
 
 use std::net::IpAddr;

@@ -22,6 +22,27 @@ pub struct Host {
     pub kernel: String,
     pub cgroup_version: String,
     pub engine_version: String,
+    /// The processor, as the host states it (`engines::cpu`); absent from manifests written
+    /// before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Cpu>,
+}
+
+/// A host's processor: the facts of it that change a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// `/proc/cpuinfo`'s first `model name`; `None` where the kernel lists none (ARM).
+    pub model: Option<String>,
+    /// Logical CPUs (hardware threads).
+    pub logical: u32,
+    /// Physical cores: distinct (`physical id`, `core id`) pairs; `None` where not listed.
+    pub cores: Option<u32>,
+    pub sockets: Option<u32>,
+    /// Simultaneous multithreading on: `/sys/devices/system/cpu/smt/active`, else logical
+    /// CPUs over cores; `None` when neither can be read.
+    pub smt: Option<bool>,
+    /// CPU 0's frequency governor (`scaling_governor`), where the host exposes one.
+    pub governor: Option<String>,
 }
 
 /// A container of the run and the image it ran.
@@ -254,6 +275,7 @@ pub fn sample_for_tests() -> Manifest {
             kernel: "k".into(),
             cgroup_version: "2".into(),
             engine_version: "e".into(),
+            cpu: None,
         },
         engines: Vec::new(),
         images: Vec::new(),

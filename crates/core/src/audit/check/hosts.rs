@@ -1,6 +1,7 @@
 //! Host facts: the runs of one comparison (one profile, one fault, every contender and
 //! repetition) ran on engines whose hosts report the same facts (cores, memory, kernel,
-//! cgroup version, engine version), for the system under test and for the load generator
+//! cgroup version, engine version, and the processor where every run recorded it: model,
+//! logical CPUs, cores, sockets, SMT, governor), for the system under test and for the load generator
 //! alike. Runs compared across hosts that differ compare the hosts too; the ledger has no
 //! way to declare that, so it is an undeclared departure naming each run's engines.
 
@@ -29,8 +30,20 @@ fn describe(h: &Host) -> String {
     } else {
         format!("{:e}", h.cores)
     };
+    let cpu = h.cpu.as_ref().map_or(String::new(), |c| {
+        let or = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+        format!(
+            ", CPU {} ({} logical, {} cores, {} sockets, SMT {}, governor {})",
+            or(c.model.clone()),
+            c.logical,
+            or(c.cores.map(|n| n.to_string())),
+            or(c.sockets.map(|n| n.to_string())),
+            or(c.smt.map(|on| if on { "on" } else { "off" }.to_string())),
+            or(c.governor.clone())
+        )
+    });
     format!(
-        "{cores} cores, {} MiB, kernel {}, cgroup v{}, engine {}",
+        "{cores} cores, {} MiB, kernel {}, cgroup v{}, engine {}{cpu}",
         h.memory_bytes >> 20,
         h.kernel,
         h.cgroup_version,
@@ -42,7 +55,19 @@ pub(super) fn check(study: &StudyFiles) -> Vec<Draft> {
     let mut drafts = Vec::new();
     for (comparison, runs) in comparisons(study) {
         let first = hosts(runs[0]);
-        let facts = |h: &[(&str, &Host)]| h.iter().map(|(_, h)| (*h).clone()).collect::<Vec<_>>();
+        // The processor is compared only where every run recorded it: a manifest written
+        // before it was read says nothing of it, which is no difference.
+        let all_cpu = runs
+            .iter()
+            .all(|m| hosts(m).iter().all(|(_, h)| h.cpu.is_some()));
+        let facts = |h: &[(&str, &Host)]| {
+            h.iter()
+                .map(|(_, h)| Host {
+                    cpu: h.cpu.clone().filter(|_| all_cpu),
+                    ..(*h).clone()
+                })
+                .collect::<Vec<_>>()
+        };
         if runs.iter().all(|m| facts(&hosts(m)) == facts(&first)) {
             continue;
         }

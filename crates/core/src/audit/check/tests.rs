@@ -563,3 +563,57 @@ fn runs_of_an_invocation_that_shared_its_engine_are_declared_with_the_other_stud
         assert!(evidence.contains(&format!("`{}`", run.id)), "{evidence}");
     }
 }
+
+#[test]
+fn a_processor_is_compared_only_where_every_run_of_the_comparison_recorded_it() {
+    use crate::ledger::manifest::{Cpu, EngineHost, Manifest};
+    let d = tempfile::tempdir().unwrap();
+    let h = history(&[PLAN]);
+    let f = completed(&h, d.path(), true);
+    let with_cpu = |run: &str, governor: &str| {
+        let dir = f.dir.join("runs").join(run);
+        let mut m = Manifest::read(&dir).unwrap().unwrap();
+        let mut host = m.host.clone();
+        host.cpu = Some(Cpu {
+            model: Some("AMD EPYC".into()),
+            logical: 2,
+            cores: Some(2),
+            sockets: Some(1),
+            smt: Some(false),
+            governor: Some(governor.into()),
+        });
+        m.engines = vec![EngineHost {
+            name: "here".into(),
+            host,
+        }];
+        m.seal(&dir).unwrap();
+    };
+    // One run of the ramp comparison recorded its processor, the other was written before:
+    // no difference is made of what one of them does not say.
+    with_cpu("svc_ramp_r1", "performance");
+    let r = check(&h, &f);
+    assert!(r.summary.passed, "{}", r.markdown());
+    // All three recorded it, one under another governor: the hosts differ, and say how.
+    with_cpu("svc_ramp_r2", "powersave");
+    let r = check(&h, &f);
+    assert!(r.summary.passed, "r3 says nothing yet: {}", r.markdown());
+    with_cpu("svc_ramp_r3", "performance");
+    let r = check(&h, &f);
+    assert_eq!(
+        undeclared(&r),
+        [(Kind::HostsDiffer, "ramp".to_string())],
+        "{}",
+        r.markdown()
+    );
+    let item = r
+        .deviations
+        .iter()
+        .find(|i| i.kind == Kind::HostsDiffer)
+        .unwrap();
+    assert!(
+        item.evidence.iter().any(|e| e
+            .contains("CPU AMD EPYC (2 logical, 2 cores, 1 sockets, SMT off, governor powersave)")),
+        "{:?}",
+        item.evidence
+    );
+}
