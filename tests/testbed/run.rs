@@ -513,6 +513,21 @@ pub fn a_memory_floor_above_the_host_aborts_the_run_with_its_figure() {
         .as_str()
         .unwrap()
         .contains("host-memory-floor"));
+    // The host's processor, read inside a container of the engine, is this host's: the
+    // engine is local.
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let logical = cpuinfo
+        .lines()
+        .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
+        .count();
+    let cpu = &manifest["host"]["cpu"];
+    assert_eq!(cpu["logical"].as_u64(), Some(logical as u64), "{cpu}");
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
+        .map(|(_, v)| v.trim());
+    assert_eq!(cpu["model"].as_str(), model, "{cpu}");
+    assert_eq!(manifest["engines"][0]["host"]["cpu"], *cpu);
     let journal = std::fs::read_to_string(results.path().join("test-guard/journal.jsonl")).unwrap();
     assert!(
         journal.contains(r#""event":"run-aborted","run":"static/steady/r1""#),
