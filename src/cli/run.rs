@@ -122,7 +122,7 @@ pub(super) fn run_on_engine(
     share_engine: bool,
 ) -> Result<(), CliError> {
     runtime.block_on(async move {
-        let _claim = claim_engines(session, &placements, share_engine)
+        claim_engines(session, &placements, share_engine)
             .await
             .map_err(study_error)?;
         let mut interrupt = Interrupt::on_signals().map_err(anyhow::Error::from)?;

@@ -67,19 +67,16 @@ impl StatusArgs {
 /// One journal event in a line, for people.
 pub fn describe(e: &Event) -> String {
     match e {
-        Event::StudyStarted { plan_hash, resume, runs_planned, runs_to_do, git_commit, git_clean, shared_engines, .. } => format!(
-            "study {} under plan {} ({} planned, {} to do; git {} {}){}",
+        Event::StudyStarted { plan_hash, resume, runs_planned, runs_to_do, git_commit, git_clean, .. } => format!(
+            "study {} under plan {} ({} planned, {} to do; git {} {})",
             if *resume { "resumed" } else { "started" },
             feedbench_core::files::short(plan_hash),
             runs_planned,
             runs_to_do.len(),
             git_commit.as_deref().map_or("-", feedbench_core::files::short),
-            match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" },
-            shared_engines
-                .iter()
-                .map(|s| format!("; deviation: engine `{}` shared (--share-engine) with {}, whose runs compete with these for its CPU and memory", s.engine, s.with))
-                .collect::<String>()
+            match git_clean { Some(true) => "clean", Some(false) => "with uncommitted changes", None => "unknown" }
         ),
+        Event::EngineShared { engine, with } => format!("deviation: engine `{engine}` is shared with {with} (--share-engine): the runs of both compete for its CPU and memory"),
         Event::UncommittedPlan { plan_file, files, .. } if files.is_empty() => format!("deviation: `{plan_file}` runs with uncommitted changes (--allow-uncommitted)"),
         Event::UncommittedPlan { plan_file, files, .. } => format!("deviation: `{plan_file}` runs with uncommitted changes to {} (--allow-uncommitted)", files.join(", ")),
         Event::InputsRead { digest, files } => format!("inputs read: {} file(s), digest {}", files.len(), feedbench_core::files::short(digest)),

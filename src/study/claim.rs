@@ -12,6 +12,7 @@
 //! removes it. Clients of one engine on other hosts do not share the registry: their
 //! instances are seen on the engine, never as live.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -21,7 +22,6 @@ use serde::{Deserialize, Serialize};
 use super::{Session, StudyError, StudyEvent, TestbedError};
 use crate::engine::placement::Placement;
 use crate::engine::runtime::{Runtime, RuntimeError};
-use crate::ledger::journal::SharedEngine;
 use crate::spec::topology::Instance;
 
 /// The registry's directory under the temporary directory.
@@ -71,6 +71,31 @@ pub struct Claim {
     held: Vec<(PathBuf, File)>,
     /// Other live instances on the claimed engines (only when sharing), by engine name.
     pub beside: Vec<(String, Holder)>,
+    /// Each claimed engine's name and directory in the registry.
+    engines: Vec<(String, PathBuf)>,
+    mine: Instance,
+    /// The (engine, instance) pairs `undeclared` has returned.
+    declared: BTreeSet<(String, Instance)>,
+}
+
+impl Claim {
+    /// The other live studies on the claimed engines not returned before: at the first call
+    /// those found at the claim, later those that came since (with `--share-engine`). Each is
+    /// returned once, for the study to declare.
+    pub fn undeclared(&mut self) -> std::io::Result<Vec<(String, Holder)>> {
+        let mut out = Vec::new();
+        for (name, dir) in &self.engines {
+            for holder in live_now(dir, &self.mine)? {
+                if self
+                    .declared
+                    .insert((name.clone(), holder.instance.clone()))
+                {
+                    out.push((name.clone(), holder));
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 impl Drop for Claim {
@@ -105,6 +130,9 @@ pub fn claim(
     let mut claim = Claim {
         held: Vec::new(),
         beside: Vec::new(),
+        engines: Vec::new(),
+        mine: me.instance.clone(),
+        declared: BTreeSet::new(),
     };
     for (name, id) in engines {
         let dir = registry.join(file_name(id));
@@ -137,6 +165,7 @@ pub fn claim(
         let path = dir.join(format!("{}{LOCK_SUFFIX}", me.instance));
         let file = hold(&path, me).map_err(io(&path))?;
         claim.held.push((path, file));
+        claim.engines.push((name.clone(), dir.clone()));
         claim
             .beside
             .extend(others.into_iter().map(|h| (name.clone(), h)));
@@ -219,13 +248,14 @@ fn file_name(id: &str) -> String {
 }
 
 /// Claims every engine of `placements` for the study `session` holds, before anything is
-/// deployed, and warns of what else is there: the other studies beside it (when `share`),
-/// and what stale instances left, each with the command that removes it.
+/// deployed, and keeps the claim in the session (which declares the other studies beside
+/// it, `Session::declare_neighbours`) until it ends; what stale instances left is warned
+/// of, each with the command that removes it.
 pub async fn claim_engines(
     session: &mut Session<'_>,
     placements: &[Placement],
     share: bool,
-) -> Result<Claim, StudyError> {
+) -> Result<(), StudyError> {
     let engines = engines_of(placements).await.map_err(TestbedError::from)?;
     let me = Holder {
         format_version: FORMAT_VERSION,
@@ -242,23 +272,14 @@ pub async fn claim_engines(
         .iter()
         .map(|e| (e.name.to_string(), e.id.clone()))
         .collect();
-    let claim = claim(&registry(), &ids, &me, share)?;
-    // Declared in the invocation's `study-started`, which says it to the person too.
-    session.shared_engines = claim
-        .beside
-        .iter()
-        .map(|(engine, other)| SharedEngine {
-            engine: engine.clone(),
-            with: other.to_string(),
-        })
-        .collect();
+    session.claim = Some(claim(&registry(), &ids, &me, share)?);
     let stale = stale(&engines, &session.instance)
         .await
         .map_err(TestbedError::from)?;
     for line in stale {
         session.report(StudyEvent::Warning(&line));
     }
-    Ok(claim)
+    Ok(())
 }
 
 /// An engine of the study's placements: its name in the plan, its id as the engine states
@@ -363,6 +384,29 @@ mod tests {
         let next = claim(reg.path(), &engines(), &holder(4), false).unwrap();
         assert!(next.beside.is_empty());
         assert!(!dir.join("09090909.claim").exists());
+    }
+
+    /// The first study learns of one that came later with --share-engine, once; the later
+    /// one of the first at its claim; one that left is not named again.
+    #[test]
+    fn each_study_beside_another_is_returned_once_to_each_of_them() {
+        let reg = tempfile::tempdir().unwrap();
+        let mut first = claim(reg.path(), &engines(), &holder(1), false).unwrap();
+        assert!(first.undeclared().unwrap().is_empty());
+        let mut later = claim(reg.path(), &engines(), &holder(2), true).unwrap();
+        assert_eq!(later.beside, vec![("local".to_string(), holder(1))]);
+        assert_eq!(
+            later.undeclared().unwrap(),
+            vec![("local".to_string(), holder(1))]
+        );
+        assert!(later.undeclared().unwrap().is_empty());
+        assert_eq!(
+            first.undeclared().unwrap(),
+            vec![("local".to_string(), holder(2))]
+        );
+        assert!(first.undeclared().unwrap().is_empty());
+        drop(later);
+        assert!(first.undeclared().unwrap().is_empty());
     }
 
     #[test]

@@ -396,6 +396,8 @@ fn finish(
     let Some(k) = progress.under_way.iter().position(|f| f.run.id == id) else {
         return Ok(());
     };
+    // A study that came while the run ran is declared before the run is settled.
+    s.declare_neighbours()?;
     let f = progress.under_way.remove(k);
     progress.idle.push(f.group);
     progress.idle.sort_unstable_by(|a, b| b.cmp(a));
@@ -446,6 +448,7 @@ fn begin(
             dir.display()
         )));
     }
+    s.declare_neighbours()?;
     s.report(StudyEvent::RunStarting {
         index,
         total,

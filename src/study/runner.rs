@@ -90,8 +90,8 @@ pub async fn run_study<T: Testbed>(
         resume: request.resuming(),
         runs_planned: request.runs.len(),
         runs_to_do: to_do.iter().map(|r| r.id.clone()).collect(),
-        shared_engines: session.shared_engines.clone(),
     })?;
+    session.declare_neighbours()?;
     if to_do.is_empty() {
         session.report(StudyEvent::NothingToDo {
             selected: request.selected.len(),

@@ -6,10 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::claim::Claim;
 use super::reporter::{Reporter, StudyEvent};
 use super::runner::StudyRequest;
 use super::StudyError;
-use crate::ledger::journal::{self, Event, SharedEngine, Writer};
+use crate::ledger::journal::{self, Event, Writer};
 use crate::ledger::state::{Ledger, PlanChange};
 use crate::lock::{lock_study, StudyLock};
 use crate::run::settle;
@@ -32,9 +33,9 @@ pub struct Session<'r> {
     /// The plan change since the study last ran, if any (declared by the request's amend).
     pub change: Option<PlanChange>,
     pub ledger: Ledger,
-    /// The engines this invocation shares with another live study, as its claim found
-    /// them (`study::claim`): declared in its `study-started`.
-    pub shared_engines: Vec<SharedEngine>,
+    /// The claim on the engines the study runs on (`study::claim`), held until the session
+    /// ends; `None` for a study on no claimed engine (the runner's tests).
+    pub claim: Option<Claim>,
     writer: Option<Writer>,
     reporter: &'r mut dyn Reporter,
     _lock: StudyLock,
@@ -148,7 +149,7 @@ impl<'r> Session<'r> {
             ledger,
             writer: None,
             reporter,
-            shared_engines: Vec::new(),
+            claim: None,
             _lock: lock,
         })
     }
@@ -174,6 +175,28 @@ impl<'r> Session<'r> {
     pub fn log(&mut self, event: Event) -> Result<(), StudyError> {
         let entry = self.writer()?.append(event)?;
         self.note(&entry.event);
+        Ok(())
+    }
+
+    /// Journals each other live study on the claimed engines not declared yet
+    /// (`engine-shared`): as the study starts, and before each run begins or is settled, so
+    /// that the runs settled after the line are those that competed with it. A registry
+    /// that cannot be read is warned of and the study goes on.
+    pub fn declare_neighbours(&mut self) -> Result<(), StudyError> {
+        let Some(claim) = self.claim.as_mut() else {
+            return Ok(());
+        };
+        match claim.undeclared() {
+            Ok(found) => {
+                for (engine, holder) in found {
+                    let with = holder.to_string();
+                    self.log(Event::EngineShared { engine, with })?;
+                }
+            }
+            Err(e) => self.report(StudyEvent::Warning(&format!(
+                "the engine claims could not be read, so another study beside this one may go undeclared: {e}"
+            ))),
+        }
         Ok(())
     }
 

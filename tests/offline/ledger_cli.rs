@@ -55,7 +55,6 @@ impl Study {
             resume: false,
             runs_planned: self.runs.len(),
             runs_to_do: Vec::new(),
-            shared_engines: Vec::new(),
         })
         .unwrap();
         for r in &self.runs[..n] {

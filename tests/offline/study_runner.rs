@@ -92,6 +92,7 @@ impl Testbed for Fake {
             kernel: "fake".into(),
             cgroup_version: "2".into(),
             engine_version: "fake".into(),
+            cpu: None,
         })
     }
 
@@ -596,7 +597,6 @@ async fn a_ramp_a_person_skipped_skips_its_dependents_on(groups: usize) {
         resume: false,
         runs_planned: 4,
         runs_to_do: Vec::new(),
-        shared_engines: Vec::new(),
     })
     .unwrap();
     w.append(Event::RunSkipped {

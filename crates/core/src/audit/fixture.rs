@@ -108,7 +108,6 @@ impl Fixture {
             resume: false,
             runs_planned: runs.len(),
             runs_to_do: runs.iter().map(|r| r.id.clone()).collect(),
-            shared_engines: Vec::new(),
         })?;
         Ok(f)
     }

@@ -35,15 +35,6 @@ pub struct RunChange {
     pub new_run_hash: Option<String>,
 }
 
-/// An engine a study's invocation runs on beside another live study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SharedEngine {
-    /// The engine's name in the plan.
-    pub engine: String,
-    /// The other study, as its claim names it (study, instance, pid, results directory).
-    pub with: String,
-}
-
 /// One journal event. The tag `event` names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
@@ -60,10 +51,6 @@ pub enum Event {
         runs_planned: usize,
         /// Runs this invocation means to execute.
         runs_to_do: Vec<String>,
-        /// The engines this invocation shares with another live study (`--share-engine`):
-        /// the runs it makes compete with that study's for the engine's CPU and memory.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        shared_engines: Vec<SharedEngine>,
     },
     /// The plan file was run with uncommitted changes, by `--allow-uncommitted`.
     UncommittedPlan {
@@ -182,6 +169,16 @@ pub enum Event {
         /// The gate's output (its last 64 KiB).
         output: String,
         runs: Vec<String>,
+    },
+    /// Another live study runs on one of this invocation's engines: found as the study
+    /// began (it was there, and this one passed `--share-engine`) or before a run began or
+    /// was settled (it came later, with `--share-engine`). The runs settled from here on
+    /// competed with its runs for the engine's CPU and memory.
+    EngineShared {
+        /// The engine's name in the plan.
+        engine: String,
+        /// The other study, as its claim names it (study, instance, pid, results directory).
+        with: String,
     },
     /// A torn line (a crash mid-write) was found at the end of the journal and terminated
     /// with a newline before this event was appended.

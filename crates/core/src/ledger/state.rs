@@ -255,6 +255,7 @@ impl Ledger {
                 self.inputs = Some((digest.clone(), files.clone()));
             }
             Event::UncommittedPlan { .. }
+            | Event::EngineShared { .. }
             | Event::TornLineFound { .. }
             | Event::ClockSteppedBack { .. } => {}
         }
@@ -493,7 +494,6 @@ mod tests {
             resume: false,
             runs_planned: 2,
             runs_to_do: Vec::new(),
-            shared_engines: Vec::new(),
         }
     }
 

@@ -515,14 +515,24 @@ fn caps_not_as_planned_or_different_within_a_comparison_are_named_with_both_caps
 }
 
 #[test]
-fn runs_of_an_invocation_that_shared_its_engine_are_declared_with_the_other_study() {
+fn runs_settled_after_an_engine_shared_line_are_declared_with_the_other_study() {
     let h = history(&[PLAN]);
     let d = tempfile::tempdir().unwrap();
     let v = h.registration();
-    assert!(v.runs.len() >= 2, "the plan has a run before and after");
+    assert!(
+        v.runs.len() >= 3,
+        "the plan has runs before, after and in the next invocation"
+    );
     let mut f = started(v, d.path(), true);
     f.complete(&v.runs[0]).unwrap();
-    // The next invocation runs beside another study; its runs, and only its, are named.
+    // Another study came to the engine; the runs settled after the line, up to the next
+    // invocation, are named.
+    f.append(Event::EngineShared {
+        engine: "local".into(),
+        with: "study `other` (instance 0a1b2c3d, feedbench pid 7, results `/r/other`)".into(),
+    })
+    .unwrap();
+    f.complete(&v.runs[1]).unwrap();
     f.append(Event::StudyStarted {
         plan_file: "experiments/p.yaml".into(),
         plan_hash: v.plan_hash.clone().unwrap(),
@@ -531,14 +541,10 @@ fn runs_of_an_invocation_that_shared_its_engine_are_declared_with_the_other_stud
         git_clean: Some(true),
         resume: true,
         runs_planned: v.runs.len(),
-        runs_to_do: v.runs[1..].iter().map(|r| r.id.clone()).collect(),
-        shared_engines: vec![crate::ledger::journal::SharedEngine {
-            engine: "local".into(),
-            with: "study `other` (instance 0a1b2c3d, feedbench pid 7, results `/r/other`)".into(),
-        }],
+        runs_to_do: v.runs[2..].iter().map(|r| r.id.clone()).collect(),
     })
     .unwrap();
-    for r in &v.runs[1..] {
+    for r in &v.runs[2..] {
         f.complete(r).unwrap();
     }
     let r = check(&h, &f);
@@ -555,13 +561,9 @@ fn runs_of_an_invocation_that_shared_its_engine_are_declared_with_the_other_stud
         evidence.contains("engine `local` shared with study `other`"),
         "{evidence}"
     );
-    assert!(
-        !evidence.contains(&format!("`{}`", v.runs[0].id)),
-        "{evidence}"
-    );
-    for run in &v.runs[1..] {
-        assert!(evidence.contains(&format!("`{}`", run.id)), "{evidence}");
-    }
+    let named = |run: &crate::plan::RunSpec| evidence.contains(&format!("`{}`", run.id));
+    assert!(!named(&v.runs[0]) && named(&v.runs[1]), "{evidence}");
+    assert!(!v.runs[2..].iter().any(named), "{evidence}");
 }
 
 #[test]
