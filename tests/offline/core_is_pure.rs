@@ -89,7 +89,7 @@ const MAY_USE: [(&str, &[&str]); 14] = [
     (
         "ledger",
         &[
-            "plan", "evidence", "files", "git", "rundir", "confine", "inputs",
+            "plan", "evidence", "files", "git", "rundir", "confine", "inputs", "engines",
         ],
     ),
     (

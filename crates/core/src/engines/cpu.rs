@@ -1,4 +1,4 @@
-//! The host's processor as a run's manifest records it (`manifest::Cpu`): model, logical
+//! The host's processor as a run's manifest records it (`Cpu`, in its `host`): model, logical
 //! CPUs, cores and sockets, SMT, and the frequency governor, the facts that change a
 //! result and that the engine's `info` does not give. They are read inside a throwaway
 //! container (`/proc/cpuinfo` and `/sys/devices/system/cpu` are the host's there) by
@@ -6,7 +6,24 @@
 
 use std::collections::BTreeSet;
 
-use crate::ledger::manifest::Cpu;
+use serde::{Deserialize, Serialize};
+
+/// A host's processor: the facts of it that change a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// `/proc/cpuinfo`'s first `model name`; `None` where the kernel lists none (ARM).
+    pub model: Option<String>,
+    /// Logical CPUs (hardware threads).
+    pub logical: u32,
+    /// Physical cores: distinct (`physical id`, `core id`) pairs; `None` where not listed.
+    pub cores: Option<u32>,
+    pub sockets: Option<u32>,
+    /// Simultaneous multithreading on: `/sys/devices/system/cpu/smt/active`, else logical
+    /// CPUs over cores; `None` when neither can be read.
+    pub smt: Option<bool>,
+    /// CPU 0's frequency governor (`scaling_governor`), where the host exposes one.
+    pub governor: Option<String>,
+}
 
 /// What the container runs (`sh -c`): the host's cpuinfo, then each optional file after a
 /// marker line, empty when the host does not expose it (a VM often has no cpufreq).

@@ -13,6 +13,7 @@ use crate::files::{digest_tree, write_atomic, FileDigest, FileError};
 pub const FORMAT_VERSION: u32 = 1;
 pub const FILE: &str = crate::rundir::MANIFEST_JSON;
 
+pub use crate::engines::cpu::Cpu;
 pub use crate::git::Git;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,23 +27,6 @@ pub struct Host {
     /// before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<Cpu>,
-}
-
-/// A host's processor: the facts of it that change a result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cpu {
-    /// `/proc/cpuinfo`'s first `model name`; `None` where the kernel lists none (ARM).
-    pub model: Option<String>,
-    /// Logical CPUs (hardware threads).
-    pub logical: u32,
-    /// Physical cores: distinct (`physical id`, `core id`) pairs; `None` where not listed.
-    pub cores: Option<u32>,
-    pub sockets: Option<u32>,
-    /// Simultaneous multithreading on: `/sys/devices/system/cpu/smt/active`, else logical
-    /// CPUs over cores; `None` when neither can be read.
-    pub smt: Option<bool>,
-    /// CPU 0's frequency governor (`scaling_governor`), where the host exposes one.
-    pub governor: Option<String>,
 }
 
 /// A container of the run and the image it ran.
