@@ -130,8 +130,12 @@ pub(super) fn run_on_engine(
         let (image, study) = (&plan.topology.load_generator.image, &plan.study.name);
         let mut testbeds = Vec::new();
         for placement in placements {
-            let testbed = DockerTestbed::new(placement, image.as_str(), study.as_str()).await;
-            testbeds.push(testbed.map_err(|e| study_error(e.into()))?);
+            let of = (study.as_str(), &session.instance);
+            let (testbed, warnings) = DockerTestbed::new(placement, image.as_str(), of).await;
+            for w in &warnings {
+                session.report(crate::study::StudyEvent::Warning(w));
+            }
+            testbeds.push(testbed);
         }
         run_study(session, request, &testbeds, &mut interrupt)
             .await

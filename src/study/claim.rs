@@ -83,18 +83,25 @@ impl Claim {
     /// those found at the claim, later those that came since (with `--share-engine`). Each is
     /// returned once, for the study to declare.
     pub fn undeclared(&mut self) -> std::io::Result<Vec<(String, Holder)>> {
-        let mut out = Vec::new();
+        // Marked declared only once every engine was read: an error returns none of them,
+        // to be found again at the next call.
+        let mut out: Vec<((String, Instance), Holder)> = Vec::new();
         for (name, dir) in &self.engines {
             for holder in live_now(dir, &self.mine)? {
-                if self
-                    .declared
-                    .insert((name.clone(), holder.instance.clone()))
-                {
-                    out.push((name.clone(), holder));
+                let key = (name.clone(), holder.instance.clone());
+                if !self.declared.contains(&key) && !out.iter().any(|(k, _)| *k == key) {
+                    out.push((key, holder));
                 }
             }
         }
-        Ok(out)
+        Ok(out
+            .into_iter()
+            .map(|(key, holder)| {
+                let engine = key.0.clone();
+                self.declared.insert(key);
+                (engine, holder)
+            })
+            .collect())
     }
 }
 

@@ -81,13 +81,26 @@ pub struct DockerTestbed {
 
 impl DockerTestbed {
     /// The testbed of `placement`, each of its engines' processor read by a throwaway
-    /// container of `image` (the load generator's, which every engine of it holds).
-    pub async fn new(placement: Placement, image: &str, study: &str) -> Result<Self, TestbedError> {
-        let mut cpus = BTreeMap::new();
+    /// container of `image` (the load generator's, which every engine of it holds) of the
+    /// study's `instance`. A processor that cannot be read is not recorded, and said in the
+    /// warnings returned: the runs go on, their manifests without it.
+    pub async fn new(
+        placement: Placement,
+        image: &str,
+        (study, instance): (&str, &Instance),
+    ) -> (Self, Vec<String>) {
+        let (mut cpus, mut warnings) = (BTreeMap::new(), Vec::new());
         for (name, rt) in placement.engines() {
-            cpus.insert(name.to_string(), rt.cpu(image, study).await?);
+            match rt.cpu(image, study, instance).await {
+                Ok(cpu) => {
+                    cpus.insert(name.to_string(), cpu);
+                }
+                Err(e) => warnings.push(format!(
+                    "engine `{name}`: the host's processor is not recorded in the manifests: {e}"
+                )),
+            }
         }
-        Ok(DockerTestbed { placement, cpus })
+        (DockerTestbed { placement, cpus }, warnings)
     }
 }
 

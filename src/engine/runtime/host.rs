@@ -10,7 +10,7 @@ use feedbench_core::engines::cpu;
 use feedbench_core::ledger::manifest::Cpu;
 
 use super::{Runtime, RuntimeError};
-use crate::spec::topology::LABEL_STUDY;
+use crate::spec::topology::{Instance, LABEL_INSTANCE, LABEL_STUDY};
 
 /// The one file a container reads its host's boot id from.
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
@@ -36,7 +36,9 @@ impl Runtime {
     /// The host's boot id, read by a container of `image` (which must have `cat`).
     pub async fn boot_id(&self, image: &str, study: &str) -> Result<String, RuntimeError> {
         let argv = ["cat", BOOT_ID];
-        let (code, out) = self.read_host("boot-id", image, study, &argv).await?;
+        let (code, out) = self
+            .read_host("boot-id", image, (study, None), &argv)
+            .await?;
         let id = out.trim();
         match code {
             Some(0) if is_uuid(id) => Ok(id.to_string()),
@@ -48,10 +50,17 @@ impl Runtime {
     }
 
     /// The host's processor (`engines::cpu`), read by a container of `image` (which must
-    /// have `sh` and `cat`).
-    pub async fn cpu(&self, image: &str, study: &str) -> Result<Cpu, RuntimeError> {
+    /// have `sh` and `cat`) of the study's `instance`.
+    pub async fn cpu(
+        &self,
+        image: &str,
+        study: &str,
+        instance: &Instance,
+    ) -> Result<Cpu, RuntimeError> {
         let argv = ["sh", "-c", cpu::READ_SCRIPT];
-        let (code, out) = self.read_host("cpu", image, study, &argv).await?;
+        let (code, out) = self
+            .read_host("cpu", image, (study, Some(instance)), &argv)
+            .await?;
         let fail = |said: String| RuntimeError::HostCpu {
             image: image.to_string(),
             said,
@@ -63,22 +72,30 @@ impl Runtime {
     }
 
     /// Runs `argv` to its end in a throwaway container of `image` with no network, a tenth of
-    /// a core and 16 MiB, labelled for `study` so that a reap removes it if feedbench dies
-    /// meanwhile: its exit code (`None`: no exit within 30 s) and its output.
+    /// a core and 16 MiB, labelled for `study` and, once it has one, its `instance` (named by
+    /// it, so that two studies' readers never meet, and a reap or `clean --instance` removes
+    /// one a killed feedbench left): its exit code (`None`: no exit within 30 s) and output.
     async fn read_host(
         &self,
         what: &str,
         image: &str,
-        study: &str,
+        (study, instance): (&str, Option<&Instance>),
         argv: &[&str],
     ) -> Result<(Option<i64>, String), RuntimeError> {
-        let name = format!("feedbench-{what}-{}", std::process::id());
+        let mut labels = vec![(LABEL_STUDY.to_string(), study.to_string())];
+        let name = match instance {
+            Some(i) => {
+                labels.push((LABEL_INSTANCE.to_string(), i.to_string()));
+                format!("fb-{study}-{i}-read-{what}")
+            }
+            None => format!("feedbench-{what}-{}", std::process::id()),
+        };
         let config = Config {
             image: Some(image.to_string()),
             entrypoint: Some(argv.iter().map(|a| a.to_string()).collect()),
             cmd: Some(Vec::new()),
             user: Some("65534:65534".to_string()),
-            labels: Some([(LABEL_STUDY.to_string(), study.to_string())].into()),
+            labels: Some(labels.into_iter().collect()),
             host_config: Some(HostConfig {
                 network_mode: Some("none".to_string()),
                 nano_cpus: Some(100_000_000),

@@ -67,7 +67,11 @@ pub fn parse(text: &str) -> Result<Cpu, CpuError> {
             .filter(move |(k, _)| *k == key)
             .map(|(_, v)| *v)
     };
-    let logical = values("processor").count() as u32;
+    // s390x writes `processor 0: version = …`, one line per CPU.
+    let logical = fields
+        .iter()
+        .filter(|(k, _)| *k == "processor" || k.starts_with("processor "))
+        .count() as u32;
     if logical == 0 {
         return Err(CpuError::NoProcessor { said: said() });
     }
@@ -174,5 +178,10 @@ mod tests {
             (cpu.logical, cpu.cores, cpu.sockets, cpu.smt),
             (2, None, None, None)
         );
+        let s390 = "vendor_id       : IBM/S390\n# processors    : 2\n\
+                    processor 0: version = FF,  identification = 0133E8,  machine = 2964\n\
+                    processor 1: version = FF,  identification = 0133E8,  machine = 2964\n\
+                    == smt\n== governor\n";
+        assert_eq!(parse(s390).unwrap().logical, 2);
     }
 }

@@ -191,11 +191,18 @@ pub fn assess(
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
     };
     let fault = facts.fault.and_then(|f| effect::target_of(f, facts.topo));
+    let mut out = Assessment::default();
+    if let (Some(f), None) = (facts.fault, &fault) {
+        out.warnings.push(format!(
+            "validity: {FAULT_NOT_APPLIED} of the {} fault not evaluated: the run's topology \
+             has not its container",
+            f.kind()
+        ));
+    }
     let (load, window) = match measured(facts) {
         Ok(found) => found,
         Err(e) => {
             // The fault's check needs no window: a refused fault is evidence all the same.
-            let mut out = Assessment::default();
             check_fault(fault.as_ref(), &data, &mut out);
             out.warnings.push(format!(
                 "validity: the measurement path was not assessed: {e}"
@@ -218,7 +225,10 @@ pub fn assess(
         }),
         fault,
     };
-    Ok(check(&run, &data, &Limits::from_guards(facts.guards)))
+    let checked = check(&run, &data, &Limits::from_guards(facts.guards));
+    out.evidence.extend(checked.evidence);
+    out.warnings.extend(checked.warnings);
+    Ok(out)
 }
 
 /// The run's load summary and its measured window, up to `checked_until_ns`.

@@ -305,6 +305,19 @@ fn assess_reads_the_run_directory() {
     );
     assert!((out.evidence[1].value - 0.25).abs() < 1e-9, "{out:?}");
 
+    // A fault on a replica the topology lacks cannot be judged, and says so.
+    let missing = crate::plan::model::Injection::FreezeReplica { replica: 9 };
+    let unjudged = Facts {
+        fault: Some(&missing),
+        ..facts(Some(&load), None)
+    };
+    let out = assess(dir.path(), &unjudged, starts()).unwrap();
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("freeze-replica fault not evaluated")),
+        "{out:?}"
+    );
     let no_start = LoadSummary::default();
     let out = assess(dir.path(), &frozen_facts(Some(&no_start)), starts()).unwrap();
     assert_eq!(
