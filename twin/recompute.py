@@ -1033,6 +1033,7 @@ def compute_run(run_dir: Path):
     duration_rows(out, sent, f)
     sec_thr, sec_p99 = second_rows(out, req, f["start"], f["end"])
     resource_rows(out, f, req, cont, lo, hi)
+    host_rows(out, run_dir / "host.csv", f)
     if f["steps"]:
         ramp_rows(out, f, (req, judged), cont)
     # the fault
@@ -1122,6 +1123,31 @@ def resource_rows(out, f, req, cont, lo, hi):
             share, _ = cont.cpu(name, ms, me)
             p95 = percentile(share, P95) if len(share) and not np.isnan(share).any() else None
             out.add("path_cpu_p95_pct_of_cap", p95, "%", container=name, definition="measured")
+
+
+HOST_PARTS = ["interval_s", "busy_s", "iowait_s", "steal_s", "study_s", "feedbench_s", "engine_s"]
+
+
+def host_rows(out, path: Path, f):
+    """The host's CPU used outside the study and stolen by the hypervisor over the measured
+    phase, in cores (host.csv; docs/analysis.md, "Host interference"). Nothing when the run
+    has no host.csv."""
+    if not path.is_file():
+        return
+    df = read_table(path, {"unix_ns": ("int", True), "status": ("str", True),
+                           "logical_cpus": ("int", True),
+                           **{c: ("float", False) for c in HOST_PARTS}})
+    inside = df[(df.unix_ns >= f["start"]) & (df.unix_ns < f["end"])]
+    whole = inside[(inside.status == "ok")].dropna(subset=HOST_PARTS)
+    whole = whole[whole.interval_s > 0]
+    outside = steal = None
+    if len(whole) and inside.logical_cpus.max() > 0:
+        span = whole.interval_s.sum()
+        used = whole.busy_s - whole.study_s - whole.feedbench_s - whole.engine_s
+        outside = float(used.clip(lower=0).sum() / span)
+        steal = float(whole.steal_s.sum() / span)
+    out.add("host_outside_cores", outside, "cores", definition="measured")
+    out.add("host_steal_cores", steal, "cores", definition="measured")
 
 
 def ramp_rows(out, f, reqs, cont):

@@ -361,6 +361,7 @@ fn assess(
             }
             record.validity.extend(a.evidence);
             record.warnings.extend(a.warnings);
+            record.host = a.host;
         }
         Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
     }
@@ -620,6 +621,7 @@ pub(super) fn begun(
         oom_kills: Vec::new(),
         seed: None,
         caps: Vec::new(),
+        host: None,
         started_wall_ns,
         ended_wall_ns: 0,
     }

@@ -22,6 +22,7 @@ mod disk;
 mod engines;
 mod freeze;
 mod gate;
+mod host;
 mod images;
 mod instances;
 mod ledger;
@@ -108,6 +109,7 @@ fn main() -> std::process::ExitCode {
             a_load_generator_capped_far_below_its_rate_breaches_and_is_set_aside,
         ],
         freeze: [a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_generator],
+        host: [a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference],
         binding: [a_ramp_whose_balancer_binds_from_its_third_step_is_stopped_within_two_and_set_aside],
         caps: [a_replica_whose_cpu_cap_changes_while_the_run_runs_sets_the_run_aside_naming_both],
         instances: [two_studies_of_one_plan_at_once_one_is_refused_and_with_share_engine_both_run_apart],

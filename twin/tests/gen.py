@@ -72,12 +72,12 @@ def run_id_of(f):
 
 def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFrame,
               events=(), health=(), dropped=0, rss_column=True,
-              working_set_column=True, route_column=True, load=None) -> Path:
+              working_set_column=True, route_column=True, load=None, host=None) -> Path:
     """`load`: more of run.json's load summary (the scenario's start, dropped starts per
     second). `rss_column` / `working_set_column` False leave `memory_rss_bytes` /
     `memory_working_set_bytes` out of containers.csv's header, as older files lack them;
     `route_column` False leaves `route` out of requests.csv's header. Requests without a
-    route of their own are on route `feed`."""
+    route of their own are on route `feed`. `host`: host.csv's text, when the run has one."""
     run_id = run_id_of(f)
     d = Path(root) / run_id.replace("/", "_").replace("+", "_")
     d.mkdir(parents=True, exist_ok=True)
@@ -111,7 +111,33 @@ def write_run(root: Path, f: dict, requests: pd.DataFrame, containers: pd.DataFr
     ev.to_csv(d / "events.csv", index=False)
     h = pd.DataFrame(list(health), columns=["wall_ns", "server", "state"])
     h.to_csv(d / "health.csv", index=False)
+    if host is not None:
+        (d / "host.csv").write_text(host)
     return d
+
+
+HOST_HEADER = ("unix_ns,offset_s,tick,status,interval_s,logical_cpus,busy_s,iowait_s,steal_s,"
+               "study_s,feedbench_s,engine_s,load1,detail")
+
+
+def host_csv(unix):
+    """host.csv at the containers' reads `unix`: the study 0.5 cores, feedbench 0.02, the
+    engine 0.03, steal 0.05, and outside the study 0.3 cores in the measured phase's first
+    10 s (ticks 2–11), 0.1 in its last 10 (ticks 12–21), 3 outside it. Tick 0 has no
+    interval; tick 7 has no study figure (left out; its outside would be 5); at tick 15 the
+    host's busy time is below the parts (outside 0). So over the measured phase, 19 s:
+    outside 3.6 / 19 cores, steal 0.05."""
+    lines = [HOST_HEADER]
+    for t, u in enumerate(unix):
+        if t == 0:
+            lines.append(f"{u},{t}.0,{t},ok,,2,,,,,,,0.5,")
+            continue
+        outside = 0.3 if 2 <= t <= 11 else 0.1 if 12 <= t <= 21 else 3.0
+        outside = 5.0 if t == 7 else outside
+        busy = 0.4 if t == 15 else 0.5 + 0.02 + 0.03 + outside
+        study = "" if t == 7 else "0.5"
+        lines.append(f"{u},{t}.0,{t},ok,1.0,2,{busy:.9f},0,0.05,{study},0.02,0.03,{1 + t / 10},")
+    return "\n".join(lines) + "\n"
 
 
 def requests_frame(start, dur_ms, status=None, blocked_ns=None, route=None):
@@ -261,7 +287,8 @@ def constant_run(root, repetition=1, shift_ms=0.0, rss_column=True, native=False
                                     [30_000_000] * 24, [20_000_000] * 24))
     cont = interleave(parts)
     return write_run(root, f, req, cont, dropped=3, rss_column=rss_column,
-                     working_set_column=working_set_column, route_column=route_column)
+                     working_set_column=working_set_column, route_column=route_column,
+                     host=host_csv(unix))
 
 
 RAMP_RATES = (10, 20, 30, 40, 50)

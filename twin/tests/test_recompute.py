@@ -701,6 +701,19 @@ class Scenarios(unittest.TestCase):
         self.assertEqual(self.val(run, "path_cpu_p95_pct_of_cap",
                                   container="feedbench-load-generator", **kw), "4")
 
+    def test_host_rows(self):
+        # gen.host_csv: 19 complete seconds in the measured phase, 3.6 core-seconds used
+        # outside the study (a row without the study's figure left out, one floored at 0)
+        run = "feed-rs.indexed/baseline/r1"
+        kw = dict(definition="measured")
+        self.assertAlmostEqual(float(self.val(run, "host_outside_cores", **kw)), 3.6 / 19,
+                               places=8)
+        self.assertAlmostEqual(float(self.val(run, "host_steal_cores", **kw)), 0.05, places=8)
+        self.assertEqual(self.get(run, "host_outside_cores", **kw)["unit"], "cores")
+        # a run without host.csv has no host rows
+        self.assertNotIn(("feed-rs.indexed/ramp/r1", "", "", "", "measured", "host_outside_cores"),
+                         self.m)
+
     # --- step ramps
 
     def test_ramp_saturation(self):

@@ -1,7 +1,8 @@
 //! The monitors of a run: a sampler that records every container's CPU, throttling, memory,
-//! OOM kills and network counters each second (`containers.csv`), and a poller that records
-//! HAProxy's per-server state each second (`balancer.csv`). Each runs in its own task on a
-//! shared one-second grid; the latest samples are published for live guards. The cgroup
+//! OOM kills and network counters each second (`containers.csv`) and, where the engine is
+//! local, the host's own CPU, steal and load and who used them (`host.csv`); and a poller that
+//! records HAProxy's per-server state each second (`balancer.csv`). Each runs in its own task
+//! on a shared one-second grid; the latest samples are published for live guards. The cgroup
 //! reads are done inline in the sampler task: they are in-memory kernel files that answer
 //! in microseconds (ten containers cost about 0.08% of a core, docs/performance.md).
 //!
@@ -16,6 +17,7 @@ mod cgroup;
 mod csv;
 mod error;
 mod grid;
+mod host;
 mod oom;
 mod parse;
 mod poller;
@@ -43,8 +45,9 @@ use csv::CsvFile;
 use grid::TickGrid;
 use sampler::{Probe, Reader, SamplerReport, Via};
 
+pub use crate::rundir::host::HOST_HEADER;
 pub use crate::rundir::record::{BalancerSummary, ContainerSummary, MonitorSummary, Source};
-pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV};
+pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV, HOST_CSV};
 
 /// A container to sample: its name and its role (the `feedbench.role` label's value).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,6 +178,14 @@ pub async fn start_placed(
         )?),
         None => None,
     };
+    // The host is sampled where it is the engine's: not through a remote DOCKER_HOST.
+    let host = match engine_is_remote() {
+        true => None,
+        false => Some((
+            host::HostProbe::new(),
+            CsvFile::create(&out_dir.join(HOST_CSV), HOST_HEADER)?,
+        )),
+    };
     let clock = TickGrid::new(options.period);
     let (stop, stop_rx) = watch::channel(false);
     let (latest_tx, latest) = watch::channel(Latest::default());
@@ -185,6 +196,7 @@ pub async fn start_placed(
         clock,
         out: containers_csv,
         latest: latest_tx,
+        host,
     };
     let sampler = Some(tokio::spawn(s.run(stop_rx.clone())));
     let poller = match (balancer_stats, balancer_csv) {
@@ -210,6 +222,11 @@ pub async fn start_placed(
     })
 }
 
+/// Whether DOCKER_HOST names an engine on another machine (whose host this one cannot read).
+fn engine_is_remote() -> bool {
+    std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty() && !h.starts_with("unix://"))
+}
+
 /// Picks the source and prepares one probe per target (with its cgroup files open when
 /// the container runs). `Auto` falls back to the API when DOCKER_HOST names a remote
 /// engine, when this host's cgroups cannot be read, or when a running target's cgroup is
@@ -220,14 +237,13 @@ async fn choose_reader(
 ) -> Result<(Reader, Vec<Probe>), MonitorError> {
     let choice = options.source;
     let remote_api = options.remote_source == Source::EngineApi;
-    let remote =
-        std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty() && !h.starts_with("unix://"));
+    let remote = engine_is_remote();
     let api = |targets: Vec<Sampled>| {
         (
             Reader::Api,
             targets
                 .into_iter()
-                .map(|s| Probe::new(s.target, s.rt, Via::Api, None))
+                .map(|s| Probe::new(s.target, (s.rt, s.remote), Via::Api, None))
                 .collect(),
         )
     };
@@ -244,7 +260,12 @@ async fn choose_reader(
         let t = &s.target;
         let via = match (s.remote, remote_api) {
             (true, true) => {
-                probes.push(Probe::new(t.clone(), s.rt.clone(), Via::Api, None));
+                probes.push(Probe::new(
+                    t.clone(),
+                    (s.rt.clone(), s.remote),
+                    Via::Api,
+                    None,
+                ));
                 continue;
             }
             (true, false) => Via::CgroupElseApi,
@@ -255,7 +276,12 @@ async fn choose_reader(
             match CgroupFiles::open(&layout, &state.id, state.pid) {
                 Ok(f) => Some(f),
                 Err(_) if via == Via::CgroupElseApi => {
-                    probes.push(Probe::new(t.clone(), s.rt.clone(), Via::Api, None));
+                    probes.push(Probe::new(
+                        t.clone(),
+                        (s.rt.clone(), s.remote),
+                        Via::Api,
+                        None,
+                    ));
                     continue;
                 }
                 Err(_) if choice == Source::Auto => return Ok(api(targets)),
@@ -269,7 +295,7 @@ async fn choose_reader(
         } else {
             None
         };
-        probes.push(Probe::new(t.clone(), s.rt.clone(), via, files));
+        probes.push(Probe::new(t.clone(), (s.rt.clone(), s.remote), via, files));
     }
     Ok((Reader::Cgroup(layout), probes))
 }

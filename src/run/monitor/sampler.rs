@@ -13,6 +13,7 @@ use super::cgroup::{CgroupFiles, Layout};
 use super::csv::CsvFile;
 use super::error::MonitorError;
 use super::grid::{TickGrid, Timing};
+use super::host::HostProbe;
 use super::oom::OomTracker;
 use super::{ContainerSummary, Latest, Target};
 use crate::engine::runtime::{ApiReading, Runtime};
@@ -55,10 +56,19 @@ pub struct Probe {
     oom: OomTracker,
     last_read: Option<(u64, Instant)>,
     summary: ContainerSummary,
+    /// On another engine (`Sampled::remote`).
+    remote: bool,
+    /// The tick and CPU counter of the last `ok` read, for the host's study figure.
+    last_cpu: Option<(u64, u64)>,
 }
 
 impl Probe {
-    pub fn new(target: Target, rt: Runtime, via: Via, files: Option<CgroupFiles>) -> Probe {
+    pub fn new(
+        target: Target,
+        (rt, remote): (Runtime, bool),
+        via: Via,
+        files: Option<CgroupFiles>,
+    ) -> Probe {
         let summary = ContainerSummary {
             name: target.name.clone(),
             role: target.role.clone(),
@@ -72,7 +82,33 @@ impl Probe {
             oom: OomTracker::default(),
             last_read: None,
             summary,
+            remote,
+            last_cpu: None,
         }
+    }
+
+    /// Whether its container runs on this host: on the coordinator's engine, or on another
+    /// engine whose cgroups this host has.
+    fn on_host(&self) -> bool {
+        !self.remote || self.via != Via::Api
+    }
+
+    /// Its CPU since the previous tick, from this tick's counters: `Some(0)` for a container
+    /// of another host; `None` when it cannot be told (no read at the previous tick, a
+    /// counter that went back: a restart in between).
+    fn cpu_since(&mut self, tick: u64, status: SampleStatus, c: &Counters) -> Option<u64> {
+        if !self.on_host() {
+            return Some(0);
+        }
+        let now = c.cpu_usage_ns.filter(|_| status == SampleStatus::Ok);
+        let used = match (self.last_cpu, now) {
+            (Some((t, then)), Some(n)) if t + 1 == tick && n >= then => Some(n - then),
+            // Down now and at the previous tick: nothing ran.
+            (None, None) if status == SampleStatus::Down => Some(0),
+            _ => None,
+        };
+        self.last_cpu = now.map(|n| (tick, n));
+        used
     }
 
     /// The source this probe reads: the sampler's, unless it is read through the API.
@@ -182,6 +218,8 @@ pub struct Sampler {
     pub clock: TickGrid,
     pub out: CsvFile,
     pub latest: watch::Sender<Latest>,
+    /// The host's probe and host.csv, when the engine is local.
+    pub host: Option<(HostProbe, CsvFile)>,
 }
 
 impl Sampler {
@@ -220,7 +258,10 @@ impl Sampler {
                 ..Default::default()
             };
             let mut lateness = Duration::ZERO;
+            let mut study_ns = Some(0u64);
             for (p, (status, counters, detail), stamp) in readings {
+                let used = p.cpu_since(tick, status, &counters);
+                study_ns = study_ns.zip(used).map(|(a, b)| a + b);
                 lateness = lateness.max(stamp.at.saturating_duration_since(scheduled));
                 p.summary.count(status);
                 if let Some((t, at)) = p.last_read {
@@ -252,6 +293,12 @@ impl Sampler {
             timing.record(tick, lateness);
             self.latest.send_replace(latest);
             self.out.flush_batch()?;
+            if let Some((probe, out)) = &mut self.host {
+                probe
+                    .sample(tick, clock.stamp(), study_ns)
+                    .write_csv(&mut out.batch);
+                out.flush_batch()?;
+            }
         }
         let oom_kills_total = self.probes.iter().map(|p| p.oom.total).sum();
         Ok(SamplerReport {

@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, READINESS_CSV, REQUESTS_CSV};
+use crate::rundir::host::HostSample;
+use crate::rundir::{
+    CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, HOST_CSV, READINESS_CSV, REQUESTS_CSV,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -352,6 +355,65 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
         Ok(())
     })?;
     Ok(out)
+}
+
+/// host.csv, in file order; `None` when the run has none (its engine was not on the host
+/// that ran feedbench, or it was recorded before host samples). A row that is not `ok`
+/// keeps only its time.
+pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
+    let mut t = match Table::open(dir, HOST_CSV) {
+        Ok(t) => t,
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (u, status, cpus) = (
+        t.column("unix_ns")?,
+        t.column("status")?,
+        t.column("logical_cpus")?,
+    );
+    const PARTS: [&str; 7] = [
+        "interval_s",
+        "busy_s",
+        "iowait_s",
+        "steal_s",
+        "study_s",
+        "feedbench_s",
+        "engine_s",
+    ];
+    let mut cols = [0usize; 7];
+    for (c, name) in cols.iter_mut().zip(PARTS) {
+        *c = t.column(name)?;
+    }
+    let load = t.optional("load1");
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        let cpus_text = c.text(rec, cpus);
+        let mut ns = [None; 7];
+        for ((v, i), name) in ns.iter_mut().zip(cols).zip(PARTS) {
+            *v = match c.opt_num(rec, Some(i), name)? {
+                Some(s) if s >= 0.0 => Some((s * 1e9).round() as u64),
+                Some(_) => return Err(c.bad(name, c.text(rec, i), "a CPU time of 0 or more")),
+                None => None,
+            };
+        }
+        let ok = c.text(rec, status) == "ok";
+        out.push(HostSample {
+            unix_ns: c.int(rec, u, "unix_ns")?,
+            interval_ns: ns[0].filter(|_| ok),
+            logical_cpus: cpus_text
+                .parse()
+                .map_err(|_| c.bad("logical_cpus", cpus_text, "a whole number"))?,
+            busy_ns: ns[1],
+            iowait_ns: ns[2],
+            steal_ns: ns[3],
+            study_ns: ns[4],
+            feedbench_ns: ns[5],
+            engine_ns: ns[6],
+            load1: c.opt_num(rec, load, "load1")?,
+        });
+        Ok(())
+    })?;
+    Ok(Some(out))
 }
 
 /// events.csv, in file order.

@@ -142,19 +142,9 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     let mut x = out.under("measured");
     usage::rows(&mut x, &usage, &frame.caps, &answers, m.start_ns, m.end_ns);
     out.absorb(x);
-    for (name, cap) in &frame.caps {
-        if matches!(
-            cap.role.as_str(),
-            "load-generator" | "fault-proxy" | "balancer"
-        ) {
-            let mut x = out.under("measured").for_container(name);
-            x.value(
-                "path_cpu_p95_pct_of_cap",
-                usage[name].cpu_share(m.start_ns, m.end_ns).1,
-                "%",
-            );
-            out.absorb(x);
-        }
+    usage::path_rows(&mut out, &usage, &frame.caps, m.start_ns, m.end_ns);
+    if let Some(host) = read::host(dir)? {
+        usage::host_rows(&mut out, &host, m.start_ns, m.end_ns);
     }
 
     if !frame.steps.is_empty() {

@@ -1,6 +1,7 @@
 //! Where the CPU and the memory were: per container, over a span, from containers.csv's
 //! cumulative counters integrated over the samples' own timestamps (docs/analysis.md,
-//! "CPU and memory per container"), and requests per replica core-second.
+//! "CPU and memory per container"), requests per replica core-second, and the host's CPU
+//! used outside the study (host.csv).
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use super::out::Out;
 use super::read::Sample;
 use crate::analysis::saturation::percentile;
 use crate::rundir::frame::Cap;
+use crate::rundir::host::{figures, HostFigures, HostSample};
 
 /// The sum over the replicas, in the `container` column.
 pub const REPLICAS: &str = "replicas";
@@ -147,6 +149,43 @@ const MEMORY: [(&str, MemoryFigure); 2] = [
     ("memory_working_set", |m| m.working_set),
     ("memory_rss", |m| m.rss),
 ];
+
+/// The host over `[a, b)`, from host.csv: the CPU used outside the study and the CPU the
+/// hypervisor stole, in cores (docs/analysis.md, "Host interference"); empty with the note
+/// `none` when no row in the span has every part.
+pub fn host_rows(out: &mut Out, host: &[HostSample], a: i128, b: i128) {
+    let f = figures(host, a, b);
+    let mut x = out.under("measured");
+    let cores = |get: fn(&HostFigures) -> f64| f.as_ref().map(get);
+    x.value("host_outside_cores", cores(|f| f.outside_cores), "cores");
+    x.value("host_steal_cores", cores(|f| f.steal_cores), "cores");
+    out.absorb(x);
+}
+
+/// The measurement path's rows: each load generator's, fault proxy's and balancer's p95 CPU
+/// over `[a, b)` as a share of its cap, under its own name.
+pub fn path_rows(
+    out: &mut Out,
+    usage: &BTreeMap<String, Usage>,
+    caps: &BTreeMap<String, Cap>,
+    a: i128,
+    b: i128,
+) {
+    for (name, cap) in caps {
+        if matches!(
+            cap.role.as_str(),
+            "load-generator" | "fault-proxy" | "balancer"
+        ) {
+            let mut x = out.under("measured").for_container(name);
+            x.value(
+                "path_cpu_p95_pct_of_cap",
+                usage[name].cpu_share(a, b).1,
+                "%",
+            );
+            out.absorb(x);
+        }
+    }
+}
 
 /// Every capped container's rows over `[a, b)`, the replicas' sum, and the efficiency.
 pub fn rows(

@@ -9,6 +9,7 @@ pub mod caps;
 pub mod events;
 pub mod frame;
 pub mod health;
+pub mod host;
 pub mod instance;
 pub mod layout;
 pub mod native;
@@ -29,6 +30,8 @@ pub const REQUESTS_CSV: &str = "requests.csv";
 pub const CONTAINERS_CSV: &str = "containers.csv";
 /// One row per HAProxy server per second (`samples::BalancerRow`).
 pub const BALANCER_CSV: &str = "balancer.csv";
+/// The host's own sample each second: its CPU, steal, load, and who used it (`host::HostRow`).
+pub const HOST_CSV: &str = "host.csv";
 /// The balancer's server state changes from its own log (`health::HealthRow`).
 pub const HEALTH_CSV: &str = "health.csv";
 /// A restarted replica's readiness probe, attempt by attempt (`readiness::ReadinessRow`).
@@ -57,13 +60,14 @@ pub const COMPARISONS_CSV: &str = "comparisons.csv";
 pub const METRICS_JSON: &str = "metrics.json";
 
 /// Every file name above, for checks that no other module spells one.
-pub const FILE_NAMES: [&str; 20] = [
+pub const FILE_NAMES: [&str; 21] = [
     RUN_JSON,
     MANIFEST_JSON,
     EVENTS_CSV,
     REQUESTS_CSV,
     CONTAINERS_CSV,
     BALANCER_CSV,
+    HOST_CSV,
     HEALTH_CSV,
     READINESS_CSV,
     HAPROXY_CFG,

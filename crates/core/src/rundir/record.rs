@@ -105,6 +105,10 @@ pub struct RunRecord {
     /// (`rundir::caps`); empty when the run was never deployed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caps: Vec<super::caps::ReadCaps>,
+    /// The host over the measured window (host.csv): its CPU used outside the study, steal,
+    /// load; absent where the host was not sampled or the window is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<super::host::HostFigures>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -284,6 +288,7 @@ mod tests {
             oom_kills: Vec::new(),
             seed: None,
             caps: Vec::new(),
+            host: None,
             started_wall_ns: 1,
             ended_wall_ns: 2,
         }

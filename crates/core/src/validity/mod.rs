@@ -11,6 +11,7 @@ mod caps;
 mod cpu;
 mod effect;
 mod error;
+mod host;
 mod load;
 mod oom;
 mod read;
@@ -19,12 +20,14 @@ mod window;
 
 use std::path::Path;
 
+pub use crate::rundir::host::HostSample;
 pub use binding::Binding;
 pub use caps::changed as caps_changed;
 pub use effect::{Effect, Target, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
+pub use host::CHECK as HOST_INTERFERENCE;
 pub use load::Drops;
-pub use read::{read_events, read_request_starts, read_samples};
+pub use read::{read_events, read_host, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
 pub use window::{fault_spans, subtract, EventRow, Window};
 
@@ -51,6 +54,8 @@ pub struct Limits {
     pub dropped_pct: f64,
     /// Achieved against scheduled arrivals, either way.
     pub arrival_tolerance_pct: f64,
+    /// CPU used outside the study plus steal, as a share of the host's logical CPUs.
+    pub host_interference_pct: f64,
 }
 
 impl Limits {
@@ -60,6 +65,7 @@ impl Limits {
             throttle_ceiling_pct: guards.measurement_throttle_ceiling.percent,
             dropped_pct: guards.dropped_iterations.percent,
             arrival_tolerance_pct: ARRIVAL_TOLERANCE_PCT,
+            host_interference_pct: guards.host_interference.percent,
         }
     }
 }
@@ -70,6 +76,8 @@ impl Limits {
 pub struct Assessment {
     pub evidence: Vec<Evidence>,
     pub warnings: Vec<String>,
+    /// The host's figures over the measured window, where host.csv had them.
+    pub host: Option<crate::rundir::host::HostFigures>,
 }
 
 /// What the checks know of the run besides its raw data.
@@ -96,12 +104,22 @@ pub struct Data {
     pub request_starts: Vec<i128>,
     /// events.csv.
     pub events: Vec<EventRow>,
+    /// host.csv; `None` when the run has none.
+    pub host: Option<Vec<HostSample>>,
 }
 
-/// Every check, in order: CPU, throttling, dropped iterations, arrival rate, OOM kills, the
-/// fault's effect.
+/// Every check, in order: the host's interference, CPU, throttling, dropped iterations,
+/// arrival rate, OOM kills, the fault's effect.
 pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     let mut out = Assessment::default();
+    // First: on a host busy outside the study, what the other checks find may be its doing,
+    // and the run is set aside under its name.
+    host::check_host(
+        data.host.as_deref(),
+        run.window,
+        limits.host_interference_pct,
+        &mut out,
+    );
     let containers = samples::with_sampled(run.containers, &data.samples);
     let rows: Vec<(&PathContainer, Vec<&Sample>)> = containers
         .iter()
@@ -173,7 +191,7 @@ pub struct Facts<'a> {
     pub checked_until_ns: Option<i128>,
 }
 
-/// Reads the run directory's containers.csv and events.csv and checks them with the
+/// Reads the run directory's containers.csv, events.csv and host.csv and checks them with the
 /// requests' start times (requests.csv's `start_ns`, which the executor has read already).
 /// A ramp stopped at its knee is judged up to `checked_until_ns`, the end of its first
 /// breaching step: past it, what the load generator could not send is the system under
@@ -189,6 +207,7 @@ pub fn assess(
         samples: read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?,
         request_starts,
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
+        host: read_host(&dir.join(crate::rundir::HOST_CSV))?,
     };
     let fault = facts.fault.and_then(|f| effect::target_of(f, facts.topo));
     let mut out = Assessment::default();
@@ -228,6 +247,7 @@ pub fn assess(
     let checked = check(&run, &data, &Limits::from_guards(facts.guards));
     out.evidence.extend(checked.evidence);
     out.warnings.extend(checked.warnings);
+    out.host = checked.host;
     Ok(out)
 }
 

@@ -107,6 +107,7 @@ fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
         samples,
         request_starts: on_time(),
         events: Vec::new(),
+        host: None,
     };
     let limits = Limits::from_guards(&Guards::default());
     assert_eq!(limits.arrival_tolerance_pct, ARRIVAL_TOLERANCE_PCT);
@@ -126,8 +127,9 @@ fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
     );
     assert_eq!(out.evidence[1].container.as_deref(), Some("lg"));
     assert_eq!(reason(&out.evidence), "fault-proxy-cpu");
-    assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
-    assert!(out.warnings[0].contains("load-generator (lg)"));
+    assert_eq!(out.warnings.len(), 2, "{:?}", out.warnings);
+    assert!(out.warnings[0].contains("host-interference not evaluated: the run has no host.csv"));
+    assert!(out.warnings[1].contains("load-generator (lg)"));
 }
 
 fn spec(name: &str, role: Role, nano_cpus: i64) -> ContainerSpec {
@@ -224,6 +226,17 @@ fn assess_reads_the_run_directory() {
         }
     }
     std::fs::write(dir.path().join("containers.csv"), containers).unwrap();
+    // A quiet host: a quarter of a core outside the study, of two.
+    let mut host = format!("{}\n", crate::rundir::host::HOST_HEADER);
+    for t in 0..40 {
+        writeln!(
+            host,
+            "{},{t}.0,{t},ok,1.0,2,0.75,0,0,0.4,0.05,0.05,1.5,",
+            T0 + t * S
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("host.csv"), host).unwrap();
     let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
     for t in on_time() {
         writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
@@ -256,6 +269,9 @@ fn assess_reads_the_run_directory() {
         ("cpu", 100.0)
     );
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let host = out.host.as_ref().unwrap();
+    assert!((host.outside_cores - 0.25).abs() < 1e-9, "{host:?}");
+    assert!((host.interference_pct - 12.5).abs() < 1e-9);
     // A ramp stopped at its knee whose first breach ended at t = 10 s is judged up to
     // there: the load generator was idle until then.
     let stopped = assess(dir.path(), &facts(Some(&load), Some(T0 + 10 * S)), starts()).unwrap();

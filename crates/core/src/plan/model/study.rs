@@ -63,6 +63,9 @@ fn default_throttle_ceiling() -> Percent {
 fn default_dropped() -> Percent {
     Percent { percent: 1.0 }
 }
+fn default_host_interference() -> Percent {
+    Percent { percent: 20.0 }
+}
 
 /// Guards: the host conditions under which a run aborts, and the measurement-path limits
 /// beyond which a run is invalid.
@@ -87,6 +90,11 @@ pub struct Guards {
     /// scheduled iterations.
     #[serde(default = "default_dropped")]
     pub dropped_iterations: Percent,
+    /// A run is invalid when the CPU used on the host outside the study, plus the CPU the
+    /// hypervisor stole, exceeds this share of the host's logical CPUs (mean over the
+    /// measured window; docs/analysis.md, "Host interference").
+    #[serde(default = "default_host_interference")]
+    pub host_interference: Percent,
 }
 
 impl Default for Guards {
@@ -97,6 +105,7 @@ impl Default for Guards {
             measurement_cpu_ceiling: default_cpu_ceiling(),
             measurement_throttle_ceiling: default_throttle_ceiling(),
             dropped_iterations: default_dropped(),
+            host_interference: default_host_interference(),
         }
     }
 }
