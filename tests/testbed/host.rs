@@ -69,7 +69,7 @@ pub fn a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference()
     assert!(host["study_cores"].as_f64().unwrap() > 0.0, "{host}");
     // Every second of the run is in host.csv, and the measured window's are complete.
     let rows = csv(&dir.join("host.csv"));
-    assert!(rows.len() >= 17, "{} rows", rows.len());
+    assert!(rows.len() >= 12, "{} rows", rows.len());
     assert!(rows.iter().all(|r| r["status"] == "ok"), "{rows:?}");
     let covered = host["seconds"].as_f64().unwrap() / host["window_s"].as_f64().unwrap();
     assert!(covered > 0.8, "{host}");
@@ -78,7 +78,8 @@ pub fn a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference()
     let burner = Burner::start();
     let out = run_plan(PLAN, busy.path());
     drop(burner);
-    assert!(out.status.success(), "{}", text(&out));
+    // The study ran to its end; a run set aside is a failure of the study (exit 1).
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(busy.path());
     assert!(
         dir.starts_with(busy.path().join(STUDY).join("_invalid_host-interference")),

@@ -260,12 +260,14 @@ async fn choose_reader(
         let t = &s.target;
         let via = match (s.remote, remote_api) {
             (true, true) => {
-                probes.push(Probe::new(
-                    t.clone(),
-                    (s.rt.clone(), s.remote),
-                    Via::Api,
-                    None,
-                ));
+                // Read through its engine's API as told; whether it runs on this host (its
+                // cgroup is here) decides only whether the host's figures count it as the
+                // study's.
+                let state = s.rt.container_state(&t.name).await?;
+                let here = state.running
+                    && state.pid > 0
+                    && CgroupFiles::open(&layout, &state.id, state.pid).is_ok();
+                probes.push(Probe::new(t.clone(), (s.rt.clone(), !here), Via::Api, None));
                 continue;
             }
             (true, false) => Via::CgroupElseApi,

@@ -56,7 +56,9 @@ pub struct Probe {
     oom: OomTracker,
     last_read: Option<(u64, Instant)>,
     summary: ContainerSummary,
-    /// On another engine (`Sampled::remote`).
+    /// On another engine whose containers this host may not have (`Sampled::remote`, unless
+    /// its cgroup was found here): counted in the host's study figure only while it is read
+    /// from this host's cgroups.
     remote: bool,
     /// The tick and CPU counter of the last `ok` read, for the host's study figure.
     last_cpu: Option<(u64, u64)>,

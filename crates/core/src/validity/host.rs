@@ -14,22 +14,35 @@ pub const CHECK: &str = "interference";
 /// Below this share of the window covered by complete rows, the figures come with a warning.
 const MIN_COVERAGE: f64 = 0.8;
 
+/// host.csv as `assess` found it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum HostRows {
+    /// No host.csv: its engine is not on this host, or it was recorded before host samples.
+    #[default]
+    Absent,
+    /// host.csv could not be read, and why.
+    Unreadable(String),
+    Read(Vec<HostSample>),
+}
+
 /// The check: the figures, and evidence when (outside + steal) exceeds `ceiling_pct` of the
 /// host's logical CPUs. Without host.csv, or without a complete row in the window, a
 /// warning: the check never passes by not running.
-pub fn check_host(
-    rows: Option<&[HostSample]>,
-    window: Window,
-    ceiling_pct: f64,
-    out: &mut Assessment,
-) {
+pub fn check_host(rows: &HostRows, window: Window, ceiling_pct: f64, out: &mut Assessment) {
     let not = |why: &str| format!("validity: {ROLE}-{CHECK} not evaluated: {why}");
-    let Some(rows) = rows else {
-        out.warnings.push(not(
-            "the run has no host.csv (its engine is not on this host, or it was recorded \
-             before host samples)",
-        ));
-        return;
+    let rows = match rows {
+        HostRows::Read(rows) => rows,
+        HostRows::Absent => {
+            out.warnings.push(not(
+                "the run has no host.csv (its engine is not on this host, or it was \
+                 recorded before host samples)",
+            ));
+            return;
+        }
+        HostRows::Unreadable(e) => {
+            out.warnings.push(not(e));
+            return;
+        }
     };
     let Some(f) = figures(rows, window.start_ns, window.end_ns) else {
         out.warnings
@@ -115,7 +128,7 @@ mod tests {
             .map(|t| row(t, S * 3 / 2 + S / 50, S / 2, 0))
             .collect();
         let mut out = Assessment::default();
-        check_host(Some(&rows), window(), 20.0, &mut out);
+        check_host(&HostRows::Read(rows.clone()), window(), 20.0, &mut out);
         let f = out.host.clone().unwrap();
         assert_eq!(f.seconds, 10.0);
         assert!((f.outside_cores - 1.0).abs() < 1e-9, "{f:?}");
@@ -135,7 +148,7 @@ mod tests {
     fn a_quiet_host_passes_and_steal_counts_as_interference() {
         let quiet: Vec<_> = (10..20).map(|t| row(t, S / 2 + S / 50, S / 2, 0)).collect();
         let mut out = Assessment::default();
-        check_host(Some(&quiet), window(), 20.0, &mut out);
+        check_host(&HostRows::Read(quiet), window(), 20.0, &mut out);
         assert!(out.evidence.is_empty());
         assert_eq!(out.host.as_ref().unwrap().outside_cores, 0.0);
         // The hypervisor took 0.6 of a core: 30 % of two.
@@ -143,7 +156,7 @@ mod tests {
             .map(|t| row(t, S / 2 + S / 50, S / 2, S * 3 / 5))
             .collect();
         let mut out = Assessment::default();
-        check_host(Some(&stolen), window(), 20.0, &mut out);
+        check_host(&HostRows::Read(stolen), window(), 20.0, &mut out);
         assert_eq!(out.evidence[0].value, 30.0);
     }
 
@@ -154,7 +167,7 @@ mod tests {
             r.study_ns = None;
         }
         let mut out = Assessment::default();
-        check_host(Some(&rows), window(), 90.0, &mut out);
+        check_host(&HostRows::Read(rows.clone()), window(), 90.0, &mut out);
         assert_eq!(out.host.as_ref().unwrap().seconds, 5.0);
         assert!(
             out.warnings[0].contains("covers 5 s of the 10 s"),
@@ -162,11 +175,20 @@ mod tests {
             out.warnings
         );
         let mut out = Assessment::default();
-        check_host(None, window(), 20.0, &mut out);
+        check_host(&HostRows::Absent, window(), 20.0, &mut out);
         assert!(out.warnings[0].contains("no host.csv"));
         assert!(out.evidence.is_empty() && out.host.is_none());
         let mut out = Assessment::default();
-        check_host(Some(&rows[..0]), window(), 20.0, &mut out);
+        check_host(&HostRows::Read(Vec::new()), window(), 20.0, &mut out);
         assert!(out.warnings[0].contains("no complete row"));
+        let mut out = Assessment::default();
+        check_host(
+            &HostRows::Unreadable("`host.csv` line 9: bad".into()),
+            window(),
+            20.0,
+            &mut out,
+        );
+        assert!(out.warnings[0].contains("not evaluated: `host.csv` line 9"));
+        assert!(out.evidence.is_empty());
     }
 }

@@ -25,7 +25,7 @@ pub use binding::Binding;
 pub use caps::changed as caps_changed;
 pub use effect::{Effect, Target, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
-pub use host::CHECK as HOST_INTERFERENCE;
+pub use host::{HostRows, CHECK as HOST_INTERFERENCE};
 pub use load::Drops;
 pub use read::{read_events, read_host, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
@@ -104,8 +104,8 @@ pub struct Data {
     pub request_starts: Vec<i128>,
     /// events.csv.
     pub events: Vec<EventRow>,
-    /// host.csv; `None` when the run has none.
-    pub host: Option<Vec<HostSample>>,
+    /// host.csv.
+    pub host: HostRows,
 }
 
 /// Every check, in order: the host's interference, CPU, throttling, dropped iterations,
@@ -115,7 +115,7 @@ pub fn check(run: &Run, data: &Data, limits: &Limits) -> Assessment {
     // First: on a host busy outside the study, what the other checks find may be its doing,
     // and the run is set aside under its name.
     host::check_host(
-        data.host.as_deref(),
+        &data.host,
         run.window,
         limits.host_interference_pct,
         &mut out,
@@ -207,7 +207,12 @@ pub fn assess(
         samples: read_samples(&dir.join(crate::rundir::CONTAINERS_CSV))?,
         request_starts,
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
-        host: read_host(&dir.join(crate::rundir::HOST_CSV))?,
+        // A damaged host.csv costs the host's check alone, never the measurement path's.
+        host: match read_host(&dir.join(crate::rundir::HOST_CSV)) {
+            Ok(Some(rows)) => HostRows::Read(rows),
+            Ok(None) => HostRows::Absent,
+            Err(e) => HostRows::Unreadable(e.to_string()),
+        },
     };
     let fault = facts.fault.and_then(|f| effect::target_of(f, facts.topo));
     let mut out = Assessment::default();

@@ -107,7 +107,7 @@ fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
         samples,
         request_starts: on_time(),
         events: Vec::new(),
-        host: None,
+        host: HostRows::Absent,
     };
     let limits = Limits::from_guards(&Guards::default());
     assert_eq!(limits.arrival_tolerance_pct, ARRIVAL_TOLERANCE_PCT);
@@ -272,6 +272,23 @@ fn assess_reads_the_run_directory() {
     let host = out.host.as_ref().unwrap();
     assert!((host.outside_cores - 0.25).abs() < 1e-9, "{host:?}");
     assert!((host.interference_pct - 12.5).abs() < 1e-9);
+    // A damaged host.csv costs the host's check alone: the rest is judged, with a warning.
+    let quiet = std::fs::read_to_string(dir.path().join("host.csv")).unwrap();
+    std::fs::write(
+        dir.path().join("host.csv"),
+        quiet.replacen(",0.75,", ",x,", 1),
+    )
+    .unwrap();
+    let damaged = assess(dir.path(), &facts(Some(&load), None), starts()).unwrap();
+    assert_eq!(damaged.evidence, out.evidence);
+    assert!(damaged.host.is_none());
+    assert!(
+        damaged.warnings.len() == 1
+            && damaged.warnings[0].contains("host-interference not evaluated: cannot read"),
+        "{:?}",
+        damaged.warnings
+    );
+    std::fs::write(dir.path().join("host.csv"), quiet).unwrap();
     // A ramp stopped at its knee whose first breach ended at t = 10 s is judged up to
     // there: the load generator was idle until then.
     let stopped = assess(dir.path(), &facts(Some(&load), Some(T0 + 10 * S)), starts()).unwrap();
