@@ -1137,6 +1137,11 @@ def host_rows(out, path: Path, f):
     df = read_table(path, {"unix_ns": ("int", True), "status": ("str", True),
                            "logical_cpus": ("int", True),
                            **{c: ("float", False) for c in HOST_PARTS}})
+    for c in HOST_PARTS + ["logical_cpus"]:
+        bad = df[df[c] < 0]
+        if len(bad):
+            raise InputError(path, int(bad["_line"].iloc[0]),
+                             f"{c} {bad[c].iloc[0]!r}: a CPU time or count of 0 or more")
     inside = df[(df.unix_ns >= f["start"]) & (df.unix_ns < f["end"])]
     whole = inside[(inside.status == "ok")].dropna(subset=HOST_PARTS)
     whole = whole[whole.interval_s > 0]

@@ -277,6 +277,18 @@ async fn place(
         }
         if remote {
             placement.control = Some(engines.engines[group.system].address);
+            placement.host_shared = Some(format!(
+                "the run's system engine `{}` is not the one feedbench runs beside: this \
+                 host's processors may not be the run's",
+                engines.engines[group.system].name
+            ));
+        }
+        if order.len() > 1 {
+            placement.host_shared.get_or_insert(format!(
+                "the study's {} groups run at once, on engines that may share this host: \
+                 another group's containers would count as used outside the study",
+                order.len()
+            ));
         }
         if apart {
             let l = group.load_generator;

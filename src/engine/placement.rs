@@ -19,6 +19,10 @@ pub struct Placement {
     /// the engine feedbench runs beside): the system engine's stated address, at which the
     /// ports the coordinator probes and polls are published (`spec::placement::controlled`).
     pub control: Option<IpAddr>,
+    /// Why the CPU of the host feedbench runs on is not the run's alone to judge (its
+    /// system engine is another's, or the study's groups run at once); `None` when it is.
+    /// Then no host.csv is written (docs/results.md, "host.csv").
+    pub host_shared: Option<String>,
 }
 
 /// The load generator's own engine.
@@ -41,6 +45,7 @@ impl Placement {
             system_name: LOCAL.to_string(),
             apart: None,
             control: None,
+            host_shared: None,
         }
     }
 

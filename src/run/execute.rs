@@ -435,6 +435,9 @@ async fn measure(
     record.seed = deployed.snapshot.clone();
     let script = &placed_script(r, script, events).await?;
     let monitors = start_monitors(r, &deployed).await?;
+    if let Some(why) = &r.placement.host_shared {
+        record.warnings.push(format!("host: not sampled: {why}"));
+    }
     let load = start_load(r, script, events).await?;
     caps::at_start(r, record).await;
     let mut supervisor = Supervisor::new(r, script, &load, &deployed, &monitors);
@@ -522,7 +525,10 @@ async fn start_monitors(
         targets,
         deployed.addr(Role::Balancer, STATS_PORT),
         r.dir,
-        MonitorOptions::default(),
+        MonitorOptions {
+            host: r.placement.host_shared.is_none(),
+            ..MonitorOptions::default()
+        },
     )
     .await?)
 }

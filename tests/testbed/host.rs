@@ -1,8 +1,9 @@
 //! Host interference on the real engine (tests/plans/docker/host.yaml): a steady run on a
 //! quiet host stands, with host.csv written and the host's figures in run.json; the same
 //! run while a process outside the study burns a core is set aside as `host-interference`,
-//! its evidence naming the CPU used outside the study. The first run's figure is what a
-//! quiet host shows (docs/performance.md, "Host interference").
+//! its evidence naming the CPU used outside the study (every logical CPU but one burned,
+//! on a larger host). The first run's figure is what a quiet host shows (docs/performance.md,
+//! "Host interference").
 
 use std::path::Path;
 use std::process::{Child, Command};
@@ -13,23 +14,29 @@ use crate::run::{csv, run_json, run_plan};
 const PLAN: &str = "tests/plans/docker/host.yaml";
 const STUDY: &str = "test-host";
 
-/// A process outside the study that burns one core until dropped.
-struct Burner(Child);
+/// Processes outside the study that burn every logical CPU but one until dropped: on any
+/// host, at least half of it (one core of two here), far over the 20 % default.
+struct Burners(Vec<Child>);
 
-impl Burner {
-    fn start() -> Burner {
-        let child = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .expect("sh runs");
-        Burner(child)
+impl Burners {
+    fn start() -> Burners {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let burn = || {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("sh runs")
+        };
+        Burners((1..cpus.max(2)).map(|_| burn()).collect())
     }
 }
 
-impl Drop for Burner {
+impl Drop for Burners {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
@@ -71,13 +78,14 @@ pub fn a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference()
     let rows = csv(&dir.join("host.csv"));
     assert!(rows.len() >= 12, "{} rows", rows.len());
     assert!(rows.iter().all(|r| r["status"] == "ok"), "{rows:?}");
+    // A late tick costs two rows of ten (its own and the next one's interval): most stay.
     let covered = host["seconds"].as_f64().unwrap() / host["window_s"].as_f64().unwrap();
-    assert!(covered > 0.8, "{host}");
+    assert!(covered >= 0.6, "{host}");
 
     let busy = tempfile::tempdir().unwrap();
-    let burner = Burner::start();
+    let burners = Burners::start();
     let out = run_plan(PLAN, busy.path());
-    drop(burner);
+    drop(burners);
     // The study ran to its end; a run set aside is a failure of the study (exit 1).
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(busy.path());
@@ -93,13 +101,23 @@ pub fn a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference()
         (&"host".into(), &"interference".into())
     );
     let host = &record["host"];
-    eprintln!("a core burned outside the study: {host}");
-    // The burner's core is outside the study: most of a core of two, whatever else ran.
-    assert!(host["outside_cores"].as_f64().unwrap() > 0.7, "{host}");
-    assert!(first["value"].as_f64().unwrap() > quiet_pct, "{first}");
+    eprintln!("cores burned outside the study: {host}");
+    // The burners' cores are outside the study: most of them, whatever else ran.
+    let burned = host["logical_cpus"].as_f64().unwrap() - 1.0;
     assert!(
-        first["figure"].as_str().unwrap().contains("outside"),
-        "{first}"
+        host["outside_cores"].as_f64().unwrap() > 0.7 * burned,
+        "{host}"
+    );
+    // The evidence is run.json's figure, against the default ceiling.
+    let pct = host["interference_pct"].as_f64().unwrap();
+    assert!(
+        (first["value"].as_f64().unwrap() - pct).abs() < 0.001,
+        "{first} {host}"
+    );
+    assert_eq!(first["threshold"], 20.0, "{first}");
+    assert!(
+        pct > quiet_pct + 20.0,
+        "{pct} against {quiet_pct} on a quiet host"
     );
     assert_eq!(
         rt.block_on(common::leftovers(&engine, STUDY)),

@@ -26,8 +26,9 @@ pub struct HostProbe {
     /// `USER_HZ`: the clock ticks a second of `/proc/stat` and `/proc/<pid>/stat`.
     hz: u64,
     prev: Option<Read>,
-    /// The engine's daemons at the previous read: pid → (start ticks, CPU ticks).
-    engine: BTreeMap<u32, (u64, u64)>,
+    /// The engine's daemons at the previous read: pid → (start ticks, CPU ticks); `None`
+    /// before the first read, or after `/proc` could not be listed.
+    engine: Option<BTreeMap<u32, (u64, u64)>>,
 }
 
 impl HostProbe {
@@ -37,7 +38,7 @@ impl HostProbe {
         HostProbe {
             hz: u64::try_from(hz).ok().filter(|h| *h > 0).unwrap_or(100),
             prev: None,
-            engine: BTreeMap::new(),
+            engine: None,
         }
     }
 
@@ -65,9 +66,13 @@ impl HostProbe {
         };
         row.ok = true;
         row.logical_cpus = read.stat.logical_cpus;
-        row.load1 = std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|t| parse_loadavg(&t).ok());
+        match std::fs::read_to_string("/proc/loadavg")
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_loadavg(&t))
+        {
+            Ok(l) => row.load1 = Some(l),
+            Err(e) => row.detail = format!("/proc/loadavg: {e}"),
+        }
         // Figures of an interval need the previous tick's read: after a skipped or failed
         // one, this row only restarts the count.
         if let Some(p) = self.prev.filter(|p| p.tick + 1 == tick) {
@@ -87,10 +92,10 @@ impl HostProbe {
     /// The engine's daemons' CPU ticks since the previous call, counting only processes seen
     /// both times (a pid with the same start): one that started or ended in between is left
     /// out, and its share shows as used outside the study. `None` on the first call or
-    /// when `/proc` cannot be listed.
+    /// when `/proc` cannot be listed; `Some(0)` on a host with no such process.
     fn engine_ticks(&mut self) -> Option<u64> {
         let Ok(dir) = std::fs::read_dir("/proc") else {
-            self.engine.clear();
+            self.engine = None;
             return None;
         };
         let mut now = BTreeMap::new();
@@ -112,16 +117,16 @@ impl HostProbe {
                 }
             }
         }
-        let first = self.engine.is_empty();
-        let used = now
-            .iter()
-            .filter_map(|(pid, (start, ticks))| match self.engine.get(pid) {
-                Some((s, t)) if s == start => Some(ticks.saturating_sub(*t)),
-                _ => None,
-            })
-            .sum();
-        self.engine = now;
-        (!first).then_some(used)
+        let used = self.engine.as_ref().map(|before| {
+            now.iter()
+                .filter_map(|(pid, (start, ticks))| match before.get(pid) {
+                    Some((s, t)) if s == start => Some(ticks.saturating_sub(*t)),
+                    _ => None,
+                })
+                .sum()
+        });
+        self.engine = Some(now);
+        used
     }
 }
 

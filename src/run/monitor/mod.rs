@@ -74,6 +74,8 @@ pub struct MonitorOptions {
     pub remote_source: Source,
     /// One second unless a test wants otherwise.
     pub period: Duration,
+    /// Whether to sample the host too (host.csv): where it is the run's alone.
+    pub host: bool,
 }
 
 impl Default for MonitorOptions {
@@ -82,6 +84,7 @@ impl Default for MonitorOptions {
             source: Source::Auto,
             remote_source: Source::Auto,
             period: Duration::from_secs(1),
+            host: true,
         }
     }
 }
@@ -179,9 +182,9 @@ pub async fn start_placed(
         None => None,
     };
     // The host is sampled where it is the engine's: not through a remote DOCKER_HOST.
-    let host = match engine_is_remote() {
-        true => None,
-        false => Some((
+    let host = match options.host && !engine_is_remote() {
+        false => None,
+        true => Some((
             host::HostProbe::new(),
             CsvFile::create(&out_dir.join(HOST_CSV), HOST_HEADER)?,
         )),

@@ -60,8 +60,9 @@ pub struct Probe {
     /// its cgroup was found here): counted in the host's study figure only while it is read
     /// from this host's cgroups.
     remote: bool,
-    /// The tick and CPU counter of the last `ok` read, for the host's study figure.
-    last_cpu: Option<(u64, u64)>,
+    /// The tick of the last read, and its CPU counter when it was `ok` (`Some(None)`: it
+    /// was `down`), for the host's study figure.
+    last_cpu: Option<(u64, Option<Option<u64>>)>,
 }
 
 impl Probe {
@@ -96,20 +97,32 @@ impl Probe {
     }
 
     /// Its CPU since the previous tick, from this tick's counters: `Some(0)` for a container
-    /// of another host; `None` when it cannot be told (no read at the previous tick, a
-    /// counter that went back: a restart in between).
+    /// of another host; `None` when it cannot be told: no read at the previous tick, one
+    /// that failed, a counter that went back or a cgroup found anew (a restart in between),
+    /// or a container that went down since (its last part is lost).
     fn cpu_since(&mut self, tick: u64, status: SampleStatus, c: &Counters) -> Option<u64> {
         if !self.on_host() {
             return Some(0);
         }
-        let now = c.cpu_usage_ns.filter(|_| status == SampleStatus::Ok);
-        let used = match (self.last_cpu, now) {
-            (Some((t, then)), Some(n)) if t + 1 == tick && n >= then => Some(n - then),
-            // Down now and at the previous tick: nothing ran.
-            (None, None) if status == SampleStatus::Down => Some(0),
+        // `Some(Some(n))`: ok with its counter; `Some(None)`: down; `None`: unknown.
+        let now = match status {
+            SampleStatus::Ok => c.cpu_usage_ns.map(Some),
+            SampleStatus::Down => Some(None),
+            SampleStatus::Error => None,
+        };
+        let then = self
+            .last_cpu
+            .filter(|(t, _)| t + 1 == tick)
+            .and_then(|(_, r)| r);
+        let used = match (then, now) {
+            (Some(Some(a)), Some(Some(b))) if b >= a => Some(b - a),
+            // Down at both reads: nothing ran.
+            (Some(None), Some(None)) => Some(0),
+            // Started since the previous read: all its CPU is this interval's.
+            (Some(None), Some(Some(b))) => Some(b),
             _ => None,
         };
-        self.last_cpu = now.map(|n| (tick, n));
+        self.last_cpu = Some((tick, now));
         used
     }
 
@@ -149,9 +162,11 @@ impl Probe {
         if let Some(files) = &mut self.files {
             match files.read() {
                 Ok(c) => return self.ok(c),
-                // Its cgroup is gone: the container stopped, perhaps restarted since.
+                // Its cgroup is gone: the container stopped, perhaps restarted since; its
+                // counter starts again, so no difference with the last is its CPU.
                 Err(_) => {
                     self.files = None;
+                    self.last_cpu = None;
                     lost = true;
                 }
             }

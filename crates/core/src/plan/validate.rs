@@ -838,6 +838,7 @@ fn guards(plan: &Plan, f: &mut Findings) {
             "measurement-throttle-ceiling",
             g.measurement_throttle_ceiling,
         ),
+        ("host-interference", g.host_interference),
     ] {
         if v.percent <= 0.0 || v.percent > 100.0 {
             f.error(

@@ -359,7 +359,7 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
 
 /// host.csv, in file order; `None` when the run has none (its engine was not on the host
 /// that ran feedbench, or it was recorded before host samples). A row that is not `ok`
-/// keeps only its time.
+/// keeps only its time. A negative CPU time is an error naming its place, as in the twin.
 pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
     let mut t = match Table::open(dir, HOST_CSV) {
         Ok(t) => t,
@@ -384,7 +384,6 @@ pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
     for (c, name) in cols.iter_mut().zip(PARTS) {
         *c = t.column(name)?;
     }
-    let load = t.optional("load1");
     let mut out = Vec::new();
     t.each(|rec, c| {
         let cpus_text = c.text(rec, cpus);
@@ -409,7 +408,8 @@ pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
             study_ns: ns[4],
             feedbench_ns: ns[5],
             engine_ns: ns[6],
-            load1: c.opt_num(rec, load, "load1")?,
+            // The report has no figure of it (run.json's `host` has its maximum).
+            load1: None,
         });
         Ok(())
     })?;

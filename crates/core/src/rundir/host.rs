@@ -177,8 +177,11 @@ pub fn figures(rows: &[HostSample], start_ns: i128, end_ns: i128) -> Option<Host
     if parts.is_empty() || logical_cpus == 0 {
         return None;
     }
-    let span: u64 = parts.iter().map(|p| p.interval).sum();
-    let cores = |f: fn(&Part) -> u64| parts.iter().map(f).sum::<u64>() as f64 / span as f64;
+    // Summed wide: a hand-edited figure may be near u64::MAX.
+    let span: u128 = parts.iter().map(|p| u128::from(p.interval)).sum();
+    let cores = |f: fn(&Part) -> u64| {
+        parts.iter().map(|p| u128::from(f(p))).sum::<u128>() as f64 / span as f64
+    };
     let outside = |p: &Part| outside_ns(p.busy, p.study, p.feedbench, p.engine);
     let (busiest_outside_cores, busiest_at_ns) = parts
         .iter()

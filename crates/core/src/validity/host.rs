@@ -34,8 +34,8 @@ pub fn check_host(rows: &HostRows, window: Window, ceiling_pct: f64, out: &mut A
         HostRows::Read(rows) => rows,
         HostRows::Absent => {
             out.warnings.push(not(
-                "the run has no host.csv (its engine is not on this host, or it was \
-                 recorded before host samples)",
+                "the run has no host.csv (the host was not the run's alone to judge: see \
+                 its `host: not sampled` warning; or it was recorded before host samples)",
             ));
             return;
         }

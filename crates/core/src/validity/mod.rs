@@ -1,6 +1,6 @@
-//! Measurement-path validity: after a completed run, whether the load generator, the fault
-//! proxy or the balancer (rather than the system under test) was the bottleneck, decided
-//! from the run's raw data. Every failed check is a piece of `Evidence`; none means valid.
+//! Validity: after a completed run, whether the host was busy outside the study, whether the
+//! load generator, the fault proxy or the balancer (rather than the system under test) was
+//! the bottleneck, and whether the fault took effect, decided from the run's raw data. Every failed check is a piece of `Evidence`; none means valid.
 //!
 //! The core (`check`) is pure: parsed samples in, evidence and warnings out. `assess` reads
 //! the run directory's CSVs and calls it. docs/results.md, "Validity", says how each figure

@@ -1,5 +1,5 @@
-//! The thin reader: containers.csv, requests.csv and events.csv parsed into what the
-//! checks need (columns by header name, as docs/results.md documents them).
+//! The thin reader: containers.csv, requests.csv, events.csv and host.csv parsed into what
+//! the checks need (columns by header name, as docs/results.md documents them).
 
 use std::path::Path;
 
