@@ -86,7 +86,6 @@ fn main() -> std::process::ExitCode {
         ],
         run: [
             the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault,
-            a_killed_replica_is_marked_down_in_time_and_up_after_its_restart,
             a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again,
             a_memory_floor_above_the_host_aborts_the_run_with_its_figure,
             a_ramp_stops_one_step_after_its_knee_and_one_told_not_to_runs_every_step,

@@ -1,5 +1,5 @@
 //! `feedbench run` on the real engine: the smoke study end to end and what its raw data must
-//! show, a replica kill seen by the balancer in time, a memory guard that aborts, a
+//! show (its replica kill seen by the balancer in time among it), a memory guard that aborts, a
 //! database killed for memory that is a result and not an abort, a ramp that stops at its
 //! knee and one killed in its middle, and a start that builds nothing in a clone whose
 //! images exist.
@@ -238,6 +238,12 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     );
     assert!(after < before + 50.0, "after {after} vs before {before}");
 
+    // The replica kill, seen by the balancer in time.
+    assert_kill_seen(
+        &runs.join("feed-rs_baseline_replica-kill_r1"),
+        "experiments/smoke.yaml",
+    );
+
     // The report of the real study, checked by the pandas twin; the kill's detection and
     // recovery are in report.md and on its plot.
     let registered = String::from_utf8(
@@ -301,21 +307,16 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     assert_eq!(left, (vec![], vec![]));
 }
 
-pub fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let engine = rt.block_on(common::engine());
-    rt.block_on(common::infrastructure_images());
-    let results = tempfile::tempdir().unwrap();
-    let out = run_plan("tests/plans/docker/kill.yaml", results.path());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dir = results.path().join("test-kill/runs/static_steady_kill_r1");
+/// The balancer of `plan` marked replica 1, killed in the run in `dir`, DOWN within its
+/// health check's `inter` × `fall` + 1 s of the kill and UP again after the restart, whose
+/// readiness was probed until ready.
+fn assert_kill_seen(dir: &Path, plan: &str) {
+    let loaded = feedbench::plan::load_file(&common::repo().join(plan), None).unwrap();
+    let check = &loaded.plan.topology.balancer.check;
+    let bound = (check.inter.millis * u64::from(check.fall) + 1_000) as f64 / 1e3;
     let (killed, restarted) = (
-        event_ns(&dir, "fault-applied"),
-        event_ns(&dir, "fault-cleared"),
+        event_ns(dir, "fault-applied"),
+        event_ns(dir, "fault-cleared"),
     );
     let health = csv(&dir.join("health.csv"));
     let at = |state: &str, after: i128| {
@@ -328,19 +329,14 @@ pub fn a_killed_replica_is_marked_down_in_time_and_up_after_its_restart() {
     };
     let down = at("DOWN", killed);
     let up = at("UP", restarted);
-    // inter 500 ms × fall 2 + 1 s.
     let detection = (down - killed) as f64 / 1e9;
     eprintln!(
-        "DOWN {detection:.2} s after the kill; UP {:.2} s after the restart",
+        "DOWN {detection:.2} s after the kill (bound {bound:.1} s); UP {:.2} s after the restart",
         (up - restarted) as f64 / 1e9
     );
-    assert!(detection <= 2.0, "detection took {detection} s");
-    assert_probed_until_ready(&dir);
-    assert_sampled(&dir);
-    assert_eq!(
-        rt.block_on(common::leftovers(&engine, "test-kill")),
-        (vec![], vec![])
-    );
+    assert!(detection <= bound, "detection took {detection} s");
+    assert_probed_until_ready(dir);
+    assert_sampled(dir);
 }
 
 /// The restarted replica's readiness probe: attempts from its start on, at least 100 ms
@@ -435,7 +431,9 @@ pub fn a_database_killed_for_memory_mid_run_is_a_result_and_is_not_run_again() {
     assert!(kills[0]["kills"].as_u64().unwrap() >= 1);
     assert_eq!(kills[0]["memory_limit_bytes"], 192u64 << 20);
     let first = kills[0]["first_at_s"].as_f64().unwrap();
-    assert!((0.0..45.0).contains(&first), "first kill at {first} s");
+    // Within the run's 20 s of load (the supervisor may see it on its next tick).
+    eprintln!("first kill {first:.1} s into the load");
+    assert!((0.0..25.0).contains(&first), "first kill at {first} s");
     let events = std::fs::read_to_string(dir.join("events.csv")).unwrap();
     assert!(
         events.contains(&format!(",oom-killed,{database},killed for memory")),
