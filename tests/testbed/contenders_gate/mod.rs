@@ -149,17 +149,19 @@ pub fn production_scans_posts_and_indexed_uses_an_index() {
     }
     assert!(figures[0] > figures[1], "the sequential scan (production, median {:.2} ms) is not slower than the index scan (indexed, median {:.2} ms)", figures[0], figures[1]);
 
-    // And a whole feed page over HTTP, per contender (printed, not asserted): on
-    // `production` the scans overrun the 400 ms section budget and sections are dropped.
+    // And a whole feed page over HTTP, per contender: 200 on both, though on `production` the
+    // scans overrun the 400 ms section budget and sections are dropped (the figures are
+    // printed, not asserted: ten requests, as the page's latency is no check of this test's,
+    // where 35 spent half a minute on production alone).
     for c in contenders() {
         for (name, db) in [("production", &production), ("indexed", &indexed)] {
             let svc = c.start_or_fail(&db.url(), &[]);
             let (mut ms, mut degraded) =
                 (Vec::new(), std::collections::BTreeMap::<String, u32>::new());
-            for i in 0..35u32 {
+            for i in 0..10u32 {
                 let r = svc.get(&format!("/feed?viewer={}", 1 + i * 283)).unwrap();
                 assert_eq!(r.status, 200, "{}: {r:?}", c.name);
-                if i >= 5 {
+                if i >= 2 {
                     ms.push(r.elapsed.as_secs_f64() * 1000.0);
                     for s in r.json()["degraded"].as_array().unwrap() {
                         *degraded.entry(s.as_str().unwrap().to_string()).or_default() += 1;
@@ -169,7 +171,7 @@ pub fn production_scans_posts_and_indexed_uses_an_index() {
             let mut sorted = ms.clone();
             sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
             eprintln!(
-                "GET /feed via {} on {name}: median {:.1} ms, p90 {:.1} ms (30 sequential requests); sections dropped: {degraded:?}",
+                "GET /feed via {} on {name}: median {:.1} ms, p90 {:.1} ms (8 sequential requests); sections dropped: {degraded:?}",
                 c.name,
                 median(ms),
                 sorted[sorted.len() * 9 / 10]
