@@ -1,8 +1,8 @@
 //! The container sampler's own cost: ten idle containers sampled at 1 Hz for a minute by
 //! the cgroup-file source and by the engine-API one-shot source, in one run, after an idle
 //! phase without any sampler. For each phase: this process's CPU time (utime + stime from
-//! /proc/self/stat), and the engine's (dockerd, containerd and the containerd shims, from
-//! their /proc/<pid>/stat). Run with `cargo bench --bench sampler`; FEEDBENCH_BENCH_SECONDS
+//! /proc/self/stat), and the engine's (the processes the host check counts as the engine's,
+//! `rundir::host::ENGINE_PROCESSES`, from their /proc/<pid>/stat). Run with `cargo bench --bench sampler`; FEEDBENCH_BENCH_SECONDS
 //! sets each phase's length (60 by default), FEEDBENCH_BENCH_ROUNDS how many times the three
 //! phases run, interleaved (2 by default). Containers carry
 //! `feedbench.study=bench-sampler` and are removed afterwards.
@@ -15,6 +15,7 @@ use bollard::container::{Config, CreateContainerOptions};
 use bollard::models::HostConfig;
 use feedbench::engine::runtime::Runtime;
 use feedbench::run::monitor::{self, MonitorOptions, Source, Target};
+use feedbench_core::rundir::host::{parse_pid_stat, ENGINE_PROCESSES};
 
 const STUDY: &str = "bench-sampler";
 const NETWORK: &str = "fb-bench-sampler";
@@ -23,16 +24,14 @@ const CONTAINERS: usize = 10;
 /// USER_HZ: the unit of utime and stime in /proc/<pid>/stat.
 const TICKS_PER_S: f64 = 100.0;
 
-/// utime + stime of a process, in seconds.
+/// utime + stime of a process, in seconds (the host check's own parser).
 fn cpu_seconds(pid: &str) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let (u, s): (f64, f64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
-    Some((u + s) / TICKS_PER_S)
+    Some(parse_pid_stat(&stat).ok()?.cpu_ticks as f64 / TICKS_PER_S)
 }
 
-/// The engine's processes: dockerd, containerd and every containerd shim, by pid.
+/// The engine's processes, by pid: those the host check counts as the engine's
+/// (`rundir::host::ENGINE_PROCESSES`).
 fn engine_pids() -> Vec<String> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -40,10 +39,9 @@ fn engine_pids() -> Vec<String> {
     dir.filter_map(|e| e.ok())
         .filter_map(|e| {
             let pid = e.file_name().to_string_lossy().into_owned();
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-            let comm = comm.trim();
-            (comm == "dockerd" || comm == "containerd" || comm.starts_with("containerd-shim"))
-                .then_some(pid)
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let comm = parse_pid_stat(&stat).ok()?.comm;
+            ENGINE_PROCESSES.contains(&comm.as_str()).then_some(pid)
         })
         .collect()
 }

@@ -60,9 +60,20 @@ pub struct Probe {
     /// its cgroup was found here): counted in the host's study figure only while it is read
     /// from this host's cgroups.
     remote: bool,
-    /// The tick of the last read, and its CPU counter when it was `ok` (`Some(None)`: it
-    /// was `down`), for the host's study figure.
-    last_cpu: Option<(u64, Option<Option<u64>>)>,
+    /// The tick of the last read and what it told of the container's CPU, for the host's
+    /// study figure; `None` before the first read and after a cgroup was lost.
+    last_cpu: Option<(u64, CpuRead)>,
+}
+
+/// What one read told of a container's CPU counter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CpuRead {
+    /// Running, with its counter (ns).
+    Counter(u64),
+    /// Not running: nothing ran.
+    Down,
+    /// The read failed, or gave no counter.
+    Unknown,
 }
 
 impl Probe {
@@ -104,22 +115,21 @@ impl Probe {
         if !self.on_host() {
             return Some(0);
         }
-        // `Some(Some(n))`: ok with its counter; `Some(None)`: down; `None`: unknown.
-        let now = match status {
-            SampleStatus::Ok => c.cpu_usage_ns.map(Some),
-            SampleStatus::Down => Some(None),
-            SampleStatus::Error => None,
+        let now = match (status, c.cpu_usage_ns) {
+            (SampleStatus::Ok, Some(n)) => CpuRead::Counter(n),
+            (SampleStatus::Down, _) => CpuRead::Down,
+            _ => CpuRead::Unknown,
         };
-        let then = self
-            .last_cpu
-            .filter(|(t, _)| t + 1 == tick)
-            .and_then(|(_, r)| r);
+        let then = match self.last_cpu {
+            Some((t, read)) if t + 1 == tick => read,
+            _ => CpuRead::Unknown,
+        };
         let used = match (then, now) {
-            (Some(Some(a)), Some(Some(b))) if b >= a => Some(b - a),
+            (CpuRead::Counter(a), CpuRead::Counter(b)) if b >= a => Some(b - a),
             // Down at both reads: nothing ran.
-            (Some(None), Some(None)) => Some(0),
+            (CpuRead::Down, CpuRead::Down) => Some(0),
             // Started since the previous read: all its CPU is this interval's.
-            (Some(None), Some(Some(b))) => Some(b),
+            (CpuRead::Down, CpuRead::Counter(b)) => Some(b),
             _ => None,
         };
         self.last_cpu = Some((tick, now));
