@@ -310,17 +310,16 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
 /// The balancer of `plan` marked replica 1, killed in the run in `dir`, DOWN within its
 /// health check's worst case and UP again after the restart, whose readiness was probed
 /// until ready. The worst case: the kill lands just after a check passed; HAProxy starts the
-/// next one `inter` after it, and a check of a container that is gone fails only at its
-/// connect timeout (`connect-timeout`, at most `inter`), `fall` times over; 500 ms more for
-/// HAProxy's own scheduling under its CPU cap on a loaded host (a quota of 0.25 CPU
-/// throttles it for up to 75 ms in every 100). kill.yaml's 500 ms × 2 made the check's part
-/// 2 s, its bound before; the smoke study's 1 s × 2 make it 4 s, and 3.7 and 3.8 s were seen.
+/// next one `inter` after it, and a check of a container that is gone fails only when it
+/// times out, which with no `timeout check` (haproxy.cfg sets none) is `inter` too; so
+/// `fall` × 2 × `inter`, and 500 ms more for HAProxy's own scheduling under its CPU cap on a
+/// loaded host (a quota of 0.25 CPU throttles it for up to 75 ms in every 100). kill.yaml's
+/// 500 ms × 2 made the check's part 2 s, its bound before; the smoke study's 1 s × 2 make it
+/// 4 s, and 3.7 and 3.8 s were seen.
 fn assert_kill_seen(dir: &Path, plan: &str) {
     let loaded = feedbench::plan::load_file(&common::repo().join(plan), None).unwrap();
-    let balancer = &loaded.plan.topology.balancer;
-    let (inter, fall) = (balancer.check.inter.millis, balancer.check.fall);
-    let check = inter + balancer.connect_timeout.millis.min(inter);
-    let bound = (u64::from(fall) * check + 500) as f64 / 1e3;
+    let check = &loaded.plan.topology.balancer.check;
+    let bound = (u64::from(check.fall) * 2 * check.inter.millis + 500) as f64 / 1e3;
     let (killed, restarted) = (
         event_ns(dir, "fault-applied"),
         event_ns(dir, "fault-cleared"),
