@@ -5,7 +5,8 @@
 //! - requests per second of the schedule: within 1 % or one request of either k6 run (below
 //!   the knee; past it, per step);
 //! - p50 and p99 `duration_ms` at a load neither generator saturates (the ramp's warm-up
-//!   and first step, `UNSATURATED`): within 50 % + 2 ms of the two k6 runs' mean;
+//!   and first step, `UNSATURATED`): within 50 % + 2 ms of the two k6 runs' mean, plus
+//!   the two k6 runs' own difference;
 //! - the knee of a saturating ramp (its first step that breaks the objective, confirmed by
 //!   the next step breaking it too): the same step as a k6 run's, or the adjacent one;
 //! - the same route counts within 1 % or one (the same seeded draws), and requests.csv's
@@ -355,7 +356,7 @@ pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee(
             );
         }
 
-        // Latencies at a load neither saturates: within 50 % + 2 ms of the k6 runs' mean, and
+        // Latencies at a load neither saturates: near the k6 runs' (below), and
         // no start dropped up to there (past the ramp's knee both may drop at their cap, as
         // they should).
         let [a, n, b] = &ramp;
@@ -370,13 +371,16 @@ pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee(
             b.percentiles(UNSATURATED),
         );
         eprintln!("ramp at 40/s, p50/p99 ms: k6 {pa:?}, native {pn:?}, k6 {pb:?}");
-        for (name, native, k6) in [
-            ("p50", pn.0, (pa.0 + pb.0) / 2.0),
-            ("p99", pn.1, (pa.1 + pb.1) / 2.0),
-        ] {
+        // Within 50 % + 2 ms of the k6 runs' mean, widened by how far the two k6 runs of the
+        // same load fell apart in this session: a p99 of 600 requests is their sixth slowest,
+        // which one stall of a loaded 2-core host moves (k6 17.0 and 32.4 ms in one CI run);
+        // a third generator cannot be asked to agree with k6 better than k6 agrees with itself.
+        for (name, native, (k6a, k6b)) in [("p50", pn.0, (pa.0, pb.0)), ("p99", pn.1, (pa.1, pb.1))]
+        {
+            let (k6, spread) = ((k6a + k6b) / 2.0, (k6a - k6b).abs());
             assert!(
-                (native - k6).abs() <= 0.5 * k6 + 2.0,
-                "{name}: native {native:.2} ms, k6 {k6:.2} ms"
+                (native - k6).abs() <= 0.5 * k6 + 2.0 + spread,
+                "{name}: native {native:.2} ms, k6 {k6a:.2} and {k6b:.2} ms"
             );
         }
 
