@@ -359,7 +359,9 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
 
 /// host.csv, in file order; `None` when the run has none (its engine was not on the host
 /// that ran feedbench, or it was recorded before host samples). A row that is not `ok`
-/// keeps only its time. A negative CPU time is an error naming its place, as in the twin.
+/// keeps only its time. A negative CPU time or load average is an error naming its place,
+/// as in the twin. The one reader of host.csv: the report's figures and the validity
+/// checks' host-interference read it here.
 pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
     let mut t = match Table::open(dir, HOST_CSV) {
         Ok(t) => t,
@@ -384,6 +386,7 @@ pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
     for (c, name) in cols.iter_mut().zip(PARTS) {
         *c = t.column(name)?;
     }
+    let load1 = t.column("load1")?;
     let mut out = Vec::new();
     t.each(|rec, c| {
         let cpus_text = c.text(rec, cpus);
@@ -408,8 +411,10 @@ pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
             study_ns: ns[4],
             feedbench_ns: ns[5],
             engine_ns: ns[6],
-            // The report has no figure of it (run.json's `host` has its maximum).
-            load1: None,
+            load1: match c.opt_num(rec, Some(load1), "load1")? {
+                Some(l) if l < 0.0 => return Err(c.bad("load1", c.text(rec, load1), "0 or more")),
+                l => l,
+            },
         });
         Ok(())
     })?;
@@ -493,6 +498,61 @@ pub fn health(dir: &Path) -> Result<Vec<Health>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_reads_back_what_the_monitor_writes_and_names_a_negative_load() {
+        use crate::rundir::host::{HostRow, HOST_HEADER};
+        let dir = tempfile::tempdir().unwrap();
+        let s = 1_000_000_000;
+        let ok = HostRow {
+            unix_ns: 1_700_000_000_000_000_000,
+            tick: 1,
+            ok: true,
+            interval_ns: Some(s),
+            logical_cpus: 2,
+            busy_ns: Some(s / 2),
+            iowait_ns: Some(0),
+            steal_ns: Some(s / 100),
+            study_ns: Some(s / 4),
+            feedbench_ns: Some(s / 50),
+            engine_ns: Some(s / 50),
+            load1: Some(1.25),
+            ..HostRow::default()
+        };
+        let failed = HostRow {
+            tick: 2,
+            ok: false,
+            interval_ns: Some(s),
+            logical_cpus: 2,
+            detail: "cannot read /proc/stat".into(),
+            ..HostRow::default()
+        };
+        let mut text = format!("{HOST_HEADER}\n");
+        ok.write_csv(&mut text);
+        failed.write_csv(&mut text);
+        std::fs::write(dir.path().join(HOST_CSV), &text).unwrap();
+        let rows = host(dir.path()).unwrap().unwrap();
+        assert_eq!(rows.len(), 2);
+        let r = &rows[0];
+        assert_eq!(
+            (r.interval_ns, r.busy_ns, r.steal_ns, r.study_ns, r.load1),
+            (Some(s), Some(s / 2), Some(s / 100), Some(s / 4), Some(1.25))
+        );
+        // A row that is not `ok` keeps its time, and no interval to make a figure of.
+        assert_eq!((rows[1].interval_ns, rows[1].busy_ns), (None, None));
+
+        std::fs::write(
+            dir.path().join(HOST_CSV),
+            text.replacen(",1.25,", ",-1.25,", 1),
+        )
+        .unwrap();
+        let e = host(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2, column `load1`: `-1.25` is not 0 or more"),
+            "{e}"
+        );
+        assert!(host(tempfile::tempdir().unwrap().path()).unwrap().is_none());
+    }
 
     #[test]
     fn requests_read_by_column_name_and_sorted_by_start() {

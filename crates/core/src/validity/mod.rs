@@ -27,7 +27,7 @@ pub use effect::{Effect, Target, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
 pub use host::{HostRows, CHECK as HOST_INTERFERENCE};
 pub use load::Drops;
-pub use read::{read_events, read_host, read_request_starts, read_samples};
+pub use read::{read_events, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
 pub use window::{fault_spans, subtract, EventRow, Window};
 
@@ -208,7 +208,7 @@ pub fn assess(
         request_starts,
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
         // A damaged host.csv costs the host's check alone, never the measurement path's.
-        host: match read_host(&dir.join(crate::rundir::HOST_CSV)) {
+        host: match crate::report::read::host(dir) {
             Ok(Some(rows)) => HostRows::Read(rows),
             Ok(None) => HostRows::Absent,
             Err(e) => HostRows::Unreadable(e.to_string()),

@@ -1,5 +1,6 @@
-//! The thin reader: containers.csv, requests.csv, events.csv and host.csv parsed into what
-//! the checks need (columns by header name, as docs/results.md documents them).
+//! The thin reader: containers.csv, requests.csv and events.csv parsed into what the checks
+//! need (columns by header name, as docs/results.md documents them). host.csv is read by
+//! the report's reader (`report::read::host`), which names a damaged row's line and field.
 
 use std::path::Path;
 
@@ -8,7 +9,6 @@ use serde::Deserialize;
 use super::error::ValidityError;
 use super::samples::Sample;
 use super::window::EventRow;
-use crate::rundir::host::HostSample;
 use crate::rundir::samples::SampleStatus;
 
 fn reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ValidityError> {
@@ -67,49 +67,6 @@ pub fn read_samples(path: &Path) -> Result<Vec<Sample>, ValidityError> {
             detail: l.detail,
         })
         .collect())
-}
-
-#[derive(Deserialize)]
-struct HostLine {
-    unix_ns: u64,
-    status: String,
-    interval_s: Option<f64>,
-    logical_cpus: u32,
-    busy_s: Option<f64>,
-    iowait_s: Option<f64>,
-    steal_s: Option<f64>,
-    study_s: Option<f64>,
-    feedbench_s: Option<f64>,
-    engine_s: Option<f64>,
-    load1: Option<f64>,
-}
-
-/// host.csv, or `None` when the run has none (a remote engine, or a run recorded before it).
-/// A row whose status is not `ok` keeps only its time: it has no figure.
-pub fn read_host(path: &Path) -> Result<Option<Vec<HostSample>>, ValidityError> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    let ns = |s: Option<f64>| {
-        s.filter(|v| v.is_finite() && *v >= 0.0)
-            .map(|v| (v * 1e9).round() as u64)
-    };
-    let rows = rows::<HostLine>(path)?.into_iter().map(|l| {
-        let ok = l.status == "ok";
-        HostSample {
-            unix_ns: i128::from(l.unix_ns),
-            interval_ns: ns(l.interval_s).filter(|_| ok),
-            logical_cpus: l.logical_cpus,
-            busy_ns: ns(l.busy_s),
-            iowait_ns: ns(l.iowait_s),
-            steal_ns: ns(l.steal_s),
-            study_ns: ns(l.study_s),
-            feedbench_ns: ns(l.feedbench_s),
-            engine_ns: ns(l.engine_s),
-            load1: l.load1,
-        }
-    });
-    Ok(Some(rows.collect()))
 }
 
 #[derive(Deserialize)]

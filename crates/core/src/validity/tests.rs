@@ -284,9 +284,24 @@ fn assess_reads_the_run_directory() {
     assert!(damaged.host.is_none());
     assert!(
         damaged.warnings.len() == 1
-            && damaged.warnings[0].contains("host-interference not evaluated: cannot read"),
+            && damaged.warnings[0].contains("host-interference not evaluated: `")
+            && damaged.warnings[0].contains("host.csv` line 2, column `busy_s`: `x` is not"),
         "{:?}",
         damaged.warnings
+    );
+    // A negative CPU time is damage too, named where it is, never a figure read as missing.
+    std::fs::write(
+        dir.path().join("host.csv"),
+        quiet.replacen(",0,0,0.4,", ",0,-0.5,0.4,", 1),
+    )
+    .unwrap();
+    let negative = assess(dir.path(), &facts(Some(&load), None), starts()).unwrap();
+    assert!(negative.host.is_none());
+    assert!(
+        negative.warnings.len() == 1
+            && negative.warnings[0].contains("line 2, column `steal_s`: `-0.5` is not"),
+        "{:?}",
+        negative.warnings
     );
     std::fs::write(dir.path().join("host.csv"), quiet).unwrap();
     // A ramp stopped at its knee whose first breach ended at t = 10 s is judged up to
