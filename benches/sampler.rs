@@ -2,10 +2,10 @@
 //! the cgroup-file source and by the engine-API one-shot source, in one run, after an idle
 //! phase without any sampler. For each phase: this process's CPU time (utime + stime from
 //! /proc/self/stat), and the engine's (the processes the host check counts as the engine's,
-//! `rundir::host::ENGINE_PROCESSES`, from their /proc/<pid>/stat). Run with `cargo bench --bench sampler`; FEEDBENCH_BENCH_SECONDS
-//! sets each phase's length (60 by default), FEEDBENCH_BENCH_ROUNDS how many times the three
-//! phases run, interleaved (2 by default). Containers carry
-//! `feedbench.study=bench-sampler` and are removed afterwards.
+//! `rundir::host::ENGINE_PROCESSES`, from their /proc/<pid>/stat). Run with
+//! `cargo bench --bench sampler`; FEEDBENCH_BENCH_SECONDS sets each phase's length (60 by
+//! default), FEEDBENCH_BENCH_ROUNDS how many times the three phases run, interleaved (2 by
+//! default). Containers carry `feedbench.study=bench-sampler` and are removed afterwards.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

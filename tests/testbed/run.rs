@@ -313,9 +313,8 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
 /// next one `inter` after it, and a check of a container that is gone fails only when it
 /// times out, which with no `timeout check` (haproxy.cfg sets none) is `inter` too; so
 /// `fall` × 2 × `inter`, and 500 ms more for HAProxy's own scheduling under its CPU cap on a
-/// loaded host (a quota of 0.25 CPU throttles it for up to 75 ms in every 100). kill.yaml's
-/// 500 ms × 2 made the check's part 2 s, its bound before; the smoke study's 1 s × 2 make it
-/// 4 s, and 3.7 and 3.8 s were seen.
+/// loaded host (a quota of 0.25 CPU throttles it for up to 75 ms in every 100). The smoke
+/// study's `inter` 1 s and `fall` 2 make the check's part 4 s; 3.0 to 3.8 s were seen.
 fn assert_kill_seen(dir: &Path, plan: &str) {
     let loaded = feedbench::plan::load_file(&common::repo().join(plan), None).unwrap();
     let check = &loaded.plan.topology.balancer.check;
