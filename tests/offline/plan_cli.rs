@@ -493,15 +493,15 @@ fn the_analysis_settings_change_the_plan_hash_and_no_run_hash() {
 fn a_plan_without_an_analysis_section_keeps_the_hash_it_was_registered_with() {
     // The hash is of the document as written, so a section it does not write adds nothing
     // to it: the registered study hashes as it did before the section existed. (Pinned
-    // again when its hypotheses got their checks and as the study was calibrated, before any run
-    // of it.)
+    // again when its hypotheses got their checks, as the study was calibrated, and when the
+    // freeze and H7 were added by amendment, each before any run of it.)
     let path = repo().join("experiments/study.yaml");
     let doc: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert!(doc.get("analysis").is_none());
     assert_eq!(
         plan_json(&path)["plan_hash"],
-        "20b7b5ae4ffacd7ba59e90f52a169a5883f2502a9d16a18562890e8399a6d753",
+        "e6305520fec64da4559d82947e32444b3ac5b5868c26e8f4362c9a53c91748a7",
         "experiments/study.yaml is registered: its plan hash must not change"
     );
 }
