@@ -3,41 +3,11 @@
 //! (with the file named); a damaged row is an error naming the file, the line and the
 //! column, never a silently skipped row.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::rundir::host::HostSample;
-use crate::rundir::{
-    CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, HOST_CSV, READINESS_CSV, REQUESTS_CSV,
-};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("`{0}` is missing")]
-    Missing(PathBuf),
-    #[error("cannot read `{path}`: {message}")]
-    Io { path: PathBuf, message: String },
-    #[error("`{path}` has no `{column}` column (is it feedbench's {file}?)")]
-    NoColumn {
-        path: PathBuf,
-        column: &'static str,
-        file: &'static str,
-    },
-    #[error("`{path}` line {line}, column `{column}`: `{value}` is not {expected}")]
-    Bad {
-        path: PathBuf,
-        line: u64,
-        column: &'static str,
-        value: String,
-        expected: &'static str,
-    },
-}
-
-impl ReadError {
-    /// A file is missing (the run is not analysable), rather than damaged.
-    pub fn is_missing(&self) -> bool {
-        matches!(self, ReadError::Missing(_))
-    }
-}
+pub use crate::rundir::table::ReadError;
+use crate::rundir::table::Table;
+use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, READINESS_CSV, REQUESTS_CSV};
 
 /// A request, as the figures need it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,139 +89,6 @@ pub struct Health {
     /// As HAProxy logs it: `backend/server`.
     pub server: String,
     pub state: String,
-}
-
-struct Table {
-    path: PathBuf,
-    reader: csv::Reader<std::io::BufReader<std::fs::File>>,
-    header: csv::ByteRecord,
-    file: &'static str,
-}
-
-impl Table {
-    fn open(dir: &Path, file: &'static str) -> Result<Table, ReadError> {
-        let path = dir.join(file);
-        let f = match crate::confine::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ReadError::Missing(path))
-            }
-            Err(e) => {
-                return Err(ReadError::Io {
-                    path,
-                    message: e.to_string(),
-                })
-            }
-        };
-        let mut reader = csv::ReaderBuilder::new()
-            .buffer_capacity(1 << 16)
-            .from_reader(std::io::BufReader::with_capacity(1 << 16, f));
-        let header = reader
-            .byte_headers()
-            .map_err(|e| ReadError::Io {
-                path: path.clone(),
-                message: e.to_string(),
-            })?
-            .clone();
-        Ok(Table {
-            path,
-            reader,
-            header,
-            file,
-        })
-    }
-
-    fn column(&self, name: &'static str) -> Result<usize, ReadError> {
-        self.optional(name).ok_or_else(|| ReadError::NoColumn {
-            path: self.path.clone(),
-            column: name,
-            file: self.file,
-        })
-    }
-
-    fn optional(&self, name: &str) -> Option<usize> {
-        self.header.iter().position(|h| h == name.as_bytes())
-    }
-
-    /// Calls `row` for every record, with its line.
-    fn each(
-        &mut self,
-        mut row: impl FnMut(&csv::ByteRecord, &Cell<'_>) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
-        let mut rec = csv::ByteRecord::new();
-        loop {
-            match self.reader.read_byte_record(&mut rec) {
-                Ok(true) => {}
-                Ok(false) => return Ok(()),
-                Err(e) => {
-                    return Err(ReadError::Io {
-                        path: self.path.clone(),
-                        message: e.to_string(),
-                    })
-                }
-            }
-            let cell = Cell {
-                path: &self.path,
-                line: rec.position().map_or(0, |p| p.line()),
-            };
-            row(&rec, &cell)?;
-        }
-    }
-}
-
-/// Parses one field, naming the place when it does not.
-struct Cell<'a> {
-    path: &'a Path,
-    line: u64,
-}
-
-impl Cell<'_> {
-    fn text<'r>(&self, rec: &'r csv::ByteRecord, i: usize) -> &'r str {
-        rec.get(i)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .unwrap_or("")
-    }
-
-    fn bad(&self, column: &'static str, value: &str, expected: &'static str) -> ReadError {
-        ReadError::Bad {
-            path: self.path.to_path_buf(),
-            line: self.line,
-            column,
-            value: value.to_string(),
-            expected,
-        }
-    }
-
-    fn int(
-        &self,
-        rec: &csv::ByteRecord,
-        i: usize,
-        column: &'static str,
-    ) -> Result<i128, ReadError> {
-        let t = self.text(rec, i);
-        t.parse().map_err(|_| self.bad(column, t, "an integer"))
-    }
-
-    fn num(&self, rec: &csv::ByteRecord, i: usize, column: &'static str) -> Result<f64, ReadError> {
-        let t = self.text(rec, i);
-        t.parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| self.bad(column, t, "a number"))
-    }
-
-    /// An empty field is `None`.
-    fn opt_num(
-        &self,
-        rec: &csv::ByteRecord,
-        i: Option<usize>,
-        column: &'static str,
-    ) -> Result<Option<f64>, ReadError> {
-        match i {
-            Some(i) if !self.text(rec, i).is_empty() => self.num(rec, i, column).map(Some),
-            _ => Ok(None),
-        }
-    }
 }
 
 /// requests.csv, sorted by start: the fast path when the file holds no quote
@@ -357,70 +194,6 @@ pub fn samples(dir: &Path) -> Result<Vec<Sample>, ReadError> {
     Ok(out)
 }
 
-/// host.csv, in file order; `None` when the run has none (its engine was not on the host
-/// that ran feedbench, or it was recorded before host samples). A row that is not `ok`
-/// keeps only its time. A negative CPU time or load average is an error naming its place,
-/// as in the twin. The one reader of host.csv: the report's figures and the validity
-/// checks' host-interference read it here.
-pub fn host(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
-    let mut t = match Table::open(dir, HOST_CSV) {
-        Ok(t) => t,
-        Err(e) if e.is_missing() => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let (u, status, cpus) = (
-        t.column("unix_ns")?,
-        t.column("status")?,
-        t.column("logical_cpus")?,
-    );
-    const PARTS: [&str; 7] = [
-        "interval_s",
-        "busy_s",
-        "iowait_s",
-        "steal_s",
-        "study_s",
-        "feedbench_s",
-        "engine_s",
-    ];
-    let mut cols = [0usize; 7];
-    for (c, name) in cols.iter_mut().zip(PARTS) {
-        *c = t.column(name)?;
-    }
-    let load1 = t.column("load1")?;
-    let mut out = Vec::new();
-    t.each(|rec, c| {
-        let cpus_text = c.text(rec, cpus);
-        let mut ns = [None; 7];
-        for ((v, i), name) in ns.iter_mut().zip(cols).zip(PARTS) {
-            *v = match c.opt_num(rec, Some(i), name)? {
-                Some(s) if s >= 0.0 => Some((s * 1e9).round() as u64),
-                Some(_) => return Err(c.bad(name, c.text(rec, i), "a CPU time of 0 or more")),
-                None => None,
-            };
-        }
-        let ok = c.text(rec, status) == "ok";
-        out.push(HostSample {
-            unix_ns: c.int(rec, u, "unix_ns")?,
-            interval_ns: ns[0].filter(|_| ok),
-            logical_cpus: cpus_text
-                .parse()
-                .map_err(|_| c.bad("logical_cpus", cpus_text, "a whole number"))?,
-            busy_ns: ns[1],
-            iowait_ns: ns[2],
-            steal_ns: ns[3],
-            study_ns: ns[4],
-            feedbench_ns: ns[5],
-            engine_ns: ns[6],
-            load1: match c.opt_num(rec, Some(load1), "load1")? {
-                Some(l) if l < 0.0 => return Err(c.bad("load1", c.text(rec, load1), "0 or more")),
-                l => l,
-            },
-        });
-        Ok(())
-    })?;
-    Ok(Some(out))
-}
-
 /// events.csv, in file order.
 pub fn events(dir: &Path) -> Result<Vec<Event>, ReadError> {
     let mut t = Table::open(dir, EVENTS_CSV)?;
@@ -498,61 +271,6 @@ pub fn health(dir: &Path) -> Result<Vec<Health>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_reads_back_what_the_monitor_writes_and_names_a_negative_load() {
-        use crate::rundir::host::{HostRow, HOST_HEADER};
-        let dir = tempfile::tempdir().unwrap();
-        let s = 1_000_000_000;
-        let ok = HostRow {
-            unix_ns: 1_700_000_000_000_000_000,
-            tick: 1,
-            ok: true,
-            interval_ns: Some(s),
-            logical_cpus: 2,
-            busy_ns: Some(s / 2),
-            iowait_ns: Some(0),
-            steal_ns: Some(s / 100),
-            study_ns: Some(s / 4),
-            feedbench_ns: Some(s / 50),
-            engine_ns: Some(s / 50),
-            load1: Some(1.25),
-            ..HostRow::default()
-        };
-        let failed = HostRow {
-            tick: 2,
-            ok: false,
-            interval_ns: Some(s),
-            logical_cpus: 2,
-            detail: "cannot read /proc/stat".into(),
-            ..HostRow::default()
-        };
-        let mut text = format!("{HOST_HEADER}\n");
-        ok.write_csv(&mut text);
-        failed.write_csv(&mut text);
-        std::fs::write(dir.path().join(HOST_CSV), &text).unwrap();
-        let rows = host(dir.path()).unwrap().unwrap();
-        assert_eq!(rows.len(), 2);
-        let r = &rows[0];
-        assert_eq!(
-            (r.interval_ns, r.busy_ns, r.steal_ns, r.study_ns, r.load1),
-            (Some(s), Some(s / 2), Some(s / 100), Some(s / 4), Some(1.25))
-        );
-        // A row that is not `ok` keeps its time, and no interval to make a figure of.
-        assert_eq!((rows[1].interval_ns, rows[1].busy_ns), (None, None));
-
-        std::fs::write(
-            dir.path().join(HOST_CSV),
-            text.replacen(",1.25,", ",-1.25,", 1),
-        )
-        .unwrap();
-        let e = host(dir.path()).unwrap_err().to_string();
-        assert!(
-            e.contains("line 2, column `load1`: `-1.25` is not 0 or more"),
-            "{e}"
-        );
-        assert!(host(tempfile::tempdir().unwrap().path()).unwrap().is_none());
-    }
 
     #[test]
     fn requests_read_by_column_name_and_sorted_by_start() {

@@ -143,7 +143,7 @@ pub fn analyse(dir: &Path, record: &RunRecord) -> Result<RunFigures, NotAnalysab
     usage::rows(&mut x, &usage, &frame.caps, &answers, m.start_ns, m.end_ns);
     out.absorb(x);
     usage::path_rows(&mut out, &usage, &frame.caps, m.start_ns, m.end_ns);
-    if let Some(host) = read::host(dir)? {
+    if let Some(host) = crate::rundir::host::read(dir)? {
         usage::host_rows(&mut out, &host, m.start_ns, m.end_ns);
     }
 

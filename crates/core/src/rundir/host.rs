@@ -2,11 +2,15 @@
 //! docs/results.md, "host.csv"): the whole machine's CPU from `/proc/stat`, the load average,
 //! and who used it — the study's containers, feedbench itself, the engine's daemons — so that
 //! what was used outside the study (another job, a build, a backup) and the hypervisor's steal
-//! are figures of the run. The parsers of the kernel's files are here too, pure.
+//! are figures of the run. The parsers of the kernel's files are here too, pure, and the one
+//! reader of host.csv (`read`).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use super::samples::text;
+use super::table::{ReadError, Table};
+use super::HOST_CSV;
 
 /// The columns of host.csv. Every `_s` figure but `interval_s` is CPU time, in core-seconds,
 /// used during the interval since the previous row (empty in a row that has no previous).
@@ -292,9 +296,127 @@ pub fn parse_pid_stat(text: &str) -> Result<ProcessStat, String> {
     })
 }
 
+/// host.csv, in file order; `None` when the run has none (its engine was not on the host
+/// that ran feedbench, or it was recorded before host samples). A row that is not `ok`
+/// keeps only its time. A negative CPU time or load average is an error naming its place,
+/// as in the twin. The one reader of host.csv: the report's figures and the validity
+/// checks' host-interference both read it here.
+pub fn read(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
+    let mut t = match Table::open(dir, HOST_CSV) {
+        Ok(t) => t,
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (u, status, cpus) = (
+        t.column("unix_ns")?,
+        t.column("status")?,
+        t.column("logical_cpus")?,
+    );
+    const PARTS: [&str; 7] = [
+        "interval_s",
+        "busy_s",
+        "iowait_s",
+        "steal_s",
+        "study_s",
+        "feedbench_s",
+        "engine_s",
+    ];
+    let mut cols = [0usize; 7];
+    for (c, name) in cols.iter_mut().zip(PARTS) {
+        *c = t.column(name)?;
+    }
+    let load1 = t.column("load1")?;
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        let cpus_text = c.text(rec, cpus);
+        let mut ns = [None; 7];
+        for ((v, i), name) in ns.iter_mut().zip(cols).zip(PARTS) {
+            *v = match c.opt_num(rec, Some(i), name)? {
+                Some(s) if s >= 0.0 => Some((s * 1e9).round() as u64),
+                Some(_) => return Err(c.bad(name, c.text(rec, i), "a CPU time of 0 or more")),
+                None => None,
+            };
+        }
+        let ok = c.text(rec, status) == "ok";
+        out.push(HostSample {
+            unix_ns: c.int(rec, u, "unix_ns")?,
+            interval_ns: ns[0].filter(|_| ok),
+            logical_cpus: cpus_text
+                .parse()
+                .map_err(|_| c.bad("logical_cpus", cpus_text, "a whole number"))?,
+            busy_ns: ns[1],
+            iowait_ns: ns[2],
+            steal_ns: ns[3],
+            study_ns: ns[4],
+            feedbench_ns: ns[5],
+            engine_ns: ns[6],
+            load1: match c.opt_num(rec, Some(load1), "load1")? {
+                Some(l) if l < 0.0 => return Err(c.bad("load1", c.text(rec, load1), "0 or more")),
+                l => l,
+            },
+        });
+        Ok(())
+    })?;
+    Ok(Some(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_reads_back_what_the_monitor_writes_and_names_a_negative_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = 1_000_000_000;
+        let ok = HostRow {
+            unix_ns: 1_700_000_000_000_000_000,
+            tick: 1,
+            ok: true,
+            interval_ns: Some(s),
+            logical_cpus: 2,
+            busy_ns: Some(s / 2),
+            iowait_ns: Some(0),
+            steal_ns: Some(s / 100),
+            study_ns: Some(s / 4),
+            feedbench_ns: Some(s / 50),
+            engine_ns: Some(s / 50),
+            load1: Some(1.25),
+            ..HostRow::default()
+        };
+        let failed = HostRow {
+            tick: 2,
+            ok: false,
+            interval_ns: Some(s),
+            logical_cpus: 2,
+            detail: "cannot read /proc/stat".into(),
+            ..HostRow::default()
+        };
+        let mut text = format!("{HOST_HEADER}\n");
+        ok.write_csv(&mut text);
+        failed.write_csv(&mut text);
+        std::fs::write(dir.path().join(HOST_CSV), &text).unwrap();
+        let rows = read(dir.path()).unwrap().unwrap();
+        assert_eq!(rows.len(), 2);
+        let r = &rows[0];
+        assert_eq!(
+            (r.interval_ns, r.busy_ns, r.steal_ns, r.study_ns, r.load1),
+            (Some(s), Some(s / 2), Some(s / 100), Some(s / 4), Some(1.25))
+        );
+        // A row that is not `ok` keeps its time, and no interval to make a figure of.
+        assert_eq!((rows[1].interval_ns, rows[1].busy_ns), (None, None));
+
+        std::fs::write(
+            dir.path().join(HOST_CSV),
+            text.replacen(",1.25,", ",-1.25,", 1),
+        )
+        .unwrap();
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2, column `load1`: `-1.25` is not 0 or more"),
+            "{e}"
+        );
+        assert!(read(tempfile::tempdir().unwrap().path()).unwrap().is_none());
+    }
 
     const STAT: &str = "cpu  100 5 50 9000 7 3 2 11 4 0\ncpu0 50 2 25 4500 3 1 1 5 2 0\n\
 cpu1 50 3 25 4500 4 2 1 6 2 0\nintr 1 2 3\nctxt 99\n";

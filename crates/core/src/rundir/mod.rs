@@ -17,6 +17,7 @@ pub mod readiness;
 pub mod record;
 pub mod requests;
 pub mod samples;
+pub mod table;
 
 /// The run's record (`record::RunRecord`).
 pub const RUN_JSON: &str = "run.json";

@@ -208,7 +208,7 @@ pub fn assess(
         request_starts,
         events: read_events(&dir.join(crate::rundir::EVENTS_CSV))?,
         // A damaged host.csv costs the host's check alone, never the measurement path's.
-        host: match crate::report::read::host(dir) {
+        host: match crate::rundir::host::read(dir) {
             Ok(Some(rows)) => HostRows::Read(rows),
             Ok(None) => HostRows::Absent,
             Err(e) => HostRows::Unreadable(e.to_string()),

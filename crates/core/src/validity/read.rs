@@ -1,6 +1,6 @@
 //! The thin reader: containers.csv, requests.csv and events.csv parsed into what the checks
-//! need (columns by header name, as docs/results.md documents them). host.csv is read by
-//! the report's reader (`report::read::host`), which names a damaged row's line and field.
+//! need (columns by header name, as docs/results.md documents them). host.csv has one reader,
+//! `rundir::host::read`, which names a damaged row's line and field.
 
 use std::path::Path;
 
