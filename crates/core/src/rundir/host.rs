@@ -126,8 +126,9 @@ pub struct HostFigures {
     pub interference_pct: f64,
 }
 
-/// One host.csv row as its readers take it (validity's and the report's): ns figures of the interval that ended at
-/// `unix_ns`; a part that is unknown leaves the row out.
+/// One host.csv row as `read` gives it to the report and the host-interference check: ns
+/// figures of the interval that ended at `unix_ns`; a part that is unknown leaves the row
+/// out of the figures.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct HostSample {
     pub unix_ns: i128,
