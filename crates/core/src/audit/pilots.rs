@@ -15,6 +15,7 @@ use super::history::{short, History};
 use crate::ledger::journal::{self, Event, Journal};
 use crate::ledger::pilot::{self, PilotRecord};
 use crate::ledger::state::{Ledger, RunState};
+use crate::plan::expand::RunIdParts;
 use crate::plan::RunSpec;
 use crate::rundir::layout::{pilot_number, PILOTS, PILOT_RECORD};
 
@@ -247,16 +248,21 @@ fn specs(area: &PilotArea) -> Vec<RunSpec> {
     };
     pairs
         .into_iter()
-        .map(|(id, run_hash)| RunSpec {
-            contender: id.split('/').next().unwrap_or_default().to_string(),
-            profile: id.split('/').nth(1).unwrap_or_default().to_string(),
-            fault: None,
-            repetition: 0,
-            depends_on: Vec::new(),
-            estimated_duration_s: None,
-            inputs: Vec::new(),
-            id,
-            run_hash,
+        .map(|(id, run_hash)| {
+            // Only the id and hash count in the ledger's fold; the parts are the id's own,
+            // empty for one `run_id` cannot have made.
+            let parts = RunIdParts::parse(&id);
+            RunSpec {
+                contender: parts.map_or("", |p| p.contender).to_string(),
+                profile: parts.map_or("", |p| p.profile).to_string(),
+                fault: parts.and_then(|p| p.fault).map(str::to_string),
+                repetition: parts.map_or(0, |p| p.repetition),
+                depends_on: Vec::new(),
+                estimated_duration_s: None,
+                inputs: Vec::new(),
+                id,
+                run_hash,
+            }
         })
         .collect()
 }

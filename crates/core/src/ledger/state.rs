@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::journal::{Event, Evidence, RunChange};
+use crate::plan::expand::RunIdParts;
 use crate::plan::RunSpec;
 
 /// Where a planned run stands, for the plan as it is now.
@@ -119,8 +120,10 @@ pub struct Pending {
     pub amendment: String,
 }
 
+/// The contender of a run id; an id `run_id` cannot have made is its own contender, so
+/// that no exclusion or gate of a real contender reaches it.
 fn contender_of(run: &str) -> &str {
-    run.split('/').next().unwrap_or(run)
+    RunIdParts::parse(run).map_or(run, |p| p.contender)
 }
 
 impl Ledger {

@@ -207,10 +207,48 @@ struct TopologyDefinition<'a> {
     co_tenant: Option<&'a super::model::Sidecar>,
 }
 
+/// A run's id: `<contender>/<profile>[+<fault>]/r<repetition>` (a `Name` never holds `/`
+/// or `+`). `RunIdParts::parse` is its one inverse.
 pub fn run_id(contender: &str, profile: &str, fault: Option<&str>, repetition: u32) -> String {
     match fault {
         Some(f) => format!("{contender}/{profile}+{f}/r{repetition}"),
         None => format!("{contender}/{profile}/r{repetition}"),
+    }
+}
+
+/// A run id read back into its parts, as `run_id` made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunIdParts<'a> {
+    pub contender: &'a str,
+    /// The profile and the fault as the id spells them (`baseline+db-cut`): the runs of one
+    /// comparison share it across contenders and repetitions.
+    pub comparison: &'a str,
+    pub profile: &'a str,
+    pub fault: Option<&'a str>,
+    pub repetition: u32,
+}
+
+impl<'a> RunIdParts<'a> {
+    /// `None` for what `run_id` cannot have made (a journal or manifest edited by hand).
+    pub fn parse(id: &'a str) -> Option<RunIdParts<'a>> {
+        let mut parts = id.split('/');
+        let (contender, comparison, rep) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || contender.is_empty() || comparison.is_empty() {
+            return None;
+        }
+        let repetition = rep.strip_prefix('r')?.parse().ok()?;
+        let (profile, fault) = match comparison.split_once('+') {
+            Some((p, f)) if !p.is_empty() && !f.is_empty() => (p, Some(f)),
+            Some(_) => return None,
+            None => (comparison, None),
+        };
+        Some(RunIdParts {
+            contender,
+            comparison,
+            profile,
+            fault,
+            repetition,
+        })
     }
 }
 
@@ -468,6 +506,42 @@ pub fn run_slug(run_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_id_reads_back_into_the_parts_it_was_made_of() {
+        for (c, p, f, r) in [
+            ("feed-rs.indexed", "baseline", Some("db-cut"), 2),
+            ("feed-py", "ramp", None, 1),
+        ] {
+            let id = run_id(c, p, f, r);
+            let parts = RunIdParts::parse(&id).unwrap();
+            assert_eq!(
+                (
+                    parts.contender,
+                    parts.profile,
+                    parts.fault,
+                    parts.repetition
+                ),
+                (c, p, f, r)
+            );
+        }
+        let parts = RunIdParts::parse("feed-rs/baseline+db-cut/r3").unwrap();
+        assert_eq!(parts.comparison, "baseline+db-cut");
+        for bad in [
+            "",
+            "feed-rs",
+            "feed-rs/ramp",
+            "feed-rs/ramp/1",
+            "feed-rs/ramp/rx",
+            "feed-rs/ramp/r1/more",
+            "/ramp/r1",
+            "feed-rs//r1",
+            "feed-rs/ramp+/r1",
+            "feed-rs/+db-cut/r1",
+        ] {
+            assert_eq!(RunIdParts::parse(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn dependencies_come_first_and_order_is_kept_otherwise() {

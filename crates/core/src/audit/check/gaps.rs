@@ -9,6 +9,7 @@ use crate::audit::report::{count, state_detail, Kind, Standing};
 use crate::audit::study::StudyFiles;
 use crate::ledger::journal::{Decider, Event};
 use crate::ledger::state::{Ledger, RunState, RunStatus};
+use crate::plan::expand::RunIdParts;
 
 /// The planned runs' final states, and the gaps among them.
 pub(super) struct Gaps<'h> {
@@ -160,7 +161,7 @@ fn skip_evidence(entries: &Entries, run: &str) -> Option<String> {
                 image,
                 exit_code,
                 ..
-            } if run.split('/').next() == Some(contender.as_str()) => Some(format!(
+            } if RunIdParts::parse(run).map(|p| p.contender) == Some(contender.as_str()) => Some(format!(
                 "journal line {line}: contender-excluded `{contender}` ({image}), gate exit code {}",
                 exit_code.map_or("none".into(), |c| c.to_string())
             )),

@@ -41,6 +41,7 @@ use super::study::StudyFiles;
 use crate::ledger::journal::Event;
 use crate::ledger::manifest::{Execution, Manifest, Validity};
 use crate::ledger::state::{counts, RunStatus};
+use crate::plan::expand::RunIdParts;
 
 /// An item before it is numbered.
 struct Draft {
@@ -143,9 +144,7 @@ fn run_of(e: &Event) -> Option<(&str, &str, Option<u32>)> {
 /// The comparison a run belongs to: its id without the contender and the repetition
 /// (`feed-rs/ramp/r1` → `ramp`).
 fn comparison(run_id: &str) -> Option<&str> {
-    let mut parts = run_id.split('/');
-    let (_, middle, _) = (parts.next()?, parts.next()?, parts.next()?);
-    Some(middle)
+    RunIdParts::parse(run_id).map(|p| p.comparison)
 }
 
 /// The runs the report compares (completed, valid, in `runs/`), by comparison.
