@@ -5,8 +5,7 @@
 //! - requests per second of the schedule: within 1 % or one request of either k6 run (below
 //!   the knee; past it, per step);
 //! - p50 and p99 `duration_ms` at a load neither generator saturates (the ramp's warm-up
-//!   and first step, `UNSATURATED`): within 50 % + 2 ms of the two k6 runs' mean, plus
-//!   the two k6 runs' own difference;
+//!   and first step, `UNSATURATED`): within 50 % + 2 ms of either k6 run's;
 //! - the knee of a saturating ramp (its first step that breaks the objective, confirmed by
 //!   the next step breaking it too): the same step as a k6 run's, or the adjacent one;
 //! - the same route counts within 1 % or one (the same seeded draws), and requests.csv's
@@ -356,7 +355,7 @@ pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee(
             );
         }
 
-        // Latencies at a load neither saturates: near the k6 runs' (below), and
+        // Latencies at a load neither saturates: near a k6 run's (below), and
         // no start dropped up to there (past the ramp's knee both may drop at their cap, as
         // they should).
         let [a, n, b] = &ramp;
@@ -371,15 +370,17 @@ pub fn native_and_k6_send_the_same_load_and_measure_the_same_latencies_and_knee(
             b.percentiles(UNSATURATED),
         );
         eprintln!("ramp at 40/s, p50/p99 ms: k6 {pa:?}, native {pn:?}, k6 {pb:?}");
-        // Within 50 % + 2 ms of the k6 runs' mean, widened by how far the two k6 runs of the
-        // same load fell apart in this session: a p99 of 600 requests is their sixth slowest,
-        // which one stall of a loaded 2-core host moves (k6 17.0 and 32.4 ms in one CI run);
-        // a third generator cannot be asked to agree with k6 better than k6 agrees with itself.
+        // Within 50 % + 2 ms of either k6 run's, as the rates are checked against either: a
+        // p99 of 600 requests is their seventh slowest, which one stall of a loaded 2-core
+        // host moves (k6 17.0 and 32.4 ms in one CI run, feedbench-load 9.5 ms between them,
+        // outside 50 % + 2 ms of their mean). Against the nearer run the bound keeps both
+        // sides: a figure below half of both k6 runs' less 2 ms, or above 1.5 times both
+        // plus 2 ms, fails.
+        let near = |native: f64, k6: f64| (native - k6).abs() <= 0.5 * k6 + 2.0;
         for (name, native, (k6a, k6b)) in [("p50", pn.0, (pa.0, pb.0)), ("p99", pn.1, (pa.1, pb.1))]
         {
-            let (k6, spread) = ((k6a + k6b) / 2.0, (k6a - k6b).abs());
             assert!(
-                (native - k6).abs() <= 0.5 * k6 + 2.0 + spread,
+                near(native, k6a) || near(native, k6b),
                 "{name}: native {native:.2} ms, k6 {k6a:.2} and {k6b:.2} ms"
             );
         }
