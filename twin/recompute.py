@@ -1134,14 +1134,17 @@ def host_rows(out, path: Path, f):
     has no host.csv."""
     if not path.is_file():
         return
+    # load1 has no figure here; it is read so that a file the report refuses (a negative
+    # load average) is refused here too, and the two never differ on whether a run stands.
     df = read_table(path, {"unix_ns": ("int", True), "status": ("str", True),
-                           "logical_cpus": ("int", True),
+                           "logical_cpus": ("int", True), "load1": ("float", False),
                            **{c: ("float", False) for c in HOST_PARTS}})
-    for c in HOST_PARTS + ["logical_cpus"]:
+    for c in HOST_PARTS + ["logical_cpus", "load1"]:
         bad = df[df[c] < 0]
         if len(bad):
             raise InputError(path, int(bad["_line"].iloc[0]),
-                             f"{c} {bad[c].iloc[0]!r}: a CPU time or count of 0 or more")
+                             f"{c} {float(bad[c].iloc[0])!r}: a CPU time, count or load of 0 or "
+                             "more")
     inside = df[(df.unix_ns >= f["start"]) & (df.unix_ns < f["end"])]
     whole = inside[(inside.status == "ok")].dropna(subset=HOST_PARTS)
     whole = whole[whole.interval_s > 0]

@@ -714,6 +714,20 @@ class Scenarios(unittest.TestCase):
         self.assertNotIn(("feed-rs.indexed/ramp/r1", "", "", "", "measured", "host_outside_cores"),
                          self.m)
 
+    def test_a_negative_figure_in_host_csv_is_refused_at_its_line(self):
+        # As the report's reader (rundir::host::read) refuses it: a CPU time, and the load
+        # average, which has no figure of its own.
+        text = gen.host_csv([10**18 + i * 10**9 for i in range(3)])
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "host.csv"
+            for column, line, damaged in (
+                    ("load1", 4, text.replace(",1.2,", ",-1.2,", 1)),
+                    ("steal_s", 3, text.replace(",0.05,", ",-0.05,", 1))):
+                path.write_text(damaged)
+                with self.assertRaises(recompute.InputError) as e:
+                    recompute.host_rows(None, path, None)
+                self.assertIn(f"host.csv:{line}: {column} -", str(e.exception))
+
     # --- step ramps
 
     def test_ramp_saturation(self):

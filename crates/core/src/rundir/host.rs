@@ -299,9 +299,9 @@ pub fn parse_pid_stat(text: &str) -> Result<ProcessStat, String> {
 
 /// host.csv, in file order; `None` when the run has none (its engine was not on the host
 /// that ran feedbench, or it was recorded before host samples). A row that is not `ok`
-/// keeps only its time. A negative CPU time or load average is an error naming its place,
-/// as in the twin. The one reader of host.csv: the report's figures and the validity
-/// checks' host-interference both read it here.
+/// keeps only its time. A negative CPU time, count or load average is an error naming its
+/// place, as in the twin (twin/recompute.py, `host_rows`). The one reader of host.csv: the
+/// report's figures and the validity checks' host-interference both read it here.
 pub fn read(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
     let mut t = match Table::open(dir, HOST_CSV) {
         Ok(t) => t,
