@@ -249,11 +249,12 @@ fn specs(area: &PilotArea) -> Vec<RunSpec> {
     pairs
         .into_iter()
         .map(|(id, run_hash)| {
-            // Only the id and hash count in the ledger's fold; the parts are the id's own,
-            // empty for one `run_id` cannot have made.
+            // The ledger's fold reads the id, the hash and the contender (whose gate may have
+            // excluded it); the contender is read from the id as the fold reads journals, and
+            // the other parts are the id's own, empty for one `run_id` cannot have made.
             let parts = RunIdParts::parse(&id);
             RunSpec {
-                contender: parts.map_or("", |p| p.contender).to_string(),
+                contender: RunIdParts::contender_of(&id).to_string(),
                 profile: parts.map_or("", |p| p.profile).to_string(),
                 fault: parts.and_then(|p| p.fault).map(str::to_string),
                 repetition: parts.map_or(0, |p| p.repetition),

@@ -120,12 +120,6 @@ pub struct Pending {
     pub amendment: String,
 }
 
-/// The contender of a run id; an id `run_id` cannot have made is its own contender, so
-/// that no exclusion or gate of a real contender reaches it.
-fn contender_of(run: &str) -> &str {
-    RunIdParts::parse(run).map_or(run, |p| p.contender)
-}
-
 impl Ledger {
     pub fn fold<'a>(events: impl IntoIterator<Item = &'a Event>) -> Ledger {
         let mut l = Ledger::default();
@@ -273,7 +267,7 @@ impl Ledger {
         self.plan_hash = Some(new_plan_hash.to_string());
         self.excluded.clear();
         for c in changes {
-            self.gate_passed.remove(contender_of(&c.run));
+            self.gate_passed.remove(RunIdParts::contender_of(&c.run));
             let Some(old) = &c.old_run_hash else { continue };
             // Only a result of the old definition is superseded.
             if self.records.get(&c.run).is_none_or(|r| &r.run_hash != old) {

@@ -250,6 +250,12 @@ impl<'a> RunIdParts<'a> {
             repetition,
         })
     }
+
+    /// The contender of a run id; an id `run_id` cannot have made is its own contender, so
+    /// that no exclusion or gate of a real contender reaches it.
+    pub fn contender_of(id: &'a str) -> &'a str {
+        Self::parse(id).map_or(id, |p| p.contender)
+    }
 }
 
 /// The step ramps a profile's rates are derived from.

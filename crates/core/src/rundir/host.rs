@@ -332,11 +332,9 @@ pub fn read(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
         let cpus_text = c.text(rec, cpus);
         let mut ns = [None; 7];
         for ((v, i), name) in ns.iter_mut().zip(cols).zip(PARTS) {
-            *v = match c.opt_num(rec, Some(i), name)? {
-                Some(s) if s >= 0.0 => Some((s * 1e9).round() as u64),
-                Some(_) => return Err(c.bad(name, c.text(rec, i), "a CPU time of 0 or more")),
-                None => None,
-            };
+            *v = c
+                .opt_non_negative(rec, i, name, "a CPU time of 0 or more")?
+                .map(|s| (s * 1e9).round() as u64);
         }
         let ok = c.text(rec, status) == "ok";
         out.push(HostSample {
@@ -351,10 +349,7 @@ pub fn read(dir: &Path) -> Result<Option<Vec<HostSample>>, ReadError> {
             study_ns: ns[4],
             feedbench_ns: ns[5],
             engine_ns: ns[6],
-            load1: match c.opt_num(rec, Some(load1), "load1")? {
-                Some(l) if l < 0.0 => return Err(c.bad("load1", c.text(rec, load1), "0 or more")),
-                l => l,
-            },
+            load1: c.opt_non_negative(rec, load1, "load1", "0 or more")?,
         });
         Ok(())
     })?;
@@ -414,6 +409,17 @@ mod tests {
         let e = read(dir.path()).unwrap_err().to_string();
         assert!(
             e.contains("line 2, column `load1`: `-1.25` is not 0 or more"),
+            "{e}"
+        );
+        assert_eq!(text.matches(",0.010000000,").count(), 1, "{text}");
+        std::fs::write(
+            dir.path().join(HOST_CSV),
+            text.replacen(",0.010000000,", ",-0.010000000,", 1),
+        )
+        .unwrap();
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2, column `steal_s`: `-0.010000000` is not a CPU time of 0 or more"),
             "{e}"
         );
         assert!(read(tempfile::tempdir().unwrap().path()).unwrap().is_none());

@@ -175,4 +175,18 @@ impl Cell<'_> {
             _ => Ok(None),
         }
     }
+
+    /// An empty field is `None`; a number below zero is refused as not `expected`.
+    pub(crate) fn opt_non_negative(
+        &self,
+        rec: &csv::ByteRecord,
+        i: usize,
+        column: &'static str,
+        expected: &'static str,
+    ) -> Result<Option<f64>, ReadError> {
+        match self.opt_num(rec, Some(i), column)? {
+            Some(v) if v < 0.0 => Err(self.bad(column, self.text(rec, i), expected)),
+            v => Ok(v),
+        }
+    }
 }
