@@ -11,7 +11,7 @@ use super::caps;
 use super::follow::Follower;
 use super::guards::{self, HostProbe, Trip};
 use super::judge::window_judged;
-use super::monitor::{self, MonitorHandle, MonitorOptions, Sampled, Target};
+use super::monitor::{self, LinkTarget, MonitorHandle, MonitorOptions, Sampled, Target};
 use super::output;
 use super::readiness;
 use super::supervise::{Load, Supervisor};
@@ -362,6 +362,7 @@ fn assess(
             record.validity.extend(a.evidence);
             record.warnings.extend(a.warnings);
             record.host = a.host;
+            record.link = a.link;
         }
         Err(e) => record.warnings.push(format!("validity not assessed: {e}")),
     }
@@ -521,9 +522,23 @@ async fn start_monitors(
             remote: r.placement.is_remote(c.role),
         })
         .collect();
+    // Reached where the coordinator reaches the fault proxy's other ports; a link whose
+    // listener it cannot reach is probed all the same, and its rows say so.
+    let links = r
+        .topo
+        .database_links()
+        .into_iter()
+        .filter_map(|(link, port)| {
+            Some(LinkTarget {
+                link: link.to_string(),
+                addr: deployed.addr(Role::FaultProxy, port)?,
+            })
+        })
+        .collect();
     Ok(monitor::start_placed(
         targets,
         deployed.addr(Role::Balancer, STATS_PORT),
+        links,
         r.dir,
         MonitorOptions {
             host: r.placement.host_shared.is_none(),
@@ -628,6 +643,7 @@ pub(super) fn begun(
         seed: None,
         caps: Vec::new(),
         host: None,
+        link: None,
         started_wall_ns,
         ended_wall_ns: 0,
     }

@@ -228,6 +228,7 @@ impl Testbed for Fake {
             seed: None,
             caps: Vec::new(),
             host: None,
+            link: None,
             started_wall_ns: clock.start_wall_ns(),
             ended_wall_ns: clock.now().wall_ns,
         };

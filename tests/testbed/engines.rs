@@ -765,6 +765,7 @@ pub fn a_container_on_the_second_engine_is_sampled_through_its_stats_api_when_to
             .block_on(monitor::start_placed(
                 vec![target()],
                 None,
+                Vec::new(),
                 &dir,
                 MonitorOptions {
                     remote_source,

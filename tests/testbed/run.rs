@@ -237,6 +237,33 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
         "during {during} vs before {before}"
     );
     assert!(after < before + 50.0, "after {after} vs before {before}");
+    // The link's own round trip, probed through the fault proxy each second, shows the
+    // latency reached the traffic: its added delay is recorded, and the run stands on it.
+    let link = &record["link"];
+    eprintln!("db link probed: {link}");
+    assert_eq!(link["link"], "db", "{record:#}");
+    assert_eq!(link["asked_ms"], 100.0, "{link}");
+    assert!(link["answered_before"].as_u64().unwrap() >= 3, "{link}");
+    assert!(link["answered_during"].as_u64().unwrap() >= 3, "{link}");
+    let added = link["added_ms"].as_f64().unwrap();
+    assert!((90.0..150.0).contains(&added), "{link}");
+    assert_eq!(
+        record["validity_evidence"],
+        serde_json::json!([]),
+        "{record:#}"
+    );
+    assert!(
+        !record["warnings"].to_string().contains("fault-not-applied"),
+        "{record:#}"
+    );
+    // A probe a second of the one database link, answered but for a rare slow one.
+    let probes = csv(&baseline.join("links.csv"));
+    let ok = probes.iter().filter(|r| r["outcome"] == "ok").count();
+    assert!(
+        probes.iter().all(|r| r["link"] == "db") && ok * 10 >= probes.len() * 9 && ok >= 20,
+        "{ok} of {} probes answered: {probes:?}",
+        probes.len()
+    );
 
     // The replica kill, seen by the balancer in time.
     assert_kill_seen(

@@ -18,6 +18,7 @@ mod csv;
 mod error;
 mod grid;
 mod host;
+mod link;
 mod oom;
 mod parse;
 mod poller;
@@ -36,6 +37,7 @@ pub use crate::rundir::samples::{
 };
 pub use cgroup::Layout;
 pub use error::MonitorError;
+pub use link::LinkTarget;
 pub use sampler::Rows;
 
 use crate::engine::runtime::Runtime;
@@ -46,8 +48,9 @@ use grid::TickGrid;
 use sampler::{Probe, Reader, SamplerReport, Via};
 
 pub use crate::rundir::host::HOST_HEADER;
+pub use crate::rundir::links::LINKS_HEADER;
 pub use crate::rundir::record::{BalancerSummary, ContainerSummary, MonitorSummary, Source};
-pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV, HOST_CSV};
+pub use crate::rundir::{BALANCER_CSV, CONTAINERS_CSV, HOST_CSV, LINKS_CSV};
 
 /// A container to sample: its name and its role (the `feedbench.role` label's value).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +107,7 @@ pub struct MonitorHandle {
     stop: watch::Sender<bool>,
     sampler: Option<JoinHandle<Result<SamplerReport, MonitorError>>>,
     poller: Option<JoinHandle<Result<BalancerSummary, MonitorError>>>,
+    prober: Option<JoinHandle<Result<(), MonitorError>>>,
     latest: watch::Receiver<Latest>,
     balancer_latest: watch::Receiver<Vec<BalancerRow>>,
     source: Source,
@@ -144,7 +148,7 @@ pub async fn start_with(
             remote: false,
         })
         .collect();
-    start_placed(targets, balancer_stats, out_dir, options).await
+    start_placed(targets, balancer_stats, Vec::new(), out_dir, options).await
 }
 
 /// A container to sample, on the engine it runs on.
@@ -157,10 +161,12 @@ pub struct Sampled {
     pub remote: bool,
 }
 
-/// [`start_with`], each target sampled on its own engine.
+/// [`start_with`], each target sampled on its own engine, and `links` probed (`links.csv`,
+/// written only where there is a link to probe).
 pub async fn start_placed(
     targets: Vec<Sampled>,
     balancer_stats: Option<SocketAddr>,
+    links: Vec<LinkTarget>,
     out_dir: &Path,
     options: MonitorOptions,
 ) -> Result<MonitorHandle, MonitorError> {
@@ -210,14 +216,26 @@ pub async fn start_placed(
                 out,
                 latest: balancer_tx,
             };
-            Some(tokio::spawn(p.run(stop_rx)))
+            Some(tokio::spawn(p.run(stop_rx.clone())))
         }
         _ => None,
+    };
+    let prober = match links.is_empty() {
+        true => None,
+        false => {
+            let p = link::Prober {
+                targets: links,
+                clock,
+                out: CsvFile::create(&out_dir.join(LINKS_CSV), LINKS_HEADER)?,
+            };
+            Some(tokio::spawn(p.run(stop_rx)))
+        }
     };
     Ok(MonitorHandle {
         stop,
         sampler,
         poller,
+        prober,
         latest,
         balancer_latest,
         source,
@@ -341,6 +359,9 @@ impl MonitorHandle {
             Some(h) => Some(h.await.map_err(|e| join(e, "balancer"))??),
             None => None,
         };
+        if let Some(h) = self.prober.take() {
+            h.await.map_err(|e| join(e, "link"))??;
+        }
         let max_interval_error_s = report
             .containers
             .iter()

@@ -12,6 +12,7 @@ pub mod health;
 pub mod host;
 pub mod instance;
 pub mod layout;
+pub mod links;
 pub mod native;
 pub mod readiness;
 pub mod record;
@@ -37,6 +38,8 @@ pub const HOST_CSV: &str = "host.csv";
 pub const HEALTH_CSV: &str = "health.csv";
 /// A restarted replica's readiness probe, attempt by attempt (`readiness::ReadinessRow`).
 pub const READINESS_CSV: &str = "readiness.csv";
+/// The database links probed through the fault proxy once a second (`links::LinkRow`).
+pub const LINKS_CSV: &str = "links.csv";
 /// The balancer's configuration as rendered for the run.
 pub const HAPROXY_CFG: &str = "haproxy.cfg";
 /// The k6 script as rendered for the run.
@@ -61,7 +64,7 @@ pub const COMPARISONS_CSV: &str = "comparisons.csv";
 pub const METRICS_JSON: &str = "metrics.json";
 
 /// Every file name above, for checks that no other module spells one.
-pub const FILE_NAMES: [&str; 21] = [
+pub const FILE_NAMES: [&str; 22] = [
     RUN_JSON,
     MANIFEST_JSON,
     EVENTS_CSV,
@@ -71,6 +74,7 @@ pub const FILE_NAMES: [&str; 21] = [
     HOST_CSV,
     HEALTH_CSV,
     READINESS_CSV,
+    LINKS_CSV,
     HAPROXY_CFG,
     LOAD_JS,
     K6_CSV_GZ,

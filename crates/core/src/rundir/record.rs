@@ -109,6 +109,10 @@ pub struct RunRecord {
     /// load; absent where the host was not sampled or the window is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<super::host::HostFigures>,
+    /// For a fault on a link: what the probes of that link showed before and during it
+    /// (links.csv; `validity::link`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::links::LinkFigures>,
     pub started_wall_ns: i128,
     pub ended_wall_ns: i128,
 }
@@ -289,6 +293,7 @@ mod tests {
             seed: None,
             caps: Vec::new(),
             host: None,
+            link: None,
             started_wall_ns: 1,
             ended_wall_ns: 2,
         }

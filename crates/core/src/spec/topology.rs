@@ -205,6 +205,20 @@ impl RunTopology {
         self.containers.iter().find(|c| c.role == role)
     }
 
+    /// The links to the database and the port the fault proxy listens on for each: the
+    /// links a run probes (`rundir::links`), as `proxies` spelled them.
+    pub fn database_links(&self) -> Vec<(&str, u16)> {
+        let database = Role::Database.key();
+        self.proxies
+            .iter()
+            .filter(|p| p.upstream.rsplit_once(':').map(|(h, _)| h) == Some(database.as_str()))
+            .filter_map(|p| {
+                let port = p.listen.rsplit_once(':')?.1.parse().ok()?;
+                Some((p.name.as_str(), port))
+            })
+            .collect()
+    }
+
     /// Whether the run's caps fit a host of `cores`. `Ok(Some(warning))` when they do not
     /// but the plan allows oversubscription (`allowed`): the warning belongs in the run's
     /// record.
@@ -743,6 +757,7 @@ mod tests {
                 enabled: true
             }]
         );
+        assert_eq!(t.database_links(), [("db", 15432)]);
         assert_eq!(
             t.container(Role::LoadGenerator).unwrap().readiness,
             Readiness::NotStarted

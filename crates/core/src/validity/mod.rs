@@ -12,6 +12,7 @@ mod cpu;
 mod effect;
 mod error;
 mod host;
+mod link;
 mod load;
 mod oom;
 mod read;
@@ -26,6 +27,7 @@ pub use caps::changed as caps_changed;
 pub use effect::{Effect, Target, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
 pub use host::{HostRows, CHECK as HOST_INTERFERENCE};
+pub use link::LATENCY_SHARE;
 pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
@@ -33,6 +35,7 @@ pub use window::{fault_spans, subtract, EventRow, Window};
 
 pub use crate::evidence::Evidence;
 use crate::plan::model::{Guards, Injection};
+use crate::rundir::events::FAULT_APPLY_FAILED;
 use crate::rundir::requests::LoadSummary;
 use crate::spec::load::{LoadScript, Schedule};
 use crate::spec::topology::RunTopology;
@@ -78,6 +81,8 @@ pub struct Assessment {
     pub warnings: Vec<String>,
     /// The host's figures over the measured window, where host.csv had them.
     pub host: Option<crate::rundir::host::HostFigures>,
+    /// What the probes of a faulted link showed, for a fault on a link (`link`).
+    pub link: Option<crate::rundir::links::LinkFigures>,
 }
 
 /// What the checks know of the run besides its raw data.
@@ -177,6 +182,33 @@ fn check_fault(target: Option<&Target>, data: &Data, out: &mut Assessment) {
     effect::check_fault(target, &rows, &data.events, out);
 }
 
+/// A fault on a link, judged from links.csv (`link::check_link`) unless an action applying
+/// it was refused, which `check_fault` makes the evidence. A damaged links.csv costs this
+/// check alone, said in a warning.
+fn check_link(
+    dir: &Path,
+    facts: &Facts<'_>,
+    target: Option<&Target>,
+    events: &[EventRow],
+    out: &mut Assessment,
+) {
+    let Some(inject) = facts.fault.filter(|f| f.link().is_some()) else {
+        return;
+    };
+    if events.iter().any(|e| e.event == FAULT_APPLY_FAILED) {
+        return;
+    }
+    match crate::rundir::links::read(dir) {
+        Ok(rows) => {
+            let proxy = target.map(|t| t.container.as_str());
+            link::check_link(inject, rows.as_deref(), events, proxy, out);
+        }
+        Err(e) => out.warnings.push(format!(
+            "validity: {FAULT_NOT_APPLIED} of fault-proxy not evaluated: {e}"
+        )),
+    }
+}
+
 /// What `assess` knows of a completed run besides its directory.
 #[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
@@ -216,6 +248,7 @@ pub fn assess(
     };
     let fault = facts.fault.and_then(|f| effect::target_of(f, facts.topo));
     let mut out = Assessment::default();
+    check_link(dir, facts, fault.as_ref(), &data.events, &mut out);
     if let (Some(f), None) = (facts.fault, &fault) {
         out.warnings.push(format!(
             "validity: {FAULT_NOT_APPLIED} of the {} fault not evaluated: the run's topology \
