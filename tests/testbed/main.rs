@@ -26,6 +26,7 @@ mod host;
 mod images;
 mod instances;
 mod ledger;
+mod links;
 mod load_compare;
 mod load_k6;
 mod monitor;
@@ -108,6 +109,7 @@ fn main() -> std::process::ExitCode {
             a_load_generator_capped_far_below_its_rate_breaches_and_is_set_aside,
         ],
         freeze: [a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_generator],
+        links: [a_proxy_that_ignores_its_toxics_leaves_its_latency_run_set_aside_with_the_round_trip],
         host: [a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference],
         binding: [a_ramp_whose_balancer_binds_from_its_third_step_is_stopped_within_two_and_set_aside],
         caps: [a_replica_whose_cpu_cap_changes_while_the_run_runs_sets_the_run_aside_naming_both],
