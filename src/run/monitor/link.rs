@@ -40,7 +40,8 @@ pub struct Prober {
 
 impl Prober {
     /// Probes every link each tick until `stop`; a tick whose probes outlast the period is
-    /// followed by the next one due (Skip), so a slow link never builds a queue.
+    /// followed by the next one due (Skip), so a slow link never builds a queue, and `stop`
+    /// is not kept waiting by a probe in flight.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> Result<(), MonitorError> {
         let mut interval = interval_at(self.clock.origin, self.clock.period);
         interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -56,7 +57,13 @@ impl Prober {
             let tick = self.clock.tick(scheduled);
             let stamp = self.clock.stamp();
             let probes = self.targets.iter().map(|t| probe(t.addr, PROBE_TIMEOUT));
-            let results = futures_util::future::join_all(probes).await;
+            // A probe still out when the monitors stop is dropped with its tick: the run
+            // has ended, and its row would fall after it.
+            let results = tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                r = futures_util::future::join_all(probes) => r,
+            };
             for (t, (outcome, round_trip_ns, detail)) in self.targets.iter().zip(results) {
                 LinkRow {
                     unix_ns: i128::from(stamp.unix_ns),

@@ -44,15 +44,21 @@ pub fn apart(topology: &RunTopology, address: IpAddr) -> RunTopology {
 /// machine's bridges, or another network namespace's): the port each container is probed
 /// on for readiness (a replica's, the fault proxy's API, the balancer's statistics, which
 /// the coordinator also polls each second) is published at `address`, the system engine's
-/// stated one. The containers keep their place on the run's network; the database, probed
-/// by a command in it, and the load generator, never probed, publish nothing. Applying it
-/// again changes nothing.
+/// stated one, and so are the fault proxy's database links, which the coordinator probes
+/// each second (`rundir::links`). The containers keep their place on the run's network; the
+/// database, probed by a command in it, and the load generator, never probed, publish
+/// nothing. Applying it again changes nothing.
 pub fn controlled(topology: &RunTopology, address: IpAddr) -> RunTopology {
     let mut t = topology.clone();
     let edge = edge_network(topology);
+    let links: Vec<u16> = topology.database_links().iter().map(|l| l.1).collect();
     for c in &mut t.containers {
-        if let Some(port) = control_port(c) {
-            publish(c, &edge, address, &[port]);
+        let mut ports: Vec<u16> = control_port(c).into_iter().collect();
+        if c.role == Role::FaultProxy {
+            ports.extend(&links);
+        }
+        if !ports.is_empty() {
+            publish(c, &edge, address, &ports);
         }
     }
     t
@@ -200,7 +206,8 @@ mod tests {
         for c in &placed.containers {
             match c.role {
                 Role::Balancer => assert_eq!(ports(c), vec![STATS_PORT]),
-                Role::FaultProxy => assert_eq!(ports(c), vec![FAULT_PROXY_API_PORT]),
+                // The API, and the database link its probes reach (smoke.yaml's `db`).
+                Role::FaultProxy => assert_eq!(ports(c), vec![FAULT_PROXY_API_PORT, 15432]),
                 Role::Replica(_) => assert_eq!(ports(c), vec![control_port(c).unwrap()]),
                 Role::Database | Role::LoadGenerator => assert_eq!(c.attach, Attach::Run),
                 _ => {}
