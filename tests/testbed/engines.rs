@@ -967,6 +967,17 @@ pub fn a_study_split_across_two_groups_runs_each_run_once_and_a_killed_coordinat
         // coordinator, wherever the run was.
         let balancer = std::fs::read_to_string(dir.join("balancer.csv")).unwrap();
         assert!(balancer.lines().count() >= 30, "{name}: {balancer}");
+        // So was the database link, through the listener published beside the proxy's API:
+        // the latency it added was measured, and judged.
+        if name.contains("db-latency") {
+            let link = &record["link"];
+            eprintln!("{name} on {}: {link}", m["images"][0]["engine"]);
+            assert!(
+                link["answered_during"].as_u64().unwrap() >= 3,
+                "{name}: {link}"
+            );
+            assert!(link["added_ms"].as_f64().unwrap() >= 45.0, "{name}: {link}");
+        }
     }
     assert_eq!(
         used.into_iter().collect::<Vec<_>>(),
