@@ -507,7 +507,8 @@ async fn placed_script(
     Ok(again)
 }
 
-/// Every container of the run sampled on its own engine, and the balancer's stats.
+/// Every container of the run sampled on its own engine, the balancer's stats, and each
+/// database link probed through the fault proxy.
 async fn start_monitors(
     r: &Running<'_>,
     deployed: &Deployed,
@@ -522,8 +523,8 @@ async fn start_monitors(
             remote: r.placement.is_remote(c.role),
         })
         .collect();
-    // Reached where the coordinator reaches the fault proxy's other ports; a link whose
-    // listener it cannot reach is probed all the same, and its rows say so.
+    // At the fault proxy's address on the run's network, or where it publishes the link
+    // for a coordinator off that network (`spec::placement::controlled`).
     let links = r
         .topo
         .database_links()

@@ -21,8 +21,8 @@ use crate::rundir::links::{LinkRow, Outcome};
 /// PostgreSQL's SSLRequest: length 8, code 80877103.
 const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
 
-/// A probe waits this long for its answer: past any latency a plan would add to a link, so
-/// a slow link is measured rather than timed out.
+/// A probe waits this long for its answer, so that a slow link is measured rather than timed
+/// out; a latency near it leaves too few answers in a fault to judge, which is said.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A link to probe: its name in the plan and where the coordinator reaches its listener.
@@ -92,7 +92,7 @@ pub async fn probe(addr: SocketAddr, limit: Duration) -> (Outcome, Option<u64>, 
         s.write_all(&SSL_REQUEST).await.map_err(|e| ("send", e))?;
         let mut answer = [0u8; 1];
         let n = s.read(&mut answer).await.map_err(|e| ("answer", e))?;
-        Ok::<usize, (&str, std::io::Error)>(n)
+        Ok::<(usize, u8), (&str, std::io::Error)>((n, answer[0]))
     };
     match timeout(limit, exchange).await {
         Err(_) => (
@@ -100,11 +100,17 @@ pub async fn probe(addr: SocketAddr, limit: Duration) -> (Outcome, Option<u64>, 
             None,
             format!("no answer within {} s", limit.as_secs_f64()),
         ),
-        Ok(Ok(0)) => (Outcome::Closed, None, "closed before the answer".into()),
-        Ok(Ok(_)) => (
+        Ok(Ok((0, _))) => (Outcome::Closed, None, "closed before the answer".into()),
+        // PostgreSQL answers an SSLRequest `S` (it will) or `N` (it will not).
+        Ok(Ok((_, b'S' | b'N'))) => (
             Outcome::Ok,
             Some(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)),
             String::new(),
+        ),
+        Ok(Ok((_, other))) => (
+            Outcome::Error,
+            None,
+            format!("answered {other:#04x}, not PostgreSQL's S or N"),
         ),
         Ok(Err((step, e))) => {
             let outcome = match e.kind() {
@@ -128,6 +134,10 @@ mod tests {
     /// A listener that answers the SSLRequest with `N` after `delay`, as PostgreSQL behind
     /// a latency would.
     async fn server(delay: Duration) -> SocketAddr {
+        answering(delay, b'N').await
+    }
+
+    async fn answering(delay: Duration, byte: u8) -> SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         tokio::spawn(async move {
@@ -136,7 +146,7 @@ mod tests {
                     let mut req = [0u8; 8];
                     if s.read_exact(&mut req).await.is_ok() && req == SSL_REQUEST {
                         tokio::time::sleep(delay).await;
-                        let _ = s.write_all(b"N").await;
+                        let _ = s.write_all(&[byte]).await;
                     }
                 });
             }
@@ -171,6 +181,12 @@ mod tests {
         held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let (o, _, detail) = probe(held.local_addr().unwrap(), PROBE_TIMEOUT).await;
         assert_eq!(o, Outcome::Refused, "{detail}");
+
+        // Something that is not PostgreSQL answers, and is not counted as the link's answer.
+        let other = answering(Duration::ZERO, b'H').await;
+        let (o, rt, detail) = probe(other, PROBE_TIMEOUT).await;
+        assert_eq!((o, rt), (Outcome::Error, None), "{detail}");
+        assert!(detail.contains("0x48"), "{detail}");
 
         // A listener that never answers.
         let silent = server(Duration::from_secs(3600)).await;

@@ -195,6 +195,11 @@ pub async fn start_placed(
             CsvFile::create(&out_dir.join(HOST_CSV), HOST_HEADER)?,
         )),
     };
+    // Created with the other files, before any task starts.
+    let links_csv = match links.is_empty() {
+        true => None,
+        false => Some(CsvFile::create(&out_dir.join(LINKS_CSV), LINKS_HEADER)?),
+    };
     let clock = TickGrid::new(options.period);
     let (stop, stop_rx) = watch::channel(false);
     let (latest_tx, latest) = watch::channel(Latest::default());
@@ -220,17 +225,14 @@ pub async fn start_placed(
         }
         _ => None,
     };
-    let prober = match links.is_empty() {
-        true => None,
-        false => {
-            let p = link::Prober {
-                targets: links,
-                clock,
-                out: CsvFile::create(&out_dir.join(LINKS_CSV), LINKS_HEADER)?,
-            };
-            Some(tokio::spawn(p.run(stop_rx)))
-        }
-    };
+    let prober = links_csv.map(|out| {
+        let p = link::Prober {
+            targets: links,
+            clock,
+            out,
+        };
+        tokio::spawn(p.run(stop_rx))
+    });
     Ok(MonitorHandle {
         stop,
         sampler,

@@ -2,8 +2,8 @@
 //! applying action the engine or the fault proxy refused (`fault-apply-failed`) shows it did
 //! not, for any fault; a fault on a container is then judged from that container's own
 //! samples while the fault was on, since a `fault-applied` event says the engine accepted
-//! the action, not that the container felt it. A link fault the proxy accepted is not
-//! judged here.
+//! the action, not that the container felt it. A link fault the proxy accepted is judged
+//! from the link's probes (`validity::link`).
 //!
 //! - a kill or stop: the replica read `down` at least once;
 //! - a freeze: the replica's CPU counter stood still (at most `FROZEN_CORES` of a core);

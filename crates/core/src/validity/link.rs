@@ -81,6 +81,13 @@ pub fn check_link(
         Span::Open { .. } => return say(out, proxy, &"the fault was still on when the run ended"),
     };
     let of_link: Vec<&LinkRow> = rows.iter().filter(|r| r.link == link).collect();
+    if of_link.is_empty() {
+        return say(
+            out,
+            proxy,
+            &format!("link `{link}` has no probe in links.csv (only database links are probed)"),
+        );
+    }
     let (figures, shortfall) = match asked {
         Asked::Latency { ms, .. } => latency(link, ms, &of_link, span),
         Asked::Cut { .. } => cut(link, &of_link, span),
@@ -108,8 +115,10 @@ fn latency(link: &str, asked_ms: f64, rows: &[&LinkRow], span: Window) -> (LinkF
     let during: Vec<&&LinkRow> = rows
         .iter()
         .filter(|r| {
-            r.unix_ns >= span.start_ns + SETTLE_NS
-                && r.unix_ns + i128::from(r.round_trip_ns.unwrap_or(0)) <= span.end_ns
+            r.unix_ns >= span.start_ns.saturating_add(SETTLE_NS)
+                && r.unix_ns
+                    .saturating_add(i128::from(r.round_trip_ns.unwrap_or(0)))
+                    <= span.end_ns
         })
         .collect();
     let (a, b) = (answered(&before), answered(&during));
@@ -149,7 +158,9 @@ fn cut(link: &str, rows: &[&LinkRow], span: Window) -> (LinkFigures, Shortfall) 
     let before: Vec<&&LinkRow> = rows.iter().filter(|r| r.unix_ns < span.start_ns).collect();
     let during: Vec<&&LinkRow> = rows
         .iter()
-        .filter(|r| r.unix_ns >= span.start_ns && r.unix_ns < span.end_ns - CLEARING_NS)
+        .filter(|r| {
+            r.unix_ns >= span.start_ns && r.unix_ns < span.end_ns.saturating_sub(CLEARING_NS)
+        })
         .collect();
     let (a, b) = (answered(&before), answered(&during));
     let figures = LinkFigures {
@@ -302,11 +313,20 @@ mod tests {
         // Another link's probes say nothing of this one's.
         let other = probes("cache", |_| (Outcome::Ok, Some(101_000_000)));
         let out = judge(&latency(100), Some(&other), &events());
-        assert!(out.evidence.is_empty());
+        assert!(out.evidence.is_empty() && out.link.is_none());
         assert!(
-            out.warnings[0].contains("0 and 0 probes of link `db`"),
+            out.warnings[0].contains("link `db` has no probe in links.csv"),
             "{out:?}"
         );
+        // Too few answered is said, with the figures kept.
+        let few: Vec<LinkRow> = slowed.iter().filter(|r| r.tick < 12).cloned().collect();
+        let out = judge(&latency(100), Some(&few), &events());
+        assert!(out.evidence.is_empty());
+        assert!(
+            out.warnings[0].contains("10 and 1 probes of link `db` answered"),
+            "{out:?}"
+        );
+        assert_eq!(out.link.unwrap().answered_during, 1);
     }
 
     #[test]

@@ -27,7 +27,6 @@ pub use caps::changed as caps_changed;
 pub use effect::{Effect, Target, CHECK as FAULT_NOT_APPLIED};
 pub use error::ValidityError;
 pub use host::{HostRows, CHECK as HOST_INTERFERENCE};
-pub use link::LATENCY_SHARE;
 pub use load::Drops;
 pub use read::{read_events, read_request_starts, read_samples};
 pub use samples::{path_containers, PathContainer, Sample, MEASUREMENT_ROLES};
@@ -248,7 +247,6 @@ pub fn assess(
     };
     let fault = facts.fault.and_then(|f| effect::target_of(f, facts.topo));
     let mut out = Assessment::default();
-    check_link(dir, facts, fault.as_ref(), &data.events, &mut out);
     if let (Some(f), None) = (facts.fault, &fault) {
         out.warnings.push(format!(
             "validity: {FAULT_NOT_APPLIED} of the {} fault not evaluated: the run's topology \
@@ -261,6 +259,7 @@ pub fn assess(
         Err(e) => {
             // The fault's check needs no window: a refused fault is evidence all the same.
             check_fault(fault.as_ref(), &data, &mut out);
+            check_link(dir, facts, fault.as_ref(), &data.events, &mut out);
             out.warnings.push(format!(
                 "validity: the measurement path was not assessed: {e}"
             ));
@@ -286,6 +285,8 @@ pub fn assess(
     out.evidence.extend(checked.evidence);
     out.warnings.extend(checked.warnings);
     out.host = checked.host;
+    // Last, so that the measurement path's evidence, first, names where a run is set aside.
+    check_link(dir, facts, run.fault.as_ref(), &data.events, &mut out);
     Ok(out)
 }
 

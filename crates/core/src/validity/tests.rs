@@ -384,3 +384,123 @@ fn assess_reads_the_run_directory() {
     let e = assess(dir.path(), &facts(Some(&load), None), starts());
     assert!(matches!(e, Err(ValidityError::Open { .. })));
 }
+
+#[test]
+fn a_link_fault_is_judged_from_links_csv_after_the_measurement_path() {
+    use crate::rundir::links::{LinkRow, Outcome, LINKS_HEADER};
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // The load generator at its whole cap from t = 10 s: the measurement path's evidence.
+    let mut containers = format!("{}\n", crate::rundir::samples::CONTAINERS_HEADER);
+    for t in 0..31 {
+        let cpu = if t < 10 { 0.0 } else { (t - 10) as f64 * 0.5 };
+        writeln!(
+            containers,
+            "{},{t}.0,{t},lg,load-generator,cgroup,ok,{cpu},,,{},0,0,1,1,1,,0,0,0,",
+            T0 + t * S,
+            t * 10
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("containers.csv"), containers).unwrap();
+    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
+    for t in on_time() {
+        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
+    }
+    std::fs::write(dir.path().join("requests.csv"), requests).unwrap();
+    let fault_events = format!(
+        "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,db,\n{},18,fault-cleared,db,\n",
+        T0 + 12 * S,
+        T0 + 18 * S
+    );
+    std::fs::write(dir.path().join("events.csv"), &fault_events).unwrap();
+    // A proxy that took the +100 ms and applied none of it: 1 ms throughout.
+    let mut links = format!("{LINKS_HEADER}\n");
+    for t in 0..31 {
+        LinkRow {
+            unix_ns: T0 + t * S,
+            offset_s: t as f64,
+            tick: t as u64,
+            link: "db".into(),
+            outcome: Outcome::Ok,
+            round_trip_ns: Some(1_000_000),
+            detail: String::new(),
+        }
+        .write_csv(&mut links);
+    }
+    std::fs::write(dir.path().join("links.csv"), &links).unwrap();
+    let mut topo = topology();
+    topo.containers.push(spec("fp", Role::FaultProxy, 0));
+    let latency = crate::plan::model::Injection::LinkLatency {
+        link: serde_json::from_value(serde_json::json!("db")).unwrap(),
+        latency: crate::plan::units::Duration { millis: 100 },
+        jitter: crate::plan::units::Duration { millis: 0 },
+    };
+    let (script, guards) = (script(), Guards::default());
+    let load = LoadSummary {
+        scenario_start_ns: Some(T0 as u64),
+        ..Default::default()
+    };
+    let facts = Facts {
+        topo: &topo,
+        script: &script,
+        load: Some(&load),
+        guards: &guards,
+        fault: Some(&latency),
+        checked_until_ns: None,
+    };
+    let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
+    let out = assess(dir.path(), &facts, starts()).unwrap();
+    let checks: Vec<(&str, &str)> = out
+        .evidence
+        .iter()
+        .map(|e| (e.check.as_str(), e.role.as_str()))
+        .collect();
+    // The measurement path's first: it names where the run is set aside.
+    assert_eq!(
+        checks,
+        [
+            ("cpu", "load-generator"),
+            ("fault-not-applied", "fault-proxy")
+        ]
+    );
+    assert_eq!(out.evidence[1].container.as_deref(), Some("fp"));
+    assert_eq!(out.link.as_ref().unwrap().added_ms, Some(0.0));
+
+    // A refused action is the evidence by itself: the probes are not read.
+    std::fs::write(
+        dir.path().join("events.csv"),
+        format!(
+            "{fault_events}{},12,fault-apply-failed,db,refused\n",
+            T0 + 12 * S
+        ),
+    )
+    .unwrap();
+    let out = assess(dir.path(), &facts, starts()).unwrap();
+    let refused: Vec<&str> = out
+        .evidence
+        .iter()
+        .filter(|e| e.check == "fault-not-applied")
+        .map(|e| e.figure.as_str())
+        .collect();
+    assert_eq!(refused.len(), 1, "{out:?}");
+    assert!(refused[0].contains("fault-apply-failed"), "{out:?}");
+    assert!(out.link.is_none());
+
+    // A damaged links.csv costs this check alone, with a warning naming the place.
+    std::fs::write(dir.path().join("events.csv"), &fault_events).unwrap();
+    std::fs::write(
+        dir.path().join("links.csv"),
+        links.replacen(",db,ok,", ",db,fine,", 1),
+    )
+    .unwrap();
+    let out = assess(dir.path(), &facts, starts()).unwrap();
+    assert_eq!(out.evidence.len(), 1, "{out:?}");
+    assert!(
+        out.warnings.iter().any(
+            |w| w.contains("fault-not-applied of fault-proxy not evaluated")
+                && w.contains("links.csv` line 2, column `outcome`")
+        ),
+        "{out:?}"
+    );
+}
