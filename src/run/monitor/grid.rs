@@ -2,9 +2,11 @@
 //! with one monotonic origin shared by every task, wall-clock stamps of each read, the tick a
 //! read belongs to, and how late reads are.
 
+use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::time::Instant;
+use tokio::sync::watch;
+use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 /// Nanoseconds since the Unix epoch, now (0 if the clock is before 1970).
 pub fn unix_ns() -> u64 {
@@ -51,6 +53,54 @@ impl TickGrid {
         let since = scheduled.duration_since(self.origin).as_secs_f64();
         (since / self.period.as_secs_f64()).round() as u64
     }
+
+    /// The ticks of this grid until `stop` changes (or its sender goes): the one loop every
+    /// monitor task runs.
+    pub fn ticks(&self, stop: watch::Receiver<bool>) -> Ticks {
+        let mut interval = interval_at(self.origin, self.period);
+        // Skip, not Delay: a late tick does not shift the ones after it, so tick `k` stays at
+        // second `k` of the run for every task and the per-second files join; a tick missed
+        // while a read hung is left out (a missing `tick`), never made up in a burst.
+        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        Ticks {
+            grid: *self,
+            interval,
+            stop,
+        }
+    }
+}
+
+/// A monitor's ticks, ended by its stop signal (`TickGrid::ticks`).
+pub struct Ticks {
+    grid: TickGrid,
+    interval: Interval,
+    stop: watch::Receiver<bool>,
+}
+
+impl Ticks {
+    /// The next tick's index and scheduled instant, or `None` once the monitors stop. A stop
+    /// is seen before a tick that is due at the same moment.
+    pub async fn next(&mut self) -> Option<(u64, Instant)> {
+        let scheduled = tokio::select! {
+            biased;
+            _ = self.stop.changed() => return None,
+            t = self.interval.tick() => t,
+        };
+        if *self.stop.borrow() {
+            return None;
+        }
+        Some((self.grid.tick(scheduled), scheduled))
+    }
+
+    /// `work`'s output, or `None` if the monitors stop first: work still out when the run
+    /// has ended is dropped with its tick, whose row would fall after the run.
+    pub async fn unless_stopped<F: Future>(&mut self, work: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            _ = self.stop.changed() => None,
+            out = work => Some(out),
+        }
+    }
 }
 
 /// The worst timing seen by one task.
@@ -91,6 +141,28 @@ mod tests {
             (t.ticks, t.skipped, t.max_lateness),
             (3, 2, Duration::from_millis(3))
         );
+    }
+
+    #[tokio::test]
+    async fn ticks_end_when_the_monitors_stop_even_with_work_in_flight() {
+        let (tx, rx) = watch::channel(false);
+        let grid = TickGrid::new(Duration::from_millis(5));
+        let mut ticks = grid.ticks(rx);
+        // The first tick is due at the origin, so it comes at once.
+        assert_eq!(ticks.next().await.map(|(k, _)| k), Some(0));
+        let (k, scheduled) = ticks.next().await.expect("a second tick");
+        assert_eq!((k, grid.tick(scheduled)), (1, 1));
+        tx.send_replace(true);
+        assert_eq!(
+            ticks.unless_stopped(std::future::pending::<()>()).await,
+            None
+        );
+        assert_eq!(ticks.next().await, None);
+        // A sender that goes also ends them.
+        let (tx, rx) = watch::channel(false);
+        let mut ticks = grid.ticks(rx);
+        drop(tx);
+        assert_eq!(ticks.next().await, None);
     }
 
     #[tokio::test]

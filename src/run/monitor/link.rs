@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio::time::{interval_at, timeout, MissedTickBehavior};
+use tokio::time::timeout;
 
 use super::csv::CsvFile;
 use super::error::MonitorError;
@@ -40,29 +40,18 @@ pub struct Prober {
 
 impl Prober {
     /// Probes every link each tick until `stop`; a tick whose probes outlast the period is
-    /// followed by the next one due (Skip), so a slow link never builds a queue, and `stop`
-    /// is not kept waiting by a probe in flight.
-    pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> Result<(), MonitorError> {
-        let mut interval = interval_at(self.clock.origin, self.clock.period);
-        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        loop {
-            let scheduled = tokio::select! {
-                biased;
-                _ = stop.changed() => break,
-                t = interval.tick() => t,
-            };
-            if *stop.borrow() {
-                break;
-            }
-            let tick = self.clock.tick(scheduled);
+    /// followed by the next one due, so a slow link never builds a queue, and `stop` is not
+    /// kept waiting by a probe in flight.
+    pub async fn run(mut self, stop: watch::Receiver<bool>) -> Result<(), MonitorError> {
+        let mut ticks = self.clock.ticks(stop);
+        while let Some((tick, _)) = ticks.next().await {
             let stamp = self.clock.stamp();
             let probes = self.targets.iter().map(|t| probe(t.addr, PROBE_TIMEOUT));
-            // A probe still out when the monitors stop is dropped with its tick: the run
-            // has ended, and its row would fall after it.
-            let results = tokio::select! {
-                biased;
-                _ = stop.changed() => break,
-                r = futures_util::future::join_all(probes) => r,
+            let Some(results) = ticks
+                .unless_stopped(futures_util::future::join_all(probes))
+                .await
+            else {
+                break;
             };
             for (t, (outcome, round_trip_ns, detail)) in self.targets.iter().zip(results) {
                 LinkRow {

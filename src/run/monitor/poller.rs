@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 
 use tokio::sync::watch;
-use tokio::time::{interval_at, MissedTickBehavior};
 
 use super::csv::CsvFile;
 use super::error::MonitorError;
@@ -21,28 +20,17 @@ pub struct Poller {
 }
 
 impl Poller {
-    /// Polls until `stop`; Skip for the same reason as the sampler. A poll gets 80% of a
+    /// Polls until `stop`, on the sampler's grid (`TickGrid::ticks`). A poll gets 80% of a
     /// period, so a hung balancer costs one tick, never a queue of them.
     pub async fn run(
         mut self,
-        mut stop: watch::Receiver<bool>,
+        stop: watch::Receiver<bool>,
     ) -> Result<BalancerSummary, MonitorError> {
-        let period = self.clock.period;
-        let mut interval = interval_at(self.clock.origin, period);
-        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let timeout = period.mul_f64(0.8);
+        let timeout = self.clock.period.mul_f64(0.8);
         let mut timing = Timing::default();
         let mut summary = BalancerSummary::default();
-        loop {
-            let scheduled = tokio::select! {
-                biased;
-                _ = stop.changed() => break,
-                t = interval.tick() => t,
-            };
-            if *stop.borrow() {
-                break;
-            }
-            let tick = self.clock.tick(scheduled);
+        let mut ticks = self.clock.ticks(stop);
+        while let Some((tick, scheduled)) = ticks.next().await {
             let result = stats(self.addr, timeout).await;
             let stamp = self.clock.stamp();
             timing.record(tick, stamp.at.saturating_duration_since(scheduled));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::time::{interval_at, Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
 use super::cgroup::{CgroupFiles, Layout};
 use super::csv::CsvFile;
@@ -250,29 +250,14 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Samples every second until `stop` turns true (or its sender goes). Skip, not Delay:
-    /// a late tick does not shift the ones after it, so tick `k` stays at second `k` of the
-    /// run for every container and can be joined with the other per-second records; a tick
-    /// missed while a read hung is left out (a missing `tick`), never made up in a burst.
-    pub async fn run(
-        mut self,
-        mut stop: watch::Receiver<bool>,
-    ) -> Result<SamplerReport, MonitorError> {
+    /// Samples every second until `stop` turns true (or its sender goes), on the grid's
+    /// ticks (`TickGrid::ticks`: a tick missed while a read hung is left out, never made up).
+    pub async fn run(mut self, stop: watch::Receiver<bool>) -> Result<SamplerReport, MonitorError> {
         let period = self.clock.period;
-        let mut interval = interval_at(self.clock.origin, period);
-        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut timing = Timing::default();
         let (mut first, mut last) = (None, None);
-        loop {
-            let scheduled = tokio::select! {
-                biased;
-                _ = stop.changed() => break,
-                t = interval.tick() => t,
-            };
-            if *stop.borrow() {
-                break;
-            }
-            let tick = self.clock.tick(scheduled);
+        let mut ticks = self.clock.ticks(stop);
+        while let Some((tick, scheduled)) = ticks.next().await {
             let (reader, clock) = (&self.reader, self.clock);
             let readings =
                 futures_util::future::join_all(self.probes.iter_mut().map(|p| async move {
