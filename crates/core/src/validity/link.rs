@@ -111,37 +111,17 @@ pub fn check_link(
 type Shortfall = Result<Option<(String, f64, f64, &'static str)>, String>;
 
 fn latency(link: &str, asked_ms: f64, rows: &[&LinkRow], span: Window) -> (LinkFigures, Shortfall) {
-    let before: Vec<&&LinkRow> = rows.iter().filter(|r| r.unix_ns < span.start_ns).collect();
-    let during: Vec<&&LinkRow> = rows
-        .iter()
-        .filter(|r| {
-            r.unix_ns >= span.start_ns.saturating_add(SETTLE_NS)
-                && r.unix_ns
-                    .saturating_add(i128::from(r.round_trip_ns.unwrap_or(0)))
-                    <= span.end_ns
-        })
-        .collect();
-    let (a, b) = (answered(&before), answered(&during));
-    let (before_ns, during_ns) = (median_ns(&a), median_ns(&b));
-    let (before_ms, during_ms) = (before_ns.map(|x| x / 1e6), during_ns.map(|x| x / 1e6));
-    let added_ms = before_ns.zip(during_ns).map(|(x, y)| (y - x) / 1e6);
-    let figures = LinkFigures {
-        link: link.into(),
-        asked_ms: Some(asked_ms),
-        probes_before: before.len(),
-        answered_before: a.len(),
-        before_ms,
-        probes_during: during.len(),
-        answered_during: b.len(),
-        during_ms,
-        added_ms,
-    };
-    let shortfall = match added_ms {
-        _ if a.len() < MIN_ANSWERED || b.len() < MIN_ANSWERED => Err(format!(
+    let f = figures(link, Some(asked_ms), rows, span, |r| {
+        r.unix_ns >= span.start_ns.saturating_add(SETTLE_NS)
+            && r.unix_ns
+                .saturating_add(i128::from(r.round_trip_ns.unwrap_or(0)))
+                <= span.end_ns
+    });
+    let shortfall = match f.added_ms {
+        _ if f.answered_before < MIN_ANSWERED || f.answered_during < MIN_ANSWERED => Err(format!(
             "{} and {} probes of link `{link}` answered before and during its latency, fewer \
              than {MIN_ANSWERED}",
-            a.len(),
-            b.len()
+            f.answered_before, f.answered_during
         )),
         Some(added) if added < LATENCY_SHARE * asked_ms => Ok(Some((
             format!("round trip added on link `{link}` while its latency was on (links.csv)"),
@@ -151,52 +131,66 @@ fn latency(link: &str, asked_ms: f64, rows: &[&LinkRow], span: Window) -> (LinkF
         ))),
         _ => Ok(None),
     };
-    (figures, shortfall)
+    (f, shortfall)
 }
 
 fn cut(link: &str, rows: &[&LinkRow], span: Window) -> (LinkFigures, Shortfall) {
-    let before: Vec<&&LinkRow> = rows.iter().filter(|r| r.unix_ns < span.start_ns).collect();
-    let during: Vec<&&LinkRow> = rows
-        .iter()
-        .filter(|r| {
-            r.unix_ns >= span.start_ns && r.unix_ns < span.end_ns.saturating_sub(CLEARING_NS)
-        })
-        .collect();
-    let (a, b) = (answered(&before), answered(&during));
-    let figures = LinkFigures {
-        link: link.into(),
-        asked_ms: None,
-        probes_before: before.len(),
-        answered_before: a.len(),
-        before_ms: median_ns(&a).map(|x| x / 1e6),
-        probes_during: during.len(),
-        answered_during: b.len(),
-        during_ms: median_ns(&b).map(|x| x / 1e6),
-        added_ms: None,
-    };
-    let shortfall = if a.is_empty() {
+    let f = figures(link, None, rows, span, |r| {
+        r.unix_ns >= span.start_ns && r.unix_ns < span.end_ns.saturating_sub(CLEARING_NS)
+    });
+    let shortfall = if f.answered_before == 0 {
         Err(format!(
             "no probe of link `{link}` was answered before its cut: the probe could not reach it"
         ))
-    } else if during.is_empty() {
+    } else if f.probes_during == 0 {
         Err(format!(
             "no probe of link `{link}` was made while it was cut"
         ))
-    } else if !b.is_empty() {
+    } else if f.answered_during > 0 {
         Ok(Some((
             format!("probes answered on link `{link}` while it was cut (links.csv)"),
-            b.len() as f64,
+            f.answered_during as f64,
             0.0,
             "probes",
         )))
     } else {
         Ok(None)
     };
-    (figures, shortfall)
+    (f, shortfall)
+}
+
+/// The link's figures from its probes made before the fault and those `in_window` (the
+/// fault's, as its kind judges it); the added round trip when a latency was `asked_ms`.
+fn figures(
+    link: &str,
+    asked_ms: Option<f64>,
+    rows: &[&LinkRow],
+    span: Window,
+    in_window: impl Fn(&LinkRow) -> bool,
+) -> LinkFigures {
+    let before: Vec<&LinkRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.unix_ns < span.start_ns)
+        .collect();
+    let during: Vec<&LinkRow> = rows.iter().copied().filter(|r| in_window(r)).collect();
+    let (a, b) = (answered(&before), answered(&during));
+    let (before_ns, during_ns) = (median_ns(&a), median_ns(&b));
+    LinkFigures {
+        link: link.into(),
+        asked_ms,
+        probes_before: before.len(),
+        answered_before: a.len(),
+        before_ms: before_ns.map(|x| x / 1e6),
+        probes_during: during.len(),
+        answered_during: b.len(),
+        during_ms: during_ns.map(|x| x / 1e6),
+        added_ms: asked_ms.and(before_ns.zip(during_ns).map(|(x, y)| (y - x) / 1e6)),
+    }
 }
 
 /// The round trips, ns, of the answered probes.
-fn answered(rows: &[&&LinkRow]) -> Vec<u64> {
+fn answered(rows: &[&LinkRow]) -> Vec<u64> {
     rows.iter()
         .filter(|r| r.outcome == Outcome::Ok)
         .filter_map(|r| r.round_trip_ns)
