@@ -184,6 +184,12 @@ pub struct ProxySpec {
     pub listen: String,
     pub upstream: String,
     pub enabled: bool,
+    /// The service the link forwards to and the port the proxy listens on: what `upstream`
+    /// and `listen` spell for the proxy's API, kept as values for the coordinator.
+    #[serde(skip)]
+    pub service: Role,
+    #[serde(skip)]
+    pub listen_port: u16,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -206,16 +212,12 @@ impl RunTopology {
     }
 
     /// The links to the database and the port the fault proxy listens on for each: the
-    /// links a run probes (`rundir::links`), as `proxies` spelled them.
+    /// links a run probes (`rundir::links`).
     pub fn database_links(&self) -> Vec<(&str, u16)> {
-        let database = Role::Database.key();
         self.proxies
             .iter()
-            .filter(|p| p.upstream.rsplit_once(':').map(|(h, _)| h) == Some(database.as_str()))
-            .filter_map(|p| {
-                let port = p.listen.rsplit_once(':')?.1.parse().ok()?;
-                Some((p.name.as_str(), port))
-            })
+            .filter(|p| p.service == Role::Database)
+            .map(|p| (p.name.as_str(), p.listen_port))
             .collect()
     }
 
@@ -460,15 +462,17 @@ fn proxies(plan: &Plan, contender: &ResolvedContender) -> Vec<ProxySpec> {
         .iter()
         .map(|(name, link)| {
             let svc = &contender.services[&link.service];
-            let host = match svc.kind {
+            let service = match svc.kind {
                 ServiceKind::Database => Role::Database,
                 ServiceKind::ObjectStore => Role::ObjectStore,
             };
             ProxySpec {
                 name: name.to_string(),
                 listen: format!("0.0.0.0:{}", link.listen),
-                upstream: format!("{}:{}", host.key(), link.port.unwrap_or(svc.port)),
+                upstream: format!("{}:{}", service.key(), link.port.unwrap_or(svc.port)),
                 enabled: true,
+                service,
+                listen_port: link.listen,
             }
         })
         .collect()
@@ -754,7 +758,9 @@ mod tests {
                 name: "db".into(),
                 listen: "0.0.0.0:15432".into(),
                 upstream: "database:5432".into(),
-                enabled: true
+                enabled: true,
+                service: Role::Database,
+                listen_port: 15432,
             }]
         );
         assert_eq!(t.database_links(), [("db", 15432)]);
