@@ -79,3 +79,11 @@ pub async fn plan_images(plan: &str) {
         .await
         .unwrap_or_else(|e| panic!("building the plan's images failed: {e}"));
 }
+
+/// One number of a run's probed link (run.json's `link`), or a failure that shows the
+/// whole record.
+pub fn link_figure(record: &serde_json::Value, k: &str) -> f64 {
+    record["link"][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("link figure {k} missing: {record:#}"))
+}

@@ -972,13 +972,14 @@ pub fn a_study_split_across_two_groups_runs_each_run_once_and_a_killed_coordinat
         if name.contains("db-latency") {
             let link = &record["link"];
             eprintln!("{name} on {}: {link}", m["images"][0]["engine"]);
-            let figure = |k: &str| {
-                link[k]
-                    .as_f64()
-                    .unwrap_or_else(|| panic!("{name} {k}: {record:#}"))
-            };
-            assert!(figure("answered_during") >= 3.0, "{name}: {link}");
-            assert!(figure("added_ms") >= 45.0, "{name}: {link}");
+            assert!(
+                common::link_figure(&record, "answered_during") >= 3.0,
+                "{name}: {link}"
+            );
+            assert!(
+                common::link_figure(&record, "added_ms") >= 45.0,
+                "{name}: {link}"
+            );
         }
     }
     assert_eq!(

@@ -243,14 +243,15 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     eprintln!("db link probed: {link}");
     assert_eq!(link["link"], "db", "{record:#}");
     assert_eq!(link["asked_ms"], 100.0, "{link}");
-    let figure = |k: &str| {
-        link[k]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{k}: {record:#}"))
-    };
-    assert!(figure("answered_before") >= 3.0, "{link}");
-    assert!(figure("answered_during") >= 3.0, "{link}");
-    let added = figure("added_ms");
+    assert!(
+        common::link_figure(&record, "answered_before") >= 3.0,
+        "{link}"
+    );
+    assert!(
+        common::link_figure(&record, "answered_during") >= 3.0,
+        "{link}"
+    );
+    let added = common::link_figure(&record, "added_ms");
     assert!((90.0..150.0).contains(&added), "{link}");
     assert_eq!(
         record["validity_evidence"],
