@@ -341,7 +341,7 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
 }
 
 /// The balancer of `plan` marked replica 1, killed in the run in `dir`, DOWN within its
-/// health check's worst case and UP again after the restart, whose readiness was probed
+/// health check's worst case (the rule `validity::balancer` judges it by) and UP again after the restart, whose readiness was probed
 /// until ready. The worst case: the kill lands just after a check passed; HAProxy starts the
 /// next one `inter` after it, and a check of a container that is gone fails only when it
 /// times out, which with no `timeout check` (haproxy.cfg sets none) is `inter` too; so
@@ -373,6 +373,14 @@ fn assert_kill_seen(dir: &Path, plan: &str) {
         (up - restarted) as f64 / 1e9
     );
     assert!(detection <= bound, "detection took {detection} s");
+    // The run stands on it: its fault was judged by the replica's samples and by the
+    // balancer's DOWN (validity::balancer; the kill's 5 s is long enough at `fall` 2), and
+    // neither said it could not tell.
+    let record = run_json(dir);
+    assert!(
+        !record["warnings"].to_string().contains("fault-not-applied"),
+        "{record:#}"
+    );
     assert_probed_until_ready(dir);
     assert_sampled(dir);
 }

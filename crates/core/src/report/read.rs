@@ -7,7 +7,7 @@ use std::path::Path;
 
 pub use crate::rundir::table::ReadError;
 use crate::rundir::table::Table;
-use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, HEALTH_CSV, READINESS_CSV, REQUESTS_CSV};
+use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, READINESS_CSV, REQUESTS_CSV};
 
 /// A request, as the figures need it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,14 +82,8 @@ pub struct Event {
     pub event: String,
 }
 
-/// A health.csv row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Health {
-    pub wall_ns: i128,
-    /// As HAProxy logs it: `backend/server`.
-    pub server: String,
-    pub state: String,
-}
+/// One row of health.csv.
+pub type Health = crate::rundir::health::HealthRow;
 
 /// requests.csv, sorted by start: the fast path when the file holds no quote
 /// (`report::scan`), else the general CSV reader.
@@ -248,24 +242,9 @@ pub fn readiness(dir: &Path) -> Result<Option<Vec<ReadyAttempt>>, ReadError> {
     Ok(Some(out))
 }
 
-/// health.csv, in file order.
+/// health.csv, in file order (`rundir::health`).
 pub fn health(dir: &Path) -> Result<Vec<Health>, ReadError> {
-    let mut t = Table::open(dir, HEALTH_CSV)?;
-    let (w, v, s) = (
-        t.column("wall_ns")?,
-        t.column("server")?,
-        t.column("state")?,
-    );
-    let mut out = Vec::new();
-    t.each(|rec, c| {
-        out.push(Health {
-            wall_ns: c.int(rec, w, "wall_ns")?,
-            server: c.text(rec, v).to_string(),
-            state: c.text(rec, s).to_string(),
-        });
-        Ok(())
-    })?;
-    Ok(out)
+    crate::rundir::health::read(dir)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::plan::expand::run_slug;
 use crate::plan::expand::{resolve_contenders, ResolvedContender};
-use crate::plan::model::{Cap, Plan, ServiceKind};
+use crate::plan::model::{Cap, HealthCheck, Plan, ServiceKind};
 use crate::plan::validate::total_cpus;
 use crate::plan::{LoadedPlan, RunSpec};
 pub use crate::spec::instance::{Instance, LABEL_INSTANCE};
@@ -204,6 +204,9 @@ pub struct RunTopology {
     pub total_cpus: f64,
     #[serde(skip)]
     pub haproxy_cfg: String,
+    /// The balancer's health check (in `haproxy_cfg`): how soon it can take a server out.
+    #[serde(skip)]
+    pub balancer_check: HealthCheck,
 }
 
 impl RunTopology {
@@ -355,6 +358,7 @@ pub fn topology(
         proxies: proxies(plan, &contender),
         total_cpus: total_cpus(&contender),
         haproxy_cfg,
+        balancer_check: plan.topology.balancer.check.clone(),
     })
 }
 
@@ -680,6 +684,7 @@ mod tests {
             proxies: vec![],
             total_cpus: total,
             haproxy_cfg: String::new(),
+            balancer_check: Default::default(),
         };
         assert_eq!(topo(1.9).fits(2.0, false), Ok(None));
         assert_eq!(topo(2.0).fits(2.0, false), Ok(None));

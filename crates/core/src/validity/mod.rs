@@ -6,6 +6,7 @@
 //! the run directory's CSVs and calls it. docs/results.md, "Validity", says how each figure
 //! is recomputed from the files.
 
+mod balancer;
 mod binding;
 mod caps;
 mod cpu;
@@ -37,7 +38,7 @@ use crate::plan::model::{Guards, Injection};
 use crate::rundir::events::FAULT_APPLY_FAILED;
 use crate::rundir::requests::LoadSummary;
 use crate::spec::load::{LoadScript, Schedule};
-use crate::spec::topology::RunTopology;
+use crate::spec::topology::{Role, RunTopology};
 
 /// How far the achieved arrivals may stray from the scheduled ones, either way, in percent.
 pub const ARRIVAL_TOLERANCE_PCT: f64 = 2.0;
@@ -208,6 +209,38 @@ fn check_link(
     }
 }
 
+/// A killed or stopped replica taken out by the balancer, judged from health.csv
+/// (`balancer::check_taken_out`) once its samples showed it down: where a refused action or
+/// the samples are evidence already, a missing DOWN would say the same again. A missing or
+/// damaged health.csv costs this check alone, said in a warning.
+fn check_taken_out(
+    dir: &Path,
+    facts: &Facts<'_>,
+    target: Option<&Target>,
+    events: &[EventRow],
+    out: &mut Assessment,
+) {
+    let Some(target) = target else {
+        return;
+    };
+    if out.evidence.iter().any(|e| e.check == FAULT_NOT_APPLIED) {
+        return;
+    }
+    let rows = crate::rundir::health::read(dir).map_err(|e| e.to_string());
+    let balancer = facts
+        .topo
+        .container(Role::Balancer)
+        .map(|c| c.name.as_str());
+    balancer::check_taken_out(
+        target,
+        rows.as_deref().map_err(Clone::clone),
+        events,
+        &facts.topo.balancer_check,
+        balancer,
+        out,
+    );
+}
+
 /// What `assess` knows of a completed run besides its directory.
 #[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
@@ -260,6 +293,7 @@ pub fn assess(
             // The fault's check needs no window: a refused fault is evidence all the same.
             check_fault(fault.as_ref(), &data, &mut out);
             check_link(dir, facts, fault.as_ref(), &data.events, &mut out);
+            check_taken_out(dir, facts, fault.as_ref(), &data.events, &mut out);
             out.warnings.push(format!(
                 "validity: the measurement path was not assessed: {e}"
             ));
@@ -287,6 +321,7 @@ pub fn assess(
     out.host = checked.host;
     // Last, so that the measurement path's evidence, first, names where a run is set aside.
     check_link(dir, facts, run.fault.as_ref(), &data.events, &mut out);
+    check_taken_out(dir, facts, run.fault.as_ref(), &data.events, &mut out);
     Ok(out)
 }
 

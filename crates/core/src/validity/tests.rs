@@ -164,6 +164,7 @@ fn topology() -> RunTopology {
         proxies: Vec::new(),
         total_cpus: 1.5,
         haproxy_cfg: String::new(),
+        balancer_check: Default::default(),
     }
 }
 
@@ -503,4 +504,100 @@ fn a_link_fault_is_judged_from_links_csv_after_the_measurement_path() {
         ),
         "{out:?}"
     );
+}
+
+#[test]
+fn a_kill_is_judged_from_its_samples_then_from_the_balancer_taking_its_server_out() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // The replica read down from 12 s to 17 s, ok otherwise.
+    let mut containers = format!("{}\n", crate::rundir::samples::CONTAINERS_HEADER);
+    for t in 0..31 {
+        let status = if (12..18).contains(&t) { "down" } else { "ok" };
+        writeln!(
+            containers,
+            "{},{t}.0,{t},rep,replica-1,cgroup,{status},{},,,0,0,0,1,1,1,,0,0,0,",
+            T0 + t * S,
+            t as f64 * 0.1
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("containers.csv"), &containers).unwrap();
+    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
+    for t in on_time() {
+        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
+    }
+    std::fs::write(dir.path().join("requests.csv"), requests).unwrap();
+    std::fs::write(
+        dir.path().join("events.csv"),
+        format!(
+            "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,replica-1,\n{},18,fault-cleared,replica-1,\n",
+            T0 + 12 * S,
+            T0 + 18 * S
+        ),
+    )
+    .unwrap();
+    let mut topo = topology();
+    topo.containers
+        .push(spec("rep", Role::Replica(1), 500_000_000));
+    // Two failed checks a second apart: a kill of 6 s is long enough to be seen.
+    topo.balancer_check.fall = 2;
+    let kill = crate::plan::model::Injection::KillReplica { replica: 1 };
+    let (script, guards) = (script(), Guards::default());
+    let load = LoadSummary {
+        scenario_start_ns: Some(T0 as u64),
+        ..Default::default()
+    };
+    let facts = Facts {
+        topo: &topo,
+        script: &script,
+        load: Some(&load),
+        guards: &guards,
+        fault: Some(&kill),
+        checked_until_ns: None,
+    };
+    let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
+    let judged = |health: Option<String>| {
+        let path = dir.path().join("health.csv");
+        match health {
+            Some(h) => std::fs::write(&path, h).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        assess(dir.path(), &facts, starts()).unwrap()
+    };
+    let marked = format!("wall_ns,server,state\n{},replica-1,DOWN\n", T0 + 14 * S);
+    let out = judged(Some(marked));
+    assert!(out.evidence.is_empty(), "{out:?}");
+    assert!(
+        !out.warnings.iter().any(|w| w.contains("fault-not-applied")),
+        "{out:?}"
+    );
+    // The balancer kept the dead server in: evidence, naming the balancer.
+    let out = judged(Some("wall_ns,server,state\n".into()));
+    let found: Vec<(&str, &str, Option<&str>)> = out
+        .evidence
+        .iter()
+        .map(|e| (e.check.as_str(), e.role.as_str(), e.container.as_deref()))
+        .collect();
+    assert_eq!(found, [("fault-not-applied", "balancer", Some("bal"))]);
+    // No health.csv: said, never passed.
+    let out = judged(None);
+    assert!(out.evidence.is_empty(), "{out:?}");
+    assert!(
+        out.warnings.iter().any(|w| w.starts_with(
+            "validity: fault-not-applied of balancer (bal) not evaluated for replica-1"
+        ) && w.contains("health.csv` is missing")),
+        "{out:?}"
+    );
+    // A replica never down is the samples' evidence alone.
+    std::fs::write(
+        dir.path().join("containers.csv"),
+        containers.replace(",down,", ",ok,"),
+    )
+    .unwrap();
+    let out = judged(Some("wall_ns,server,state\n".into()));
+    let roles: Vec<&str> = out.evidence.iter().map(|e| e.role.as_str()).collect();
+    assert_eq!(roles, ["replica-1"], "{out:?}");
 }

@@ -1,0 +1,211 @@
+//! Whether the balancer took a killed or stopped replica out (docs/results.md, "Validity",
+//! `fault-not-applied`): the replica's `down` reads show the engine stopped it
+//! (`validity::effect`); health.csv's DOWN for its server shows the traffic was moved off
+//! it, which is what a kill is for. A replica the engine restarted at once, or a balancer
+//! that kept sending to a dead server, would otherwise yield a valid run of a fault that did
+//! not happen to the traffic.
+//!
+//! The DOWN is looked for from the fault's first `fault-applied` (a stop's SIGTERM: a
+//! draining replica may fail its checks before it exits) to `SLACK_NS` after its
+//! `fault-cleared`. The balancer needs `fall` failed checks: the kill may land just after a
+//! check passed, the next starts `inter` later, and a check of a container that is gone fails
+//! only when it times out, `inter` again (haproxy.cfg sets no `timeout check`); with
+//! `SCHEDULING_NS` for HAProxy's own scheduling under its CPU cap, a replica down for less
+//! than `fall × 2 × inter + 0.5 s` may be back before its server could be taken out, and is
+//! not evaluated, saying so.
+
+use super::effect::{span_of, Effect, Span, Target, CHECK};
+use super::window::EventRow;
+use super::{Assessment, Evidence};
+use crate::plan::model::HealthCheck;
+use crate::rundir::health::HealthRow;
+
+/// HAProxy's log line is stamped when the engine receives it, a little after the mark.
+const SLACK_NS: i128 = 1_000_000_000;
+
+/// HAProxy's own scheduling on a loaded host: a quota of 0.25 CPU throttles it for up to
+/// 75 ms in every 100.
+const SCHEDULING_NS: i128 = 500_000_000;
+
+/// Judges a kill or stop of `target` from health.csv's `rows` (`Err` says why they could not
+/// be read) and the run's events; `balancer` is the balancer's container, for the evidence.
+/// Other faults, and a fault whose span `effect` could not place (it says so), are left alone.
+pub fn check_taken_out(
+    target: &Target,
+    rows: Result<&[HealthRow], String>,
+    events: &[EventRow],
+    check: &HealthCheck,
+    balancer: Option<&str>,
+    out: &mut Assessment,
+) {
+    if target.effect != Some(Effect::Down) {
+        return;
+    }
+    let say = |out: &mut Assessment, why: &dyn std::fmt::Display| {
+        out.warnings.push(format!(
+            "validity: {CHECK} of balancer ({}) not evaluated for {}: {why}",
+            balancer.unwrap_or("-"),
+            target.role
+        ))
+    };
+    let Span::Closed(span) = span_of(events) else {
+        return;
+    };
+    let needed_ns = i128::from(check.fall)
+        .saturating_mul(2 * i128::from(check.inter.millis))
+        .saturating_mul(1_000_000)
+        .saturating_add(SCHEDULING_NS);
+    if span.end_ns - span.start_ns < needed_ns {
+        return say(
+            out,
+            &format!(
+                "down {:.1} s, shorter than the {:.1} s the balancer needs to take a server \
+                 out (fall {} × 2 × inter {} ms + 0.5 s)",
+                span.len_s(),
+                needed_ns as f64 / 1e9,
+                check.fall,
+                check.inter.millis
+            ),
+        );
+    }
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(why) => return say(out, &why),
+    };
+    let from = events
+        .iter()
+        .filter(|e| e.event == "fault-applied" && e.wall_ns <= span.start_ns)
+        .map(|e| e.wall_ns)
+        .min()
+        .unwrap_or(span.start_ns);
+    let until = span.end_ns.saturating_add(SLACK_NS);
+    let marked = rows.iter().any(|r| {
+        r.server == target.role && r.state == "DOWN" && (from..=until).contains(&r.wall_ns)
+    });
+    if !marked {
+        out.evidence.push(Evidence {
+            check: CHECK.into(),
+            role: "balancer".into(),
+            container: balancer.map(str::to_string),
+            figure: format!(
+                "DOWN marks of {} in health.csv while it was killed or stopped",
+                target.role
+            ),
+            value: 0.0,
+            threshold: 1.0,
+            unit: "marks".into(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::units::Duration;
+
+    const S: i128 = 1_000_000_000;
+
+    fn target(effect: Effect) -> Target {
+        Target {
+            effect: Some(effect),
+            role: "replica-1".into(),
+            container: "r1-c".into(),
+        }
+    }
+
+    fn ev(t: i128, event: &str) -> EventRow {
+        EventRow {
+            wall_ns: t * S,
+            event: event.into(),
+        }
+    }
+
+    fn down(t: i128, server: &str) -> HealthRow {
+        HealthRow {
+            wall_ns: t * S,
+            server: server.into(),
+            state: "DOWN".into(),
+        }
+    }
+
+    fn judge(rows: Result<&[HealthRow], String>, events: &[EventRow], fall: u32) -> Assessment {
+        let check = HealthCheck {
+            inter: Duration { millis: 1000 },
+            fall,
+            rise: 2,
+        };
+        let mut out = Assessment::default();
+        check_taken_out(
+            &target(Effect::Down),
+            rows,
+            events,
+            &check,
+            Some("lb-c"),
+            &mut out,
+        );
+        out
+    }
+
+    #[test]
+    fn a_kill_is_shown_by_its_server_marked_down_or_its_absence_is_evidence() {
+        let kill = [ev(10, "fault-applied"), ev(15, "fault-cleared")];
+        let seen = [down(12, "replica-1")];
+        assert_eq!(judge(Ok(&seen), &kill, 2), Assessment::default());
+        // A mark logged just after the restart was stamped still counts; a bystander's,
+        // or one from before the fault, does not.
+        assert!(judge(Ok(&[down(16, "replica-1")]), &kill, 2)
+            .evidence
+            .is_empty());
+        for rows in [[down(12, "replica-2")], [down(9, "replica-1")]] {
+            let out = judge(Ok(&rows), &kill, 2);
+            let e = &out.evidence[0];
+            assert_eq!(
+                (e.check.as_str(), e.role.as_str(), e.container.as_deref()),
+                (CHECK, "balancer", Some("lb-c"))
+            );
+            assert_eq!((e.value, e.threshold, e.unit.as_str()), (0.0, 1.0, "marks"));
+            assert!(e.figure.contains("replica-1"), "{e:?}");
+        }
+        // A stop: the DOWN of a draining replica before its exit (the second applied) counts.
+        let stop = [
+            ev(10, "fault-applied"),
+            ev(12, "fault-applied"),
+            ev(17, "fault-cleared"),
+        ];
+        assert!(judge(Ok(&[down(11, "replica-1")]), &stop, 2)
+            .evidence
+            .is_empty());
+    }
+
+    #[test]
+    fn what_cannot_be_judged_is_said_or_left_to_the_samples_check() {
+        let kill = [ev(10, "fault-applied"), ev(13, "fault-cleared")];
+        // 3 s down against fall 2 × 2 × 1 s + 0.5 s.
+        let out = judge(Ok(&[]), &kill, 2);
+        assert!(out.evidence.is_empty());
+        assert!(
+            out.warnings[0].starts_with(
+                "validity: fault-not-applied of balancer (lb-c) not evaluated for replica-1: \
+                 down 3.0 s, shorter than the 4.5 s"
+            ),
+            "{out:?}"
+        );
+        let long = [ev(10, "fault-applied"), ev(15, "fault-cleared")];
+        let out = judge(Err("`health.csv` is missing".into()), &long, 2);
+        assert!(out.evidence.is_empty() && out.warnings[0].ends_with("is missing"));
+        // A fault never cleared is the samples check's to say.
+        assert_eq!(judge(Ok(&[]), &kill[..1], 2), Assessment::default());
+        // Only a kill or stop is the balancer's to show.
+        let mut out = Assessment::default();
+        let check = HealthCheck::default();
+        check_taken_out(
+            &target(Effect::Frozen),
+            Ok(&[]),
+            &kill,
+            &check,
+            None,
+            &mut out,
+        );
+        assert_eq!(out, Assessment::default());
+    }
+}
