@@ -342,25 +342,33 @@ async fn not_ready(
 
 /// Writes every container's log to `dir/<role>.log`.
 pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std::io::Result<()> {
-    save_logs_placed(&Placement::one(rt.clone()), topology, dir).await
+    save_logs_placed(&Placement::one(rt.clone()), topology, dir)
+        .await
+        .map(|_| ())
 }
 
-/// [`save_logs`], each log read from its container's engine.
+/// [`save_logs`], each log read from its container's engine. A log the engine would not give
+/// is written as `(no log: why)`; the roles whose logs those are come back, so that nothing
+/// is read from such a file as if it were the container's (a balancer's log with no lines
+/// is no health transition).
 pub async fn save_logs_placed(
     placement: &Placement,
     topology: &RunTopology,
     dir: &Path,
-) -> std::io::Result<()> {
+) -> std::io::Result<Vec<Role>> {
     std::fs::create_dir_all(dir)?;
+    let mut unread = Vec::new();
     for c in &topology.containers {
-        let text = placement
-            .of(c.role)
-            .logs(&c.name)
-            .await
-            .unwrap_or_else(|e| format!("(no log: {e})\n"));
+        let text = match placement.of(c.role).logs(&c.name).await {
+            Ok(text) => text,
+            Err(e) => {
+                unread.push(c.role);
+                format!("(no log: {e})\n")
+            }
+        };
         std::fs::write(dir.join(format!("{}.log", c.role.key())), text)?;
     }
-    Ok(())
+    Ok(unread)
 }
 
 /// Removes the run's containers, network, and its database's copy of the snapshot. Every

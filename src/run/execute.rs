@@ -309,14 +309,25 @@ async fn preflight(
 /// run taken down, whatever happened before.
 async fn take_down(r: &Running<'_>, record: &mut RunRecord) {
     let logs = r.dir.join(rundir::LOGS_DIR);
-    if save_logs_placed(r.placement, r.topo, &logs).await.is_err() {
-        record
-            .warnings
-            .push("some container logs could not be saved".into());
-    }
+    let balancer_log = match save_logs_placed(r.placement, r.topo, &logs).await {
+        Ok(unread) if unread.contains(&Role::Balancer) => {
+            record
+                .warnings
+                .push("the balancer's log could not be read from its engine: no health.csv".into());
+            None
+        }
+        Ok(_) => std::fs::read_to_string(logs.join(rundir::log_file(&Role::Balancer.key()))).ok(),
+        Err(_) => {
+            record
+                .warnings
+                .push("some container logs could not be saved".into());
+            None
+        }
+    };
     // Exact health transitions, from HAProxy's own timestamped log (the 1 Hz stats only
-    // bound them to the second).
-    if let Ok(log) = std::fs::read_to_string(logs.join(rundir::log_file(&Role::Balancer.key()))) {
+    // bound them to the second); none from a log that was not read, whose absence of
+    // transitions would be taken for the balancer's.
+    if let Some(log) = balancer_log {
         let csv = health::render(&crate::engine::balancer::transitions(&log));
         // Teardown comes next whatever happens here: a failed write is a warning.
         if let Err(e) = write(r.dir, rundir::HEALTH_CSV, csv.as_bytes()) {

@@ -341,8 +341,8 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
 }
 
 /// The balancer of `plan` marked replica 1, killed in the run in `dir`, DOWN within its
-/// health check's worst case (the rule `validity::balancer` judges it by) and UP again after the restart, whose readiness was probed
-/// until ready. The worst case: the kill lands just after a check passed; HAProxy starts the
+/// health check's worst case (the rule `validity::balancer` judges it by) and UP again
+/// after the restart, whose readiness was probed until ready. The worst case: the kill lands just after a check passed; HAProxy starts the
 /// next one `inter` after it, and a check of a container that is gone fails only when it
 /// times out, which with no `timeout check` (haproxy.cfg sets none) is `inter` too; so
 /// `fall` × 2 × `inter`, and 500 ms more for HAProxy's own scheduling under its CPU cap on a

@@ -230,7 +230,7 @@ fn first_seen<'h>(
         .min_by_key(|h| h.wall_ns)
 }
 
-/// The server (after its `backend/`) whose DOWN row `detect_balancer_down` reads: the
+/// The server (after its `backend/`, where a row names one) whose DOWN row `detect_balancer_down` reads: the
 /// target's for a fault on one replica, the first replica marked DOWN for a link or CPU
 /// fault. For report.md, which names it; a metrics.csv row has no place for it.
 pub fn seen_down(frame: &Frame, events: &[Event], health: &[Health]) -> Option<String> {

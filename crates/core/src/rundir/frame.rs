@@ -80,7 +80,8 @@ impl FaultWindow {
         matches!(self.injection.as_str(), "kill-replica" | "stop-replica")
     }
 
-    /// Whether a health.csv `server` (`backend/server`) is the one this fault reads: its
+    /// Whether a health.csv `server` (`replica-1`; with a `backend/` before it, the same
+    /// server) is the one this fault reads: its
     /// target's, or any server's for a fault aimed at none.
     pub fn reads_server(&self, server: &str) -> bool {
         match &self.server {

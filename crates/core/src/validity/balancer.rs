@@ -7,7 +7,8 @@
 //!
 //! The DOWN is looked for from the fault's first `fault-applied` (a stop's SIGTERM: a
 //! draining replica may fail its checks before it exits) to `SLACK_NS` after its
-//! `fault-cleared`. The balancer needs `fall` failed checks: the kill may land just after a
+//! `fault-cleared`; a server whose last state before the fault was DOWN was out already,
+//! and that shows it too. The balancer needs `fall` failed checks: the kill may land just after a
 //! check passed, the next starts `inter` later, and a check of a container that is gone fails
 //! only when it times out, `inter` again (haproxy.cfg sets no `timeout check`); with
 //! `SCHEDULING_NS` for HAProxy's own scheduling under its CPU cap, a replica down for less
@@ -43,7 +44,7 @@ pub fn check_taken_out(
     }
     let say = |out: &mut Assessment, why: &dyn std::fmt::Display| {
         out.warnings.push(format!(
-            "validity: {CHECK} of balancer ({}) not evaluated for {}: {why}",
+            "validity: {CHECK} of balancer ({}) for {} not evaluated: {why}",
             balancer.unwrap_or("-"),
             target.role
         ))
@@ -79,10 +80,22 @@ pub fn check_taken_out(
         .min()
         .unwrap_or(span.start_ns);
     let until = span.end_ns.saturating_add(SLACK_NS);
-    let marked = rows.iter().any(|r| {
-        r.server == target.role && r.state == "DOWN" && (from..=until).contains(&r.wall_ns)
-    });
-    if !marked {
+    // The server's rows in time order; a name logged with its backend is the same server.
+    let mut of_server: Vec<&HealthRow> = rows
+        .iter()
+        .filter(|r| r.server.rsplit('/').next() == Some(target.role.as_str()))
+        .collect();
+    of_server.sort_by_key(|r| r.wall_ns);
+    // Already out when the fault came (its last state before it DOWN): no traffic reached it.
+    let out_before = of_server
+        .iter()
+        .rev()
+        .find(|r| r.wall_ns < from)
+        .is_some_and(|r| r.state == "DOWN");
+    let marked = of_server
+        .iter()
+        .any(|r| r.state == "DOWN" && (from..=until).contains(&r.wall_ns));
+    if !(marked || out_before) {
         out.evidence.push(Evidence {
             check: CHECK.into(),
             role: "balancer".into(),
@@ -156,8 +169,24 @@ mod tests {
         assert!(judge(Ok(&[down(16, "replica-1")]), &kill, 2)
             .evidence
             .is_empty());
-        for rows in [[down(12, "replica-2")], [down(9, "replica-1")]] {
-            let out = judge(Ok(&rows), &kill, 2);
+        // A server already out when the kill came stays out: shown.
+        assert!(judge(Ok(&[down(9, "replica-1")]), &kill, 2)
+            .evidence
+            .is_empty());
+        // So is one named with its backend.
+        assert!(judge(Ok(&[down(12, "replicas/replica-1")]), &kill, 2)
+            .evidence
+            .is_empty());
+        let back_up = [
+            down(9, "replica-1"),
+            HealthRow {
+                wall_ns: 9 * S + 1,
+                server: "replica-1".into(),
+                state: "UP".into(),
+            },
+        ];
+        for rows in [&[down(12, "replica-2")][..], &back_up[..]] {
+            let out = judge(Ok(rows), &kill, 2);
             let e = &out.evidence[0];
             assert_eq!(
                 (e.check.as_str(), e.role.as_str(), e.container.as_deref()),
@@ -185,7 +214,7 @@ mod tests {
         assert!(out.evidence.is_empty());
         assert!(
             out.warnings[0].starts_with(
-                "validity: fault-not-applied of balancer (lb-c) not evaluated for replica-1: \
+                "validity: fault-not-applied of balancer (lb-c) for replica-1 not evaluated: \
                  down 3.0 s, shorter than the 4.5 s"
             ),
             "{out:?}"

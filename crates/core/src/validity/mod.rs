@@ -210,9 +210,10 @@ fn check_link(
 }
 
 /// A killed or stopped replica taken out by the balancer, judged from health.csv
-/// (`balancer::check_taken_out`) once its samples showed it down: where a refused action or
-/// the samples are evidence already, a missing DOWN would say the same again. A missing or
-/// damaged health.csv costs this check alone, said in a warning.
+/// (`balancer::check_taken_out`) unless a refused action or its samples are evidence
+/// already (a missing DOWN would say the same again); where the samples could not tell, the
+/// balancer's DOWN still can. A missing or damaged health.csv costs this check alone, said
+/// in a warning.
 fn check_taken_out(
     dir: &Path,
     facts: &Facts<'_>,
@@ -220,7 +221,7 @@ fn check_taken_out(
     events: &[EventRow],
     out: &mut Assessment,
 ) {
-    let Some(target) = target else {
+    let Some(target) = target.filter(|t| t.effect == Some(Effect::Down)) else {
         return;
     };
     if out.evidence.iter().any(|e| e.check == FAULT_NOT_APPLIED) {
@@ -255,7 +256,8 @@ pub struct Facts<'a> {
     pub checked_until_ns: Option<i128>,
 }
 
-/// Reads the run directory's containers.csv, events.csv and host.csv and checks them with the
+/// Reads the run directory's containers.csv, events.csv and host.csv (and, for a fault,
+/// links.csv or health.csv) and checks them with the
 /// requests' start times (requests.csv's `start_ns`, which the executor has read already).
 /// A ramp stopped at its knee is judged up to `checked_until_ns`, the end of its first
 /// breaching step: past it, what the load generator could not send is the system under

@@ -587,7 +587,7 @@ fn a_kill_is_judged_from_its_samples_then_from_the_balancer_taking_its_server_ou
     assert!(out.evidence.is_empty(), "{out:?}");
     assert!(
         out.warnings.iter().any(|w| w.starts_with(
-            "validity: fault-not-applied of balancer (bal) not evaluated for replica-1"
+            "validity: fault-not-applied of balancer (bal) for replica-1 not evaluated"
         ) && w.contains("health.csv` is missing")),
         "{out:?}"
     );
