@@ -1,6 +1,6 @@
 //! HAProxy's stats, read from its CSV endpoint: per-server status and counters.
 
-use crate::rundir::health::HealthRow;
+use crate::rundir::health::{self, HealthRow};
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -177,7 +177,7 @@ pub fn transitions(log: &str) -> Vec<HealthRow> {
         let Some(wall_ns) = rfc3339_ns(stamp) else {
             continue;
         };
-        let server = name.rsplit('/').next().unwrap_or(name).to_string();
+        let server = health::server_name(name).to_string();
         let repeat = out
             .iter()
             .rev()

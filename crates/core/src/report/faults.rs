@@ -225,7 +225,7 @@ fn first_seen<'h>(
 ) -> Option<&'h Health> {
     health
         .iter()
-        .filter(|h| h.state == state && fault.reads_server(&h.server))
+        .filter(|h| h.state == state && fault.reads_server(h))
         .filter(|h| h.wall_ns >= from && h.wall_ns < to)
         .min_by_key(|h| h.wall_ns)
 }
@@ -236,8 +236,7 @@ fn first_seen<'h>(
 pub fn seen_down(frame: &Frame, events: &[Event], health: &[Health]) -> Option<String> {
     let fault = frame.fault_window.as_ref()?;
     let i = instants(frame, events, health)?;
-    first_seen(fault, health, "DOWN", i.applied, i.observe_end)
-        .map(|h| h.server.rsplit('/').next().unwrap_or(&h.server).to_string())
+    first_seen(fault, health, "DOWN", i.applied, i.observe_end).map(|h| h.server_name().to_string())
 }
 
 fn secs(ns: i128) -> f64 {

@@ -80,13 +80,12 @@ impl FaultWindow {
         matches!(self.injection.as_str(), "kill-replica" | "stop-replica")
     }
 
-    /// Whether a health.csv `server` (`replica-1`; with a `backend/` before it, the same
-    /// server) is the one this fault reads: its
-    /// target's, or any server's for a fault aimed at none.
-    pub fn reads_server(&self, server: &str) -> bool {
+    /// Whether a health.csv row's server is the one this fault reads: its target's, or any
+    /// server's for a fault aimed at none.
+    pub fn reads_server(&self, row: &super::health::HealthRow) -> bool {
         match &self.server {
             None => true,
-            Some(target) => server.rsplit('/').next() == Some(target.as_str()),
+            Some(target) => row.server_name() == target,
         }
     }
 }

@@ -23,6 +23,20 @@ pub struct HealthRow {
     pub state: String,
 }
 
+/// A server's name without the `backend/` HAProxy may log before it: `replica-1` either way.
+/// The one place that rule is spelled: the log parser writes names through it, and every
+/// reader of a row (which a person may have written with the backend) compares through it.
+pub fn server_name(logged: &str) -> &str {
+    logged.rsplit('/').next().unwrap_or(logged)
+}
+
+impl HealthRow {
+    /// This row's server, without a `backend/` before it.
+    pub fn server_name(&self) -> &str {
+        server_name(&self.server)
+    }
+}
+
 /// The whole file: the header and one line per row. Server names are HAProxy identifiers
 /// (no commas or quotes), so no field needs quoting.
 pub fn render(rows: &[HealthRow]) -> String {

@@ -80,10 +80,10 @@ pub fn check_taken_out(
         .min()
         .unwrap_or(span.start_ns);
     let until = span.end_ns.saturating_add(SLACK_NS);
-    // The server's rows in time order; a name logged with its backend is the same server.
+    // The server's rows in time order.
     let mut of_server: Vec<&HealthRow> = rows
         .iter()
-        .filter(|r| r.server.rsplit('/').next() == Some(target.role.as_str()))
+        .filter(|r| r.server_name() == target.role)
         .collect();
     of_server.sort_by_key(|r| r.wall_ns);
     // Already out when the fault came (its last state before it DOWN): no traffic reached it.
