@@ -182,6 +182,19 @@ fn check_fault(target: Option<&Target>, data: &Data, out: &mut Assessment) {
     effect::check_fault(target, &rows, &data.events, out);
 }
 
+/// The fault judged from the files beside the samples: a link's from links.csv, a killed or
+/// stopped replica's from health.csv. Both paths of `assess` end with it.
+fn check_fault_files(
+    dir: &Path,
+    facts: &Facts<'_>,
+    target: Option<&Target>,
+    events: &[EventRow],
+    out: &mut Assessment,
+) {
+    check_link(dir, facts, target, events, out);
+    check_taken_out(dir, facts, target, events, out);
+}
+
 /// A fault on a link, judged from links.csv (`link::check_link`) unless an action applying
 /// it was refused, which `check_fault` makes the evidence. A damaged links.csv costs this
 /// check alone, said in a warning.
@@ -294,8 +307,7 @@ pub fn assess(
         Err(e) => {
             // The fault's check needs no window: a refused fault is evidence all the same.
             check_fault(fault.as_ref(), &data, &mut out);
-            check_link(dir, facts, fault.as_ref(), &data.events, &mut out);
-            check_taken_out(dir, facts, fault.as_ref(), &data.events, &mut out);
+            check_fault_files(dir, facts, fault.as_ref(), &data.events, &mut out);
             out.warnings.push(format!(
                 "validity: the measurement path was not assessed: {e}"
             ));
@@ -322,8 +334,7 @@ pub fn assess(
     out.warnings.extend(checked.warnings);
     out.host = checked.host;
     // Last, so that the measurement path's evidence, first, names where a run is set aside.
-    check_link(dir, facts, run.fault.as_ref(), &data.events, &mut out);
-    check_taken_out(dir, facts, run.fault.as_ref(), &data.events, &mut out);
+    check_fault_files(dir, facts, run.fault.as_ref(), &data.events, &mut out);
     Ok(out)
 }
 
