@@ -347,28 +347,39 @@ pub async fn save_logs(rt: &Runtime, topology: &RunTopology, dir: &Path) -> std:
         .map(|_| ())
 }
 
+/// What [`save_logs_placed`] read: the roles whose logs the engine would not give, and the
+/// balancer's log as written, which health transitions are parsed from.
+#[derive(Debug, Default)]
+pub struct SavedLogs {
+    pub unread: Vec<Role>,
+    pub balancer: Option<String>,
+}
+
 /// [`save_logs`], each log read from its container's engine. A log the engine would not give
-/// is written as `(no log: why)`; the roles whose logs those are come back, so that nothing
-/// is read from such a file as if it were the container's (a balancer's log with no lines
-/// is no health transition).
+/// is written as `(no log: why)` and its role named in `unread`, so that nothing is read
+/// from such a file as if it were the container's (a balancer's log with no lines is no
+/// health transition).
 pub async fn save_logs_placed(
     placement: &Placement,
     topology: &RunTopology,
     dir: &Path,
-) -> std::io::Result<Vec<Role>> {
+) -> std::io::Result<SavedLogs> {
     std::fs::create_dir_all(dir)?;
-    let mut unread = Vec::new();
+    let mut saved = SavedLogs::default();
     for c in &topology.containers {
         let text = match placement.of(c.role).logs(&c.name).await {
             Ok(text) => text,
             Err(e) => {
-                unread.push(c.role);
+                saved.unread.push(c.role);
                 format!("(no log: {e})\n")
             }
         };
-        std::fs::write(dir.join(format!("{}.log", c.role.key())), text)?;
+        std::fs::write(dir.join(format!("{}.log", c.role.key())), &text)?;
+        if c.role == Role::Balancer && !saved.unread.contains(&Role::Balancer) {
+            saved.balancer = Some(text);
+        }
     }
-    Ok(unread)
+    Ok(saved)
 }
 
 /// Removes the run's containers, network, and its database's copy of the snapshot. Every

@@ -310,13 +310,13 @@ async fn preflight(
 async fn take_down(r: &Running<'_>, record: &mut RunRecord) {
     let logs = r.dir.join(rundir::LOGS_DIR);
     let balancer_log = match save_logs_placed(r.placement, r.topo, &logs).await {
-        Ok(unread) if unread.contains(&Role::Balancer) => {
+        Ok(saved) if saved.unread.contains(&Role::Balancer) => {
             record
                 .warnings
                 .push("the balancer's log could not be read from its engine: no health.csv".into());
             None
         }
-        Ok(_) => std::fs::read_to_string(logs.join(rundir::log_file(&Role::Balancer.key()))).ok(),
+        Ok(saved) => saved.balancer,
         Err(_) => {
             record
                 .warnings
