@@ -87,3 +87,16 @@ pub fn link_figure(record: &serde_json::Value, k: &str) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("link figure {k} missing: {record:#}"))
 }
+
+/// The delay a probed link's fault added, in ms, once the probes are shown to have answered
+/// at least three times on each side of the fault's start (fewer would judge nothing).
+pub fn link_answered(record: &serde_json::Value) -> f64 {
+    for side in ["answered_before", "answered_during"] {
+        assert!(
+            link_figure(record, side) >= 3.0,
+            "{side}: {}",
+            record["link"]
+        );
+    }
+    link_figure(record, "added_ms")
+}

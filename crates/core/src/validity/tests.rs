@@ -65,6 +65,38 @@ fn on_time() -> Vec<i128> {
     (0..300).map(|i| T0 + i * S / 10).collect()
 }
 
+/// requests.csv with one request at each of `on_time`'s starts.
+fn write_requests_on_time(dir: &std::path::Path) {
+    use std::fmt::Write as _;
+    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
+    for t in on_time() {
+        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
+    }
+    std::fs::write(dir.join("requests.csv"), requests).unwrap();
+}
+
+/// The requests' start times as the executor reads them.
+fn request_starts(dir: &std::path::Path) -> Vec<i128> {
+    read_request_starts(&dir.join("requests.csv")).unwrap()
+}
+
+/// A load summary whose scenario started at `T0`.
+fn started_at_t0() -> LoadSummary {
+    LoadSummary {
+        scenario_start_ns: Some(T0 as u64),
+        ..Default::default()
+    }
+}
+
+/// events.csv with a fault on `subject` applied at 12 s and cleared at 18 s.
+fn fault_from_12_to_18_s(subject: &str) -> String {
+    format!(
+        "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,{subject},\n{},18,fault-cleared,{subject},\n",
+        T0 + 12 * S,
+        T0 + 18 * S
+    )
+}
+
 #[test]
 fn check_runs_every_check_in_order_and_warns_on_missing_containers() {
     let s = schedule();
@@ -238,20 +270,13 @@ fn assess_reads_the_run_directory() {
         .unwrap();
     }
     std::fs::write(dir.path().join("host.csv"), host).unwrap();
-    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
-    for t in on_time() {
-        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
-    }
-    std::fs::write(dir.path().join("requests.csv"), requests).unwrap();
+    write_requests_on_time(dir.path());
     std::fs::write(
         dir.path().join("events.csv"),
         "wall_ns,t_s,event,subject,detail\n",
     )
     .unwrap();
-    let load = LoadSummary {
-        scenario_start_ns: Some(T0 as u64),
-        ..Default::default()
-    };
+    let load = started_at_t0();
     let (topo, script, guards) = (topology(), script(), Guards::default());
     let facts = |load, checked_until_ns| Facts {
         topo: &topo,
@@ -261,7 +286,7 @@ fn assess_reads_the_run_directory() {
         fault: None,
         checked_until_ns,
     };
-    let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
+    let starts = || request_starts(dir.path());
     let out = assess(dir.path(), &facts(Some(&load), None), starts()).unwrap();
     // The load generator used its whole 0.5-CPU cap from t = 10 s on.
     assert_eq!(out.evidence.len(), 1, "{out:?}");
@@ -323,12 +348,11 @@ fn assess_reads_the_run_directory() {
         .unwrap();
     }
     std::fs::write(dir.path().join("containers.csv"), frozen).unwrap();
-    let events = format!(
-        "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,replica-1,\n{},18,fault-cleared,replica-1,\n",
-        T0 + 12 * S,
-        T0 + 18 * S
-    );
-    std::fs::write(dir.path().join("events.csv"), events).unwrap();
+    std::fs::write(
+        dir.path().join("events.csv"),
+        fault_from_12_to_18_s("replica-1"),
+    )
+    .unwrap();
     let mut with_replica = topology();
     with_replica
         .containers
@@ -404,16 +428,8 @@ fn a_link_fault_is_judged_from_links_csv_after_the_measurement_path() {
         .unwrap();
     }
     std::fs::write(dir.path().join("containers.csv"), containers).unwrap();
-    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
-    for t in on_time() {
-        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
-    }
-    std::fs::write(dir.path().join("requests.csv"), requests).unwrap();
-    let fault_events = format!(
-        "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,db,\n{},18,fault-cleared,db,\n",
-        T0 + 12 * S,
-        T0 + 18 * S
-    );
+    write_requests_on_time(dir.path());
+    let fault_events = fault_from_12_to_18_s("db");
     std::fs::write(dir.path().join("events.csv"), &fault_events).unwrap();
     // A proxy that took the +100 ms and applied none of it: 1 ms throughout.
     let mut links = format!("{LINKS_HEADER}\n");
@@ -438,10 +454,7 @@ fn a_link_fault_is_judged_from_links_csv_after_the_measurement_path() {
         jitter: crate::plan::units::Duration { millis: 0 },
     };
     let (script, guards) = (script(), Guards::default());
-    let load = LoadSummary {
-        scenario_start_ns: Some(T0 as u64),
-        ..Default::default()
-    };
+    let load = started_at_t0();
     let facts = Facts {
         topo: &topo,
         script: &script,
@@ -450,7 +463,7 @@ fn a_link_fault_is_judged_from_links_csv_after_the_measurement_path() {
         fault: Some(&latency),
         checked_until_ns: None,
     };
-    let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
+    let starts = || request_starts(dir.path());
     let out = assess(dir.path(), &facts, starts()).unwrap();
     let checks: Vec<(&str, &str)> = out
         .evidence
@@ -523,18 +536,10 @@ fn a_kill_is_judged_from_its_samples_then_from_the_balancer_taking_its_server_ou
         .unwrap();
     }
     std::fs::write(dir.path().join("containers.csv"), &containers).unwrap();
-    let mut requests = String::from("start_ns,end_ns,route,method,status,duration_ms,error\n");
-    for t in on_time() {
-        writeln!(requests, "{t},{},r,GET,200,1.0,", t + 1000).unwrap();
-    }
-    std::fs::write(dir.path().join("requests.csv"), requests).unwrap();
+    write_requests_on_time(dir.path());
     std::fs::write(
         dir.path().join("events.csv"),
-        format!(
-            "wall_ns,t_s,event,subject,detail\n{},12,fault-applied,replica-1,\n{},18,fault-cleared,replica-1,\n",
-            T0 + 12 * S,
-            T0 + 18 * S
-        ),
+        fault_from_12_to_18_s("replica-1"),
     )
     .unwrap();
     let mut topo = topology();
@@ -544,10 +549,7 @@ fn a_kill_is_judged_from_its_samples_then_from_the_balancer_taking_its_server_ou
     topo.balancer_check.fall = 2;
     let kill = crate::plan::model::Injection::KillReplica { replica: 1 };
     let (script, guards) = (script(), Guards::default());
-    let load = LoadSummary {
-        scenario_start_ns: Some(T0 as u64),
-        ..Default::default()
-    };
+    let load = started_at_t0();
     let facts = Facts {
         topo: &topo,
         script: &script,
@@ -556,7 +558,7 @@ fn a_kill_is_judged_from_its_samples_then_from_the_balancer_taking_its_server_ou
         fault: Some(&kill),
         checked_until_ns: None,
     };
-    let starts = || read_request_starts(&dir.path().join("requests.csv")).unwrap();
+    let starts = || request_starts(dir.path());
     let judged = |health: Option<String>| {
         let path = dir.path().join("health.csv");
         match health {
