@@ -7,7 +7,7 @@ use std::path::Path;
 
 pub use crate::rundir::table::ReadError;
 use crate::rundir::table::Table;
-use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, READINESS_CSV, REQUESTS_CSV};
+use crate::rundir::{CONTAINERS_CSV, EVENTS_CSV, REQUESTS_CSV};
 
 /// A request, as the figures need it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -203,44 +203,8 @@ pub fn events(dir: &Path) -> Result<Vec<Event>, ReadError> {
     Ok(out)
 }
 
-/// A readiness probe's attempt, as `time_to_ready` needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadyAttempt {
-    pub start_ns: i128,
-    pub end_ns: i128,
-    pub status: u16,
-}
-
-/// readiness.csv, in file order; `None` without the file (no replica was restarted, the
-/// fault proxy could not probe, or the run was recorded before replicas were probed).
-pub fn readiness(dir: &Path) -> Result<Option<Vec<ReadyAttempt>>, ReadError> {
-    let mut t = match Table::open(dir, READINESS_CSV) {
-        Ok(t) => t,
-        Err(ReadError::Missing(_)) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let (a, b, s) = (
-        t.column("start_ns")?,
-        t.column("end_ns")?,
-        t.column("status")?,
-    );
-    let mut out = Vec::new();
-    t.each(|rec, c| {
-        let status = c.int(rec, s, "status")?;
-        let (start_ns, end_ns) = (c.int(rec, a, "start_ns")?, c.int(rec, b, "end_ns")?);
-        if end_ns < start_ns {
-            return Err(c.bad("end_ns", c.text(rec, b), "an instant not before start_ns"));
-        }
-        out.push(ReadyAttempt {
-            start_ns,
-            end_ns,
-            status: u16::try_from(status)
-                .map_err(|_| c.bad("status", c.text(rec, s), "an HTTP status (0 to 65535)"))?,
-        });
-        Ok(())
-    })?;
-    Ok(Some(out))
-}
+/// readiness.csv's attempts (`rundir::readiness`).
+pub use crate::rundir::readiness::{read as readiness, ReadyAttempt};
 
 /// health.csv, in file order (`rundir::health`).
 pub fn health(dir: &Path) -> Result<Vec<Health>, ReadError> {

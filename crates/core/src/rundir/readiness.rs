@@ -1,6 +1,12 @@
 //! `readiness.csv`: a restarted replica's readiness probe, every attempt the fault proxy made
 //! from inside the run's network (its `GET` of the contender's readiness path every 100 ms,
-//! from the replica's start until its first 200 or the observe window's end).
+//! from the replica's start until its first 200 or the observe window's end). The one
+//! writer of the file and the one reader are here.
+
+use std::path::Path;
+
+use super::table::{ReadError, Table};
+use super::READINESS_CSV;
 
 /// The header line, with its newline.
 pub const HEADER: &str = "start_ns,end_ns,server,status,error\n";
@@ -32,6 +38,45 @@ pub fn render(rows: &[ReadinessRow]) -> Result<String, csv::Error> {
         .into_inner()
         .map_err(|e| csv::Error::from(e.into_error()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A readiness probe's attempt, as `time_to_ready` needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadyAttempt {
+    pub start_ns: i128,
+    pub end_ns: i128,
+    pub status: u16,
+}
+
+/// readiness.csv, in file order; `None` without the file (no replica was restarted, the
+/// fault proxy could not probe, or the run was recorded before replicas were probed).
+pub fn read(dir: &Path) -> Result<Option<Vec<ReadyAttempt>>, ReadError> {
+    let mut t = match Table::open(dir, READINESS_CSV) {
+        Ok(t) => t,
+        Err(ReadError::Missing(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (a, b, s) = (
+        t.column("start_ns")?,
+        t.column("end_ns")?,
+        t.column("status")?,
+    );
+    let mut out = Vec::new();
+    t.each(|rec, c| {
+        let status = c.int(rec, s, "status")?;
+        let (start_ns, end_ns) = (c.int(rec, a, "start_ns")?, c.int(rec, b, "end_ns")?);
+        if end_ns < start_ns {
+            return Err(c.bad("end_ns", c.text(rec, b), "an instant not before start_ns"));
+        }
+        out.push(ReadyAttempt {
+            start_ns,
+            end_ns,
+            status: u16::try_from(status)
+                .map_err(|_| c.bad("status", c.text(rec, s), "an HTTP status (0 to 65535)"))?,
+        });
+        Ok(())
+    })?;
+    Ok(Some(out))
 }
 
 #[cfg(test)]

@@ -6,20 +6,24 @@
 //! not happen to the traffic.
 //!
 //! The DOWN is looked for from the fault's first `fault-applied` (a stop's SIGTERM: a
-//! draining replica may fail its checks before it exits) to `SLACK_NS` after its
-//! `fault-cleared`; a server whose last state before the fault was DOWN was out already,
-//! and that shows it too. The balancer needs `fall` failed checks: the kill may land just after a
-//! check passed, the next starts `inter` later, and a check of a container that is gone fails
-//! only when it times out, `inter` again (haproxy.cfg sets no `timeout check`); with
-//! `SCHEDULING_NS` for HAProxy's own scheduling under its CPU cap, a replica down for less
-//! than `fall × 2 × inter + 0.5 s` may be back before its server could be taken out, and is
-//! not evaluated, saying so.
+//! draining replica may fail its checks before it exits) to `SLACK_NS` after the replica
+//! could first pass a check again: its `fault-cleared`, or later, the last attempt of its
+//! readiness probe (readiness.csv, the same path HAProxy checks) not answered 200 before the
+//! first that was: a restarted replica fails its checks while it boots. A server whose last
+//! state before the fault was DOWN was out already, and that shows it too. The balancer
+//! needs `fall` failed checks: the kill may land just after a check passed, the next starts
+//! `inter` later, and a check of a container that is gone fails only when it times out,
+//! `inter` again (haproxy.cfg sets no `timeout check`); with `SCHEDULING_NS` for HAProxy's
+//! own scheduling under its CPU cap, a replica failing its checks for less than
+//! `fall × 2 × inter + 0.5 s` may be back before its server could be taken out, and is not
+//! evaluated, saying so.
 
 use super::effect::{span_of, Effect, Span, Target, CHECK};
 use super::window::EventRow;
 use super::{Assessment, Evidence};
 use crate::plan::model::HealthCheck;
 use crate::rundir::health::HealthRow;
+use crate::rundir::readiness::ReadyAttempt;
 
 /// HAProxy's log line is stamped when the engine receives it, a little after the mark.
 const SLACK_NS: i128 = 1_000_000_000;
@@ -28,13 +32,29 @@ const SLACK_NS: i128 = 1_000_000_000;
 /// 75 ms in every 100.
 const SCHEDULING_NS: i128 = 500_000_000;
 
+/// Until when a restarted replica failed its readiness checks: the start of the last attempt
+/// not answered 200 before the first that was (of the last attempt, when none was). A
+/// failed attempt's start is the latest instant known unready: it may have failed at once.
+/// `None` without attempts.
+pub fn unready_until(attempts: &[ReadyAttempt]) -> Option<i128> {
+    let mut sorted: Vec<&ReadyAttempt> = attempts.iter().collect();
+    sorted.sort_by_key(|a| a.start_ns);
+    sorted
+        .iter()
+        .take_while(|a| a.status != 200)
+        .map(|a| a.start_ns)
+        .last()
+}
+
 /// Judges a kill or stop of `target` from health.csv's `rows` (`Err` says why they could not
-/// be read) and the run's events; `balancer` is the balancer's container, for the evidence.
-/// Other faults, and a fault whose span `effect` could not place (it says so), are left alone.
+/// be read), the run's events and `unready_until_ns` (`unready_until` of readiness.csv, when
+/// the run has it); `balancer` is the balancer's container, for the evidence. Other faults,
+/// and a fault whose span `effect` could not place (it says so), are left alone.
 pub fn check_taken_out(
     target: &Target,
     rows: Result<&[HealthRow], String>,
     events: &[EventRow],
+    unready_until_ns: Option<i128>,
     check: &HealthCheck,
     balancer: Option<&str>,
     out: &mut Assessment,
@@ -49,9 +69,11 @@ pub fn check_taken_out(
             target.role
         ))
     };
-    let Span::Closed(span) = span_of(events) else {
+    let Span::Closed(mut span) = span_of(events) else {
         return;
     };
+    // The replica failed its checks until it answered its readiness probe again.
+    span.end_ns = span.end_ns.max(unready_until_ns.unwrap_or(i128::MIN));
     let needed_ns = i128::from(check.fall)
         .saturating_mul(2 * i128::from(check.inter.millis))
         .saturating_mul(1_000_000)
@@ -60,8 +82,8 @@ pub fn check_taken_out(
         return say(
             out,
             &format!(
-                "down {:.1} s, shorter than the {:.1} s the balancer needs to take a server \
-                 out (fall {} × 2 × inter {} ms + 0.5 s)",
+                "down or not ready {:.1} s, shorter than the {:.1} s the balancer needs to \
+                 take a server out (fall {} × 2 × inter {} ms + 0.5 s)",
                 span.len_s(),
                 needed_ns as f64 / 1e9,
                 check.fall,
@@ -142,6 +164,15 @@ mod tests {
     }
 
     fn judge(rows: Result<&[HealthRow], String>, events: &[EventRow], fall: u32) -> Assessment {
+        judge_ready(rows, events, None, fall)
+    }
+
+    fn judge_ready(
+        rows: Result<&[HealthRow], String>,
+        events: &[EventRow],
+        unready_until_ns: Option<i128>,
+        fall: u32,
+    ) -> Assessment {
         let check = HealthCheck {
             inter: Duration { millis: 1000 },
             fall,
@@ -152,6 +183,7 @@ mod tests {
             &target(Effect::Down),
             rows,
             events,
+            unready_until_ns,
             &check,
             Some("lb-c"),
             &mut out,
@@ -215,7 +247,7 @@ mod tests {
         assert!(
             out.warnings[0].starts_with(
                 "validity: fault-not-applied of balancer (lb-c) for replica-1 not evaluated: \
-                 down 3.0 s, shorter than the 4.5 s"
+                 down or not ready 3.0 s, shorter than the 4.5 s"
             ),
             "{out:?}"
         );
@@ -231,10 +263,55 @@ mod tests {
             &target(Effect::Frozen),
             Ok(&[]),
             &kill,
+            None,
             &check,
             None,
             &mut out,
         );
         assert_eq!(out, Assessment::default());
+    }
+
+    fn attempt(start_ms: i128, status: u16) -> ReadyAttempt {
+        ReadyAttempt {
+            start_ns: start_ms * 1_000_000,
+            end_ns: start_ms * 1_000_000 + 2_000_000,
+            status,
+        }
+    }
+
+    #[test]
+    fn a_restarted_replica_fails_its_checks_until_it_answers_its_readiness_probe() {
+        // Refused from the restart at 13 s to 15.2 s, answered at 15.3 s, in any order.
+        let booting = [
+            attempt(15_300, 200),
+            attempt(13_000, 0),
+            attempt(15_200, 503),
+            attempt(15_400, 200),
+        ];
+        assert_eq!(unready_until(&booting), Some(15_200_000_000));
+        assert_eq!(unready_until(&booting[..1]), None);
+        assert_eq!(unready_until(&[]), None);
+        // Never ready: unready at least until its last attempt.
+        let never = [attempt(13_000, 0), attempt(13_100, 0)];
+        assert_eq!(unready_until(&never), Some(13_100_000_000));
+        // 3 s down alone is too short at fall 2; with 2.2 s of booting it is judged, and
+        // a DOWN marked while it booted (past the clear's 1 s slack) counts.
+        let kill = [ev(10, "fault-applied"), ev(13, "fault-cleared")];
+        let booted = unready_until(&booting);
+        let late = [HealthRow {
+            wall_ns: 15 * S + 500_000_000,
+            server: "replica-1".into(),
+            state: "DOWN".into(),
+        }];
+        assert_eq!(
+            judge_ready(Ok(&late), &kill, booted, 2),
+            Assessment::default()
+        );
+        let out = judge_ready(Ok(&[]), &kill, booted, 2);
+        assert!(out.warnings.is_empty(), "{out:?}");
+        assert_eq!(out.evidence.len(), 1, "{out:?}");
+        // Readiness before the clear (no such run, but no file bends the span backwards).
+        let early = judge_ready(Ok(&[]), &kill, Some(11 * S), 2);
+        assert!(early.evidence.is_empty() && early.warnings.len() == 1);
     }
 }

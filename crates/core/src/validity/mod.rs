@@ -226,7 +226,8 @@ fn check_link(
 /// (`balancer::check_taken_out`) unless a refused action or its samples are evidence
 /// already (a missing DOWN would say the same again); where the samples could not tell, the
 /// balancer's DOWN still can. A missing or damaged health.csv costs this check alone, said
-/// in a warning.
+/// in a warning; a damaged readiness.csv, the replica's booting (the span then ends at its
+/// `fault-cleared`, which only ever shortens it).
 fn check_taken_out(
     dir: &Path,
     facts: &Facts<'_>,
@@ -241,6 +242,15 @@ fn check_taken_out(
         return;
     }
     let rows = crate::rundir::health::read(dir).map_err(|e| e.to_string());
+    let unready_until = match crate::rundir::readiness::read(dir) {
+        Ok(attempts) => attempts.as_deref().and_then(balancer::unready_until),
+        Err(e) => {
+            out.warnings.push(format!(
+                "validity: {FAULT_NOT_APPLIED} of balancer: the replica's booting not counted: {e}"
+            ));
+            None
+        }
+    };
     let balancer = facts
         .topo
         .container(Role::Balancer)
@@ -249,6 +259,7 @@ fn check_taken_out(
         target,
         rows.as_deref().map_err(Clone::clone),
         events,
+        unready_until,
         &facts.topo.balancer_check,
         balancer,
         out,

@@ -593,6 +593,40 @@ fn a_kill_is_judged_from_its_samples_then_from_the_balancer_taking_its_server_ou
         ) && w.contains("health.csv` is missing")),
         "{out:?}"
     );
+    // A replica booting until 19.5 s: a DOWN at 20 s, past the clear's 1 s slack, was
+    // marked while it failed its checks. A damaged readiness.csv is said, and the span
+    // ends at the clear again.
+    let readiness = dir.path().join("readiness.csv");
+    std::fs::write(
+        &readiness,
+        format!(
+            "start_ns,end_ns,server,status,error\n{a},{a},replica-1,0,refused\n{b},{b},replica-1,200,\n",
+            a = T0 + 19 * S + S / 2,
+            b = T0 + 19 * S + 6 * S / 10
+        ),
+    )
+    .unwrap();
+    let booting = format!("wall_ns,server,state\n{},replica-1,DOWN\n", T0 + 20 * S);
+    let out = judged(Some(booting.clone()));
+    assert!(out.evidence.is_empty(), "{out:?}");
+    assert!(
+        !out.warnings.iter().any(|w| w.contains("fault-not-applied")),
+        "{out:?}"
+    );
+    std::fs::write(
+        &readiness,
+        "start_ns,end_ns,server,status,error\n1,x,replica-1,0,\n",
+    )
+    .unwrap();
+    let out = judged(Some(booting));
+    assert_eq!(out.evidence.len(), 1, "{out:?}");
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("booting not counted")),
+        "{out:?}"
+    );
+    std::fs::remove_file(&readiness).unwrap();
     // A replica never down is the samples' evidence alone.
     std::fs::write(
         dir.path().join("containers.csv"),
