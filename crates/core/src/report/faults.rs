@@ -391,7 +391,9 @@ mod tests {
         let at = |start_s: f64, took_ms: f64, status: u16| ReadyAttempt {
             start_ns: (start_s * 1e9) as i128,
             end_ns: ((start_s + took_ms / 1e3) * 1e9) as i128,
+            server: "replica-1".into(),
             status,
+            error: String::new(),
         };
         // Refused, 503, then 200 (the probe's last; a later one would not count first).
         let attempts = [

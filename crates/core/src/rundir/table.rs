@@ -1,7 +1,8 @@
 //! A run directory's CSV files read by column name, one row at a time, each field parsed
 //! with its place: a missing file, a missing column and a damaged field are each an error
 //! naming the file (and the line and column), never a row skipped in silence. The report's
-//! reader and each run file's own (`host::read`, `links::read`, `health::read`) go through it.
+//! reader and each run file's own (`host::read`, `links::read`, `health::read`,
+//! `readiness::read`) go through it.
 
 use std::path::{Path, PathBuf};
 

@@ -7,23 +7,23 @@
 //!
 //! The DOWN is looked for from the fault's first `fault-applied` (a stop's SIGTERM: a
 //! draining replica may fail its checks before it exits) to `SLACK_NS` after the replica
-//! could first pass a check again: its `fault-cleared`, or later, the last attempt of its
-//! readiness probe (readiness.csv, the same path HAProxy checks) not answered 200 before the
-//! first that was: a restarted replica fails its checks while it boots. A server whose last
-//! state before the fault was DOWN was out already, and that shows it too. The balancer
-//! needs `fall` failed checks: the kill may land just after a check passed, the next starts
-//! `inter` later, and a check of a container that is gone fails only when it times out,
-//! `inter` again (haproxy.cfg sets no `timeout check`); with `SCHEDULING_NS` for HAProxy's
-//! own scheduling under its CPU cap, a replica failing its checks for less than
+//! could first pass a check again: its `fault-cleared`, or later, as long after its
+//! `replica-starting` as readiness.csv shows it failing the path HAProxy checks
+//! (`unready_until`): a restarted replica fails its checks while it boots. A server whose
+//! last state before the fault was DOWN was out already, and that shows it too. The
+//! balancer needs `fall` failed checks: the kill may land just after a check passed, the
+//! next starts `inter` later, and a check of a container that is gone fails only when it
+//! times out, `inter` again (haproxy.cfg sets no `timeout check`); with `SCHEDULING_NS` for
+//! HAProxy's own scheduling under its CPU cap, a replica failing its checks for less than
 //! `fall × 2 × inter + 0.5 s` may be back before its server could be taken out, and is not
 //! evaluated, saying so.
 
 use super::effect::{span_of, Effect, Span, Target, CHECK};
-use super::window::EventRow;
+use super::window::{EventRow, Window};
 use super::{Assessment, Evidence};
 use crate::plan::model::HealthCheck;
 use crate::rundir::health::HealthRow;
-use crate::rundir::readiness::ReadyAttempt;
+use crate::rundir::readiness::{booting_ns, ReadyAttempt};
 
 /// HAProxy's log line is stamped when the engine receives it, a little after the mark.
 const SLACK_NS: i128 = 1_000_000_000;
@@ -32,29 +32,29 @@ const SLACK_NS: i128 = 1_000_000_000;
 /// 75 ms in every 100.
 const SCHEDULING_NS: i128 = 500_000_000;
 
-/// Until when a restarted replica failed its readiness checks: the start of the last attempt
-/// not answered 200 before the first that was (of the last attempt, when none was). A
-/// failed attempt's start is the latest instant known unready: it may have failed at once.
-/// `None` without attempts.
-pub fn unready_until(attempts: &[ReadyAttempt]) -> Option<i128> {
-    let mut sorted: Vec<&ReadyAttempt> = attempts.iter().collect();
-    sorted.sort_by_key(|a| a.start_ns);
-    sorted
+/// Until when a restarted replica failed its checks, on the events' clock: its last
+/// `replica-starting` (the probe's first attempt is made as it is logged) plus how long
+/// readiness.csv shows it failing them after that (`readiness::booting_ns`, on the fault
+/// proxy's clock, which may not be the events': only a length crosses between them).
+/// `None` without either.
+pub fn unready_until(attempts: &[ReadyAttempt], server: &str, events: &[EventRow]) -> Option<i128> {
+    let starting = events
         .iter()
-        .take_while(|a| a.status != 200)
-        .map(|a| a.start_ns)
-        .last()
+        .filter(|e| e.event == "replica-starting")
+        .map(|e| e.wall_ns)
+        .max()?;
+    Some(starting.saturating_add(booting_ns(attempts, server)?))
 }
 
-/// Judges a kill or stop of `target` from health.csv's `rows` (`Err` says why they could not
-/// be read), the run's events and `unready_until_ns` (`unready_until` of readiness.csv, when
-/// the run has it); `balancer` is the balancer's container, for the evidence. Other faults,
-/// and a fault whose span `effect` could not place (it says so), are left alone.
+/// Judges a kill or stop of `target` from health.csv's `rows` and `unready_until_ns`
+/// (`unready_until` of readiness.csv, `None` without one; `Err` says why either could not be
+/// read) and the run's events; `balancer` is the balancer's container, for the evidence.
+/// Other faults, and a fault whose span `effect` could not place (it says so), are left alone.
 pub fn check_taken_out(
     target: &Target,
     rows: Result<&[HealthRow], String>,
     events: &[EventRow],
-    unready_until_ns: Option<i128>,
+    unready_until_ns: Result<Option<i128>, String>,
     check: &HealthCheck,
     balancer: Option<&str>,
     out: &mut Assessment,
@@ -72,13 +72,16 @@ pub fn check_taken_out(
     let Span::Closed(mut span) = span_of(events) else {
         return;
     };
-    // The replica failed its checks until it answered its readiness probe again.
-    span.end_ns = span.end_ns.max(unready_until_ns.unwrap_or(i128::MIN));
+    // The replica failed its checks until it passed one again; without readiness.csv's word
+    // (or with a damaged one), until its clear.
+    span.end_ns = span
+        .end_ns
+        .max(unready_until_ns.clone().ok().flatten().unwrap_or(i128::MIN));
     let needed_ns = i128::from(check.fall)
         .saturating_mul(2 * i128::from(check.inter.millis))
         .saturating_mul(1_000_000)
         .saturating_add(SCHEDULING_NS);
-    if span.end_ns - span.start_ns < needed_ns {
+    if span.end_ns.saturating_sub(span.start_ns) < needed_ns {
         return say(
             out,
             &format!(
@@ -95,6 +98,35 @@ pub fn check_taken_out(
         Ok(rows) => rows,
         Err(why) => return say(out, &why),
     };
+    if taken_out(rows, &target.role, events, span) {
+        return;
+    }
+    // A DOWN may have come while the replica booted, which a damaged readiness.csv hides.
+    if let Err(why) = unready_until_ns {
+        return say(
+            out,
+            &format!(
+                "no DOWN by 1 s after the clear, and how long the replica booted is unknown: {why}"
+            ),
+        );
+    }
+    out.evidence.push(Evidence {
+        check: CHECK.into(),
+        role: "balancer".into(),
+        container: balancer.map(str::to_string),
+        figure: format!(
+            "DOWN marks of {} in health.csv while it was killed or stopped",
+            target.role
+        ),
+        value: 0.0,
+        threshold: 1.0,
+        unit: "marks".into(),
+    });
+}
+
+/// Whether health.csv shows `server` out of the traffic: a DOWN from the fault's first
+/// `fault-applied` to `SLACK_NS` after `span`'s end, or DOWN already as the fault came.
+fn taken_out(rows: &[HealthRow], server: &str, events: &[EventRow], span: Window) -> bool {
     let from = events
         .iter()
         .filter(|e| e.event == "fault-applied" && e.wall_ns <= span.start_ns)
@@ -103,10 +135,8 @@ pub fn check_taken_out(
         .unwrap_or(span.start_ns);
     let until = span.end_ns.saturating_add(SLACK_NS);
     // The server's rows in time order.
-    let mut of_server: Vec<&HealthRow> = rows
-        .iter()
-        .filter(|r| r.server_name() == target.role)
-        .collect();
+    let mut of_server: Vec<&HealthRow> =
+        rows.iter().filter(|r| r.server_name() == server).collect();
     of_server.sort_by_key(|r| r.wall_ns);
     // Already out when the fault came (its last state before it DOWN): no traffic reached it.
     let out_before = of_server
@@ -114,23 +144,10 @@ pub fn check_taken_out(
         .rev()
         .find(|r| r.wall_ns < from)
         .is_some_and(|r| r.state == "DOWN");
-    let marked = of_server
-        .iter()
-        .any(|r| r.state == "DOWN" && (from..=until).contains(&r.wall_ns));
-    if !(marked || out_before) {
-        out.evidence.push(Evidence {
-            check: CHECK.into(),
-            role: "balancer".into(),
-            container: balancer.map(str::to_string),
-            figure: format!(
-                "DOWN marks of {} in health.csv while it was killed or stopped",
-                target.role
-            ),
-            value: 0.0,
-            threshold: 1.0,
-            unit: "marks".into(),
-        });
-    }
+    out_before
+        || of_server
+            .iter()
+            .any(|r| r.state == "DOWN" && (from..=until).contains(&r.wall_ns))
 }
 
 #[cfg(test)]
@@ -164,13 +181,13 @@ mod tests {
     }
 
     fn judge(rows: Result<&[HealthRow], String>, events: &[EventRow], fall: u32) -> Assessment {
-        judge_ready(rows, events, None, fall)
+        judge_ready(rows, events, Ok(None), fall)
     }
 
     fn judge_ready(
         rows: Result<&[HealthRow], String>,
         events: &[EventRow],
-        unready_until_ns: Option<i128>,
+        unready_until_ns: Result<Option<i128>, String>,
         fall: u32,
     ) -> Assessment {
         let check = HealthCheck {
@@ -263,7 +280,7 @@ mod tests {
             &target(Effect::Frozen),
             Ok(&[]),
             &kill,
-            None,
+            Ok(None),
             &check,
             None,
             &mut out,
@@ -271,47 +288,76 @@ mod tests {
         assert_eq!(out, Assessment::default());
     }
 
-    fn attempt(start_ms: i128, status: u16) -> ReadyAttempt {
+    fn attempt(start_ms: i128, status: u16, error: &str) -> ReadyAttempt {
         ReadyAttempt {
             start_ns: start_ms * 1_000_000,
             end_ns: start_ms * 1_000_000 + 2_000_000,
+            server: "replica-1".into(),
             status,
+            error: error.into(),
         }
     }
 
     #[test]
-    fn a_restarted_replica_fails_its_checks_until_it_answers_its_readiness_probe() {
-        // Refused from the restart at 13 s to 15.2 s, answered at 15.3 s, in any order.
-        let booting = [
-            attempt(15_300, 200),
-            attempt(13_000, 0),
-            attempt(15_200, 503),
-            attempt(15_400, 200),
+    fn a_restarted_replica_fails_its_checks_until_it_could_pass_one() {
+        // Started at 13 s on the events' clock; the probe's clock is 100 s behind. Refused
+        // from its first attempt to 2.2 s later, then 204 (a check passes on 2xx or 3xx),
+        // in any order; a later refusal does not count, nor another server's.
+        let starting = [
+            ev(10, "fault-applied"),
+            ev(13, "replica-starting"),
+            ev(13, "fault-cleared"),
         ];
-        assert_eq!(unready_until(&booting), Some(15_200_000_000));
-        assert_eq!(unready_until(&booting[..1]), None);
-        assert_eq!(unready_until(&[]), None);
-        // Never ready: unready at least until its last attempt.
-        let never = [attempt(13_000, 0), attempt(13_100, 0)];
-        assert_eq!(unready_until(&never), Some(13_100_000_000));
+        let mut booting = vec![
+            attempt(-84_700, 204, ""),
+            attempt(-87_000, 0, "connect: refused"),
+            attempt(-84_800, 503, ""),
+            attempt(-84_600, 0, "connect: refused"),
+        ];
+        let at = |attempts: &[ReadyAttempt]| unready_until(attempts, "replica-1", &starting);
+        assert_eq!(at(&booting), Some(15_200_000_000));
+        assert_eq!(at(&booting[..1]), None);
+        assert_eq!(at(&[]), None);
+        assert_eq!(unready_until(&booting, "replica-2", &starting), None);
+        assert_eq!(unready_until(&booting, "replica-1", &starting[..1]), None);
+        // An attempt the probe gave up on says nothing: HAProxy's check waits longer.
+        booting.push(attempt(-84_900, 0, "no connection within 100 ms"));
+        assert_eq!(at(&booting), Some(15_200_000_000));
+        // Never ready: unready at least until its last failed attempt.
+        let never = [attempt(-87_000, 0, "refused"), attempt(-86_900, 500, "")];
+        assert_eq!(at(&never), Some(13_100_000_000));
         // 3 s down alone is too short at fall 2; with 2.2 s of booting it is judged, and
         // a DOWN marked while it booted (past the clear's 1 s slack) counts.
-        let kill = [ev(10, "fault-applied"), ev(13, "fault-cleared")];
-        let booted = unready_until(&booting);
+        let booted = Ok(at(&booting));
         let late = [HealthRow {
             wall_ns: 15 * S + 500_000_000,
             server: "replica-1".into(),
             state: "DOWN".into(),
         }];
+        let kill = &starting[..];
         assert_eq!(
-            judge_ready(Ok(&late), &kill, booted, 2),
+            judge_ready(Ok(&late), kill, booted.clone(), 2),
             Assessment::default()
         );
-        let out = judge_ready(Ok(&[]), &kill, booted, 2);
+        let out = judge_ready(Ok(&[]), kill, booted, 2);
         assert!(out.warnings.is_empty(), "{out:?}");
         assert_eq!(out.evidence.len(), 1, "{out:?}");
         // Readiness before the clear (no such run, but no file bends the span backwards).
-        let early = judge_ready(Ok(&[]), &kill, Some(11 * S), 2);
+        let early = judge_ready(Ok(&[]), kill, Ok(Some(11 * S)), 2);
         assert!(early.evidence.is_empty() && early.warnings.len() == 1);
+        // A damaged readiness.csv: a DOWN by the clear still shows it; none is not evidence.
+        let long = [ev(10, "fault-applied"), ev(15, "fault-cleared")];
+        let damaged = || Err("`readiness.csv` line 2: bad".to_string());
+        let seen = [down(12, "replica-1")];
+        assert_eq!(
+            judge_ready(Ok(&seen), &long, damaged(), 2),
+            Assessment::default()
+        );
+        let out = judge_ready(Ok(&[]), &long, damaged(), 2);
+        assert!(out.evidence.is_empty(), "{out:?}");
+        assert!(
+            out.warnings[0].contains("how long the replica booted is unknown: `readiness.csv`"),
+            "{out:?}"
+        );
     }
 }

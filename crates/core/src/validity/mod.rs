@@ -226,8 +226,8 @@ fn check_link(
 /// (`balancer::check_taken_out`) unless a refused action or its samples are evidence
 /// already (a missing DOWN would say the same again); where the samples could not tell, the
 /// balancer's DOWN still can. A missing or damaged health.csv costs this check alone, said
-/// in a warning; a damaged readiness.csv, the replica's booting (the span then ends at its
-/// `fault-cleared`, which only ever shortens it).
+/// in a warning; a damaged readiness.csv leaves the span at the clear, and a DOWN not found
+/// there is not evaluated (it may have come while the replica booted).
 fn check_taken_out(
     dir: &Path,
     facts: &Facts<'_>,
@@ -243,13 +243,10 @@ fn check_taken_out(
     }
     let rows = crate::rundir::health::read(dir).map_err(|e| e.to_string());
     let unready_until = match crate::rundir::readiness::read(dir) {
-        Ok(attempts) => attempts.as_deref().and_then(balancer::unready_until),
-        Err(e) => {
-            out.warnings.push(format!(
-                "validity: {FAULT_NOT_APPLIED} of balancer: the replica's booting not counted: {e}"
-            ));
-            None
+        Ok(attempts) => {
+            Ok(attempts.and_then(|a| balancer::unready_until(&a, &target.role, events)))
         }
+        Err(e) => Err(e.to_string()),
     };
     let balancer = facts
         .topo
