@@ -78,7 +78,12 @@ fn latency_toxic_on_http() {
     let (status, body) = http(&listen, "GET", "/", None, &[]);
     assert_eq!((status, body.as_str()), (200, "hello"));
     let slow = start.elapsed();
-    assert!(slow >= plain + ms(90), "{slow:?} vs {plain:?}");
+    // The toxic holds the answer 100 ms: a bound no load can break. Against `plain` (one
+    // request, which a loaded host once made take 15 ms) a margin would be a guess.
+    assert!(
+        slow >= ms(100),
+        "{slow:?} with the toxic, {plain:?} without"
+    );
 }
 
 #[test]
