@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use crate::common::{self, report::text};
-use crate::run::{csv, event_ns, feedbench, run_json, run_plan};
+use crate::run::{csv, event_ns, feedbench, run_json, run_plan_on_a_quiet_host};
 
 const RATE: f64 = 300.0;
 
@@ -118,7 +118,7 @@ pub fn a_frozen_replica_s_requests_are_all_recorded_late_or_failed_by_either_gen
         ),
     ] {
         rt.block_on(common::plan_images(plan));
-        let out = run_plan(plan, results.path());
+        let out = run_plan_on_a_quiet_host(plan, results.path());
         assert!(out.status.success(), "{generator}: {}", text(&out));
         let dir = results
             .path()

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 
 use crate::common::{self, report::text};
-use crate::run::{csv, run_json, run_plan};
+use crate::run::{csv, run_json, run_plan, run_plan_on_a_quiet_host};
 
 const PLAN: &str = "tests/plans/docker/host.yaml";
 const STUDY: &str = "test-host";
@@ -60,7 +60,7 @@ pub fn a_run_beside_a_process_burning_a_core_is_set_aside_as_host_interference()
     rt.block_on(common::plan_images(PLAN));
 
     let quiet = tempfile::tempdir().unwrap();
-    let out = run_plan(PLAN, quiet.path());
+    let out = run_plan_on_a_quiet_host(PLAN, quiet.path());
     assert!(out.status.success(), "{}", text(&out));
     let dir = quiet.path().join(STUDY).join("runs/queue_steady_r1");
     let record = run_json(&dir);

@@ -5,7 +5,7 @@
 //! delay, recorded and standing, is the smoke study's (`run::the_smoke_study_runs_…`).
 
 use crate::common::{self, report::text};
-use crate::run::{csv, run_json, run_plan};
+use crate::run::{csv, run_json, run_plan_on_a_quiet_host};
 
 const PLAN: &str = "tests/plans/docker/lying-proxy.yaml";
 const STUDY: &str = "test-lying-proxy";
@@ -15,7 +15,7 @@ pub fn a_proxy_that_ignores_its_toxics_leaves_its_latency_run_set_aside_with_the
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images(PLAN));
     let results = tempfile::tempdir().unwrap();
-    let out = run_plan(PLAN, results.path());
+    let out = run_plan_on_a_quiet_host(PLAN, results.path());
     // The study ran to its end; a run set aside is a failure of the study (exit 1).
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = results

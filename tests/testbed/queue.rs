@@ -7,7 +7,7 @@
 //! with both kinds of drop (tests/plans/docker/queue-*.yaml, starved-generator.yaml).
 
 use crate::common::{self, report::text};
-use crate::run::{csv, feedbench, run_json, run_plan};
+use crate::run::{csv, feedbench, run_json, run_plan_on_a_quiet_host};
 
 use std::path::Path;
 
@@ -95,7 +95,7 @@ pub fn a_server_that_queues_saturates_at_its_capacity_and_its_backpressure_is_it
         ),
     ] {
         rt.block_on(common::plan_images(plan));
-        let out = run_plan(plan, results.path());
+        let out = run_plan_on_a_quiet_host(plan, results.path());
         assert!(out.status.success(), "{generator}: {}", text(&out));
         let dir = results.path().join(study).join("runs/queue_ramp_r1");
         assert_ramp_stands_at_capacity_with_its_drops_its_failures(&dir, generator);
@@ -117,7 +117,7 @@ pub fn a_load_generator_capped_far_below_its_rate_breaches_and_is_set_aside() {
         "test-starved-generator",
     );
     rt.block_on(common::plan_images(plan));
-    let out = run_plan(plan, results.path());
+    let out = run_plan_on_a_quiet_host(plan, results.path());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains("did not complete valid: queue.starved/flood/r1"),

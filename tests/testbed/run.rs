@@ -29,6 +29,55 @@ pub(crate) fn run_plan(plan: &str, results: &Path) -> std::process::Output {
     feedbench(&["run", "--no-build"], plan, results)
 }
 
+/// Attempts of [`run_plan_on_a_quiet_host`]: a shared CI host's steal comes in spells.
+const QUIET_HOST_ATTEMPTS: u32 = 3;
+
+/// [`run_plan`] for a test that needs its runs judged on a quiet host. A study whose runs set
+/// aside were all set aside as `host-interference` ran on a host that feedbench itself
+/// measured busy (on a shared CI host: the hypervisor's steal), which says nothing of the
+/// code under test: it is run again from an empty results directory, the evidence printed,
+/// up to `QUIET_HOST_ATTEMPTS` in all. Any other outcome, and the last attempt's, is handed
+/// back as it is.
+pub(crate) fn run_plan_on_a_quiet_host(plan: &str, results: &Path) -> Output {
+    let mut attempt = 1;
+    loop {
+        let out = run_plan(plan, results);
+        let set_aside = set_aside_dirs(results);
+        let host_only =
+            !set_aside.is_empty() && set_aside.iter().all(|d| d == "_invalid_host-interference");
+        if out.status.success() || !host_only || attempt == QUIET_HOST_ATTEMPTS {
+            return out;
+        }
+        let said = [&out.stdout, &out.stderr].map(|b| String::from_utf8_lossy(b).into_owned());
+        for line in said.iter().flat_map(|t| t.lines()) {
+            if line.contains("invalid (host-interference") {
+                eprintln!("[testbed] the host was not quiet (attempt {attempt}): {line}");
+            }
+        }
+        for entry in std::fs::read_dir(results).unwrap() {
+            std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+        }
+        attempt += 1;
+    }
+}
+
+/// The names of the `_invalid_*` directories of every study under `results`.
+fn set_aside_dirs(results: &Path) -> Vec<String> {
+    let Ok(studies) = std::fs::read_dir(results) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for study in studies.flatten().filter(|e| e.path().is_dir()) {
+        for e in std::fs::read_dir(study.path()).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("_invalid_") {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
 /// `feedbench run PLAN` with the images as they are, uncommitted, its events on stdout as
 /// JSON lines (to be spawned and followed).
 pub(crate) fn json_run(plan: &str, results: &Path) -> Command {
@@ -148,7 +197,7 @@ pub fn the_smoke_study_runs_end_to_end_and_its_raw_data_shows_the_fault() {
     let engine = rt.block_on(common::engine());
     rt.block_on(common::plan_images("experiments/smoke.yaml"));
     let results = tempfile::tempdir().unwrap();
-    let out = run_plan("experiments/smoke.yaml", results.path());
+    let out = run_plan_on_a_quiet_host("experiments/smoke.yaml", results.path());
     assert!(
         out.status.success(),
         "{}",
